@@ -1,0 +1,46 @@
+"""Errors are values at the API and one clear line at the CLI.
+
+Every error that comes from user input carries where it happened (file, line, column) so that the
+command line can print it on one line without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class VerifidxError(Exception):
+    """Base of every error verifidx raises on purpose."""
+
+
+class ParseError(VerifidxError):
+    """Malformed text: map text, HLO, a rule file or a layout.
+
+    `line` and `column` are 1-based; `source` names the file (or `<string>`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        line: int = 1,
+        column: int = 1,
+        source: str = "<string>",
+    ) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source = source
+        super().__init__(f"{source}:{line}:{column}: {message}")
+
+
+class EvaluationError(VerifidxError):
+    """An operation is undefined at a point: division by zero, `mod` by a non-positive value."""
+
+
+class UnsupportedError(VerifidxError):
+    """A feature that verifidx does not handle (yet); never a silent wrong answer."""
+
+
+def locate(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset in `text`."""
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start + 1
