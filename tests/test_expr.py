@@ -1,0 +1,136 @@
+"""Expressions: interning, exact integer semantics, and the few laws the constructors fold."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verifidx.errors import EvaluationError
+from verifidx.expr import (
+    Add, Const, Dim, Mul, Symbol, add, ceildiv, floordiv, maximum, minimum, mod, mul,
+)
+
+d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
+
+
+def test_interning_makes_equal_expressions_identical() -> None:
+    assert (d0 + 2 * d1) is (d0 + d1 * 2)
+    assert floordiv(d0, 8) is floordiv(Dim(0), Const(8))
+    assert hash(mod(d0, 3)) == hash(mod(d0, 3))
+
+
+def test_pickle_keeps_interning() -> None:
+    e = floordiv(d0 * 4 + s0, 3)
+    assert pickle.loads(pickle.dumps(e)) is e
+
+
+def test_floor_semantics_on_negative_values() -> None:
+    e, m, c = floordiv(d0, 4), mod(d0, 4), ceildiv(d0, 4)
+    assert [e.evaluate({d0: v}) for v in (-5, -4, -1, 0, 3, 4)] == [-2, -1, -1, 0, 0, 1]
+    assert [m.evaluate({d0: v}) for v in (-5, -4, -1, 0, 3, 4)] == [3, 0, 3, 0, 3, 0]
+    assert [c.evaluate({d0: v}) for v in (-5, -4, -1, 0, 3, 4)] == [-1, -1, 0, 0, 1, 1]
+    assert floordiv(d0, -4).evaluate({d0: 5}) == -2
+    assert floordiv(d0, -4).evaluate({d0: -5}) == 1
+
+
+def test_undefined_operations_raise() -> None:
+    with pytest.raises(EvaluationError):
+        floordiv(d0, 0)
+    with pytest.raises(EvaluationError):
+        mod(d0, -2)
+    with pytest.raises(EvaluationError):
+        mod(d0, s0).evaluate({d0: 3, s0: 0})
+    with pytest.raises(EvaluationError):
+        floordiv(d0, s0).evaluate({d0: 3, s0: 0})
+    with pytest.raises(EvaluationError):
+        d0.evaluate({})
+
+
+def test_constructors_fold_only_the_stated_laws() -> None:
+    assert add(d0, 0) is d0
+    assert add(1, d0, 2).terms == (Const(3), d0)  # type: ignore[attr-defined]
+    assert mul(3, d0) is mul(d0, 3)
+    assert mul(mul(d0, 3), -2) is mul(d0, -6)
+    assert mul(d0, 1) is d0 and mul(d0, 0) is Const(0)
+    assert mul(floordiv(d0, s0), 0) is not Const(0)  # not total: keeps the division
+    assert floordiv(d0, 1) is d0 and mod(d0, 1) is Const(0)
+    assert isinstance(add(add(d0, d1), s0), Add) and len(add(add(d0, d1), s0).terms) == 3  # type: ignore[attr-defined]
+    assert isinstance(d0 * s0, Mul)
+    assert (d0 - d0) is not Const(0)  # like terms are the simplifier's job, not the constructor's
+
+
+# An independent reference: a tiny tree language evaluated directly in Python.
+_LEAF = st.one_of(st.integers(-30, 30).map(lambda c: ("c", c)), st.sampled_from([("d0",), ("d1",)]))
+
+
+def _tree(children: st.SearchStrategy[tuple]) -> st.SearchStrategy[tuple]:
+    return st.one_of(
+        st.tuples(st.just("+"), children, children),
+        st.tuples(st.just("-"), children, children),
+        st.tuples(st.just("*c"), children, st.integers(-7, 7)),
+        st.tuples(st.just("//"), children, st.integers(-7, 7).filter(bool)),
+        st.tuples(st.just("cdiv"), children, st.integers(-7, 7).filter(bool)),
+        st.tuples(st.just("%"), children, st.integers(1, 7)),
+        st.tuples(st.just("min"), children, children),
+        st.tuples(st.just("max"), children, children),
+        st.tuples(st.just("neg"), children),
+    )
+
+
+TREES = st.recursive(_LEAF, _tree, max_leaves=10)
+
+
+def build(t: tuple):
+    op = t[0]
+    if op == "c":
+        return Const(t[1])
+    if op in ("d0", "d1"):
+        return Dim(int(op[1]))
+    a = build(t[1])
+    if op == "neg":
+        return -a
+    if op == "+":
+        return a + build(t[2])
+    if op == "-":
+        return a - build(t[2])
+    if op == "*c":
+        return a * t[2]
+    if op == "//":
+        return a // t[2]
+    if op == "cdiv":
+        return ceildiv(a, t[2])
+    if op == "%":
+        return a % t[2]
+    return (minimum if op == "min" else maximum)(a, build(t[2]))
+
+
+def reference(t: tuple, x: int, y: int) -> int:
+    op = t[0]
+    if op == "c":
+        return t[1]
+    if op == "d0":
+        return x
+    if op == "d1":
+        return y
+    a = reference(t[1], x, y)
+    if op == "neg":
+        return -a
+    if op in ("+", "-", "min", "max"):
+        b = reference(t[2], x, y)
+        return {"+": a + b, "-": a - b, "min": min(a, b), "max": max(a, b)}[op]
+    c = t[2]
+    if op == "*c":
+        return a * c
+    if op == "//":
+        return a // c  # Python's // is floor division
+    if op == "cdiv":
+        return -((-a) // c)
+    return a % c  # Python's % takes the divisor's sign; here c > 0
+
+
+@given(TREES, st.integers(-50, 50), st.integers(-50, 50))
+def test_evaluation_matches_python_integers(tree: tuple, x: int, y: int) -> None:
+    assert build(tree).evaluate({d0: x, d1: y}) == reference(tree, x, y)

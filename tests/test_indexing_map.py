@@ -1,0 +1,95 @@
+"""IndexingMap operations keep (or change as documented) the relation, checked by enumeration."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from strategies import maps
+from verifidx import IndexingMap, compose, parse_map
+from verifidx.expr import Dim, Symbol
+from verifidx.interval import Interval
+
+
+@st.composite
+def composable(draw: st.DrawFn) -> tuple[IndexingMap, IndexingMap]:
+    first = draw(maps(max_results=2))
+    second = draw(maps(num_dims=first.num_results))
+    return first, second
+
+
+@given(composable())
+def test_compose_is_relation_composition(pair) -> None:
+    first, second = pair
+    assume(first.domain_size() * max(1, second.domain_size()) <= 50_000)
+    got = compose(first, second)
+    r1, r2 = first.relation(), second.relation()
+    expected = {(rt2 + rt1, d, res) for rt1, d, mid in r1 for rt2, e, res in r2 if e == mid}
+    assert got.relation() == expected
+
+
+@given(maps(max_syms=3, max_rts=0, max_constraints=3))
+def test_remove_unused_symbols_keeps_the_relation(m) -> None:
+    assert m.remove_unused_symbols().relation() == m.relation()
+
+
+@given(maps(max_syms=2, max_rts=0, max_constraints=3), st.integers(1, 4), st.integers(0, 3))
+def test_rescale_symbols_keeps_the_relation(m, c, k) -> None:
+    assume(m.num_range_vars > 0)
+    m = m.add_constraint(Symbol(0) % c, (k, k))
+    assert m.rescale_symbols().relation() == m.relation()
+
+
+@given(maps(max_syms=2, max_rts=1))
+def test_convert_symbols_to_dimensions_exposes_them(m) -> None:
+    out = m.convert_symbols_to_dimensions()
+    assert out.num_dims == m.num_dims + m.num_range_vars + m.num_rt_vars
+    expected = {(d + s + rt, r) for d, s, rt, r in m.points()}
+    assert {(d, r) for d, _s, _rt, r in out.points()} == expected
+
+
+def test_xla_composition_orders_symbols_second_first() -> None:
+    consumer = parse_map("(d0)[s0] -> (d0, s0), domain: d0 in [0, 9], s0 in [0, 7], "
+                         "d0 + s0 in [0, 20], s0 mod 4 in [0, 0]")
+    producer = parse_map("(d0, d1)[s0, s1] -> (d1, d0, s1, s0), domain: d0 in [0, 49], "
+                         "d1 in [0, 59], s0 in [0, 69], s1 in [0, 19], d0 mod 8 in [0, 0], "
+                         "s0 mod 3 in [1, 1]")
+    assert str(compose(consumer, producer)) == (
+        "(d0)[s0, s1, s2] -> (s2, d0, s1, s0), domain: d0 in [0, 9], s0 in [0, 69], "
+        "s1 in [0, 19], s2 in [0, 7], d0 + s2 in [0, 20], d0 mod 8 in [0, 0], "
+        "s0 mod 3 in [1, 1], s2 mod 4 in [0, 0]")
+
+
+def test_remove_unused_never_drops_an_unsatisfiable_constraint() -> None:
+    m = parse_map("(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 9], s0 mod 16 in [12, 13]")
+    out = m.remove_unused_symbols()
+    assert out.num_range_vars == 1  # dropping s0 would make an empty map non-empty
+    assert out.relation() == m.relation() == set()
+    ok = parse_map("(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 9], s0 mod 3 in [0, 0]")
+    assert ok.remove_unused_symbols().num_range_vars == 0
+
+
+def test_remove_unused_vars_reports_flags() -> None:
+    m = parse_map("(d0, d1, d2, d3, d4)[s0, s1, s2] -> (s0 * 4 + d1 + d3 - 42), domain: "
+                  "d0 in [0, 0], d1 in [0, 1], d2 in [0, 2], d3 in [0, 3], d4 in [0, 4], "
+                  "s0 in [0, 31], s1 in [0, 63], s2 in [0, 95], s0 * 4 + d1 + d3 in [24, 459], "
+                  "s0 + s2 in [0, 512]")
+    out, flags = m.remove_unused_vars()
+    assert flags == [True, False, True, False, True, False, True, False]
+    assert str(out) == ("(d0, d1)[s0, s1] -> (s0 * 4 + d0 + d1 - 42), domain: d0 in [0, 1], "
+                        "d1 in [0, 3], s0 in [0, 31], s1 in [0, 95], s0 * 4 + d0 + d1 in "
+                        "[24, 459], s0 + s1 in [0, 512]")
+
+
+def test_constraint_on_a_variable_tightens_its_bounds() -> None:
+    m = IndexingMap.identity([10]).add_constraint(Dim(0), Interval(3, 20))
+    assert str(m) == "(d0) -> (d0), domain: d0 in [3, 9]"
+    assert m.add_constraint(Dim(0) * 0 + 5, (0, 4)).is_known_empty
+
+
+def test_evaluate_ignores_the_domain() -> None:
+    m = parse_map("(d0, d1)[s0, s1] -> (d1, d0, s1, s0), domain: d0 in [0, 3], d1 in [0, 3], "
+                  "s0 in [0, 1], s1 in [0, 1]")
+    assert m.evaluate([1, 2], [3, 4]) == (2, 1, 4, 3)
+    assert m.constraints_satisfied([1, 2], [3, 4])
+    assert not m.add_constraint(Symbol(0) % 4, (0, 0)).constraints_satisfied([1, 2], [5, 4])

@@ -1,0 +1,124 @@
+"""Map text: XLA's printing conventions (text in, text out), round trips, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strategies import maps
+from verifidx import ParseError, parse_map
+from verifidx.syntax import parse_affine_map, parse_expr, print_affine_map, print_map, same_text
+
+CANONICAL = [
+    "(d0, d1) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31], d1 in [0, 3]",
+    "(d0) -> (-d0 mod 2), domain: d0 in [0, 127]",
+    "(d0, d1) -> (-((d0 * -11 - d1 + 109) floordiv 11) + 9), domain: d0 in [0, 9], d1 in [0, 10]",
+    "(d0)[s0] -> (d0 - (s0 floordiv 3) * 12 + s0 * 7), domain: d0 in [0, 9], s0 in [0, 9]",
+    "()[s0] -> (s0 floordiv 2 floordiv -7), domain: s0 in [0, 1233]",
+    "()[s0] -> (((s0 * 64) floordiv 715) * 715 + (s0 * 128) mod 715), domain: s0 in [0, 9]",
+    "(d0) -> ((d0 floordiv 128) mod 128, d0 floordiv 128 floordiv 128), domain: d0 in [0, 9]",
+    "(d0, d1)[s0] -> (min(d0, 5), max(d1, s0)), domain: d0 in [0, 9], d1 in [0, 9], s0 in [0, 9]",
+    "(th_x, bl_x)[s0, vector_elem, s2]{gpu} -> (s2, th_x * gpu + bl_x, vector_elem, s0), "
+    "domain: th_x in [0, 3], bl_x in [0, 4], s0 in [0, 1], vector_elem in [0, 1], s2 in [0, 3], "
+    "gpu in [0, 1], (th_x * gpu) mod 4 in [0, 0], bl_x + s0 in [0, 45]",
+    "(d0) -> (d0 ceildiv 4), domain: d0 in [-5, 5]",
+    "(d0) -> (d0 - 42), domain: d0 in [0, 2415919103]",
+    "() -> ()",
+    "KNOWN EMPTY",
+    "UNDEFINED",
+]
+
+
+@pytest.mark.parametrize("text", CANONICAL)
+def test_canonical_text_prints_back_unchanged(text: str) -> None:
+    assert print_map(parse_map(text)) == text
+
+
+def test_multiline_and_alternative_spellings() -> None:
+    m = parse_map("(d0) -> (d0 / 4,\n d0 floorDiv 2),\ndomain:\nd0 in [0, 9]")
+    assert str(m) == "(d0) -> (d0 floordiv 4, d0 floordiv 2), domain: d0 in [0, 9]"
+    assert print_map(m, div="/") == "(d0) -> (d0 / 4, d0 / 2), domain: d0 in [0, 9]"
+    assert print_map(m, multiline=True) == (
+        "(d0) -> (d0 floordiv 4, d0 floordiv 2),\ndomain:\nd0 in [0, 9]")
+
+
+def test_constraints_print_sorted_and_constant_ones_are_decided() -> None:
+    m = parse_map("(d0, d1) -> (d0), domain: d0 in [0, 3], d1 in [0, 4], "
+                  "d1 + d0 in [0, 5], (d0 + 1) mod 5 in [1, 1], 0 in [-1, 1]")
+    assert str(m).endswith("(d0 + 1) mod 5 in [1, 1], d1 + d0 in [0, 5]")
+    assert str(parse_map("(d0) -> (d0), domain: d0 in [0, 49], 0 in [10, 15]")) == "KNOWN EMPTY"
+    assert str(parse_map("(d0) -> (d0), domain: d0 in [10, 0]")) == "KNOWN EMPTY"
+
+
+def test_unary_minus_binds_tightest() -> None:
+    e = parse_expr("-d0 mod 2")
+    assert e.evaluate({parse_expr("d0"): 3}) == 1  # (-3) mod 2, not -(3 mod 2)
+
+
+def test_affine_map_text_in_and_out() -> None:
+    am = parse_affine_map("affine_map<(d0, d1)[s0] -> (d0 floordiv 8 + s0, d1 mod 4)>")
+    assert (am.num_dims, am.num_symbols) == (2, 1)
+    m = parse_map("(d0)[s0]{rt0} -> (d0 + s0 * 2 + rt0), domain: d0 in [0, 3], s0 in [0, 1], "
+                  "rt0 in [0, 7]")
+    assert print_affine_map(m) == "affine_map<(d0)[s0, s1] -> (d0 + s0 * 2 + s1)>"
+
+
+@given(maps())
+def test_print_then_parse_gives_an_equal_map(m) -> None:
+    text = print_map(m)
+    again = parse_map(text)
+    assert again == m
+    assert print_map(again) == text
+    assert parse_map(print_map(m, div="/")) == m
+    assert parse_map(print_map(m, multiline=True)) == m
+
+
+BAD = [
+    ("(d0) -> (d0), domain: d0 in [0, 9", 1, 34),
+    ("(d0) -> (d1), domain: d0 in [0, 9]", 1, 10),
+    ("(d0) -> (d0)\n, domain: d0 in [0, 9], d0 in [1, 2]", 2, 25),
+    ("(d0, d0) -> (d0)", 1, 6),
+    ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 13),
+    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 13),
+    ("(d0) -> (d0 $ 2)", 1, 13),
+    ("(d0) -> (d0), domain: d0 in [0, 9] junk", 1, 36),
+    ("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9]", 1, 44),
+    ("(d0) -> (d0)", 1, 13),
+    ("", 1, 1),
+]
+
+
+@pytest.mark.parametrize("text,line,col", BAD)
+def test_bad_input_names_line_and_column(text: str, line: int, col: int) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_map(text)
+    assert (info.value.line, info.value.column) == (line, col), str(info.value)
+
+
+_ALPHABET = st.sampled_from(list("()[]{},:-+*/ 0123456789dsrtinmaxfloordivKNOWEMPTY\n") +
+                            ["d0", "s0", "rt0", " in ", "mod", "floordiv", "domain:", "->"])
+
+
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+def test_random_text_raises_only_parse_error(text: str) -> None:
+    try:
+        parse_map(text)
+    except ParseError as err:
+        assert err.line >= 1 and err.column >= 1
+
+
+@given(maps(), st.data())
+def test_mutated_map_text_raises_only_parse_error(m, data) -> None:
+    text = print_map(m, multiline=True)
+    i = data.draw(st.integers(0, len(text)))
+    j = data.draw(st.integers(i, min(len(text), i + 3)))
+    junk = data.draw(st.sampled_from(["", "(", ")", ",", "-", "mod", "[", "]", "x", "9" * 30]))
+    try:
+        parse_map(text[:i] + junk + text[j:])
+    except ParseError as err:
+        assert err.line >= 1 and err.column >= 1
+
+
+def test_same_text_ignores_whitespace() -> None:
+    assert same_text("(d0) -> (d0),\n domain: d0 in [0, 3]", "(d0)->(d0),domain:d0 in[0,3]")

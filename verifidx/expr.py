@@ -1,0 +1,532 @@
+"""Affine (and quasi-affine) index expressions, hash-consed.
+
+Every node is interned: building the same expression twice gives the same object, so equality is
+identity and hashing is O(1). That makes expressions cheap keys for the caches of the simplifier
+and of the solver bridge.
+
+Semantics (DESIGN.md, Semantics): `floordiv` rounds toward negative infinity and needs a non-zero
+divisor; `ceildiv` rounds up; `mod` is defined only for a positive divisor and lies in [0, b-1].
+Anything else raises `EvaluationError`; there is no silent value.
+
+The smart constructors (`add`, `mul`, `floordiv`, ...) and the Python operators fold only a few
+laws, each stated and proven as a rule in `rules/canonical.rules`: constant folding, `x + 0`,
+`x * 1`, `x * 0` (for total `x`), `x floordiv 1`, `x mod 1`, flattening of nested sums, and
+constants on the right of products. They never reorder the terms of a sum, so parsed text prints
+back as it was written. Everything else is the simplifier's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import ClassVar, Union
+
+from .errors import EvaluationError
+
+ExprLike = Union["Expr", int]
+
+_TABLE: dict[tuple[object, ...], Expr] = {}
+
+
+def floor_div(a: int, b: int) -> int:
+    """Floor division on Python ints; raises on a zero divisor."""
+    if b == 0:
+        raise EvaluationError(f"division by zero: {a} floordiv 0")
+    return a // b
+
+
+def ceil_div(a: int, b: int) -> int:
+    if b == 0:
+        raise EvaluationError(f"division by zero: {a} ceildiv 0")
+    return -((-a) // b)
+
+
+def floor_mod(a: int, b: int) -> int:
+    """`a mod b` for b > 0, in [0, b-1]; XLA's evaluator and emitter disagree for b <= 0."""
+    if b <= 0:
+        raise EvaluationError(f"mod by a non-positive value: {a} mod {b}")
+    return a % b
+
+
+class Expr:
+    """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
+
+    __slots__ = ("__weakref__", "_size", "_total")
+    kind: ClassVar[str] = "expr"
+
+    _size: int
+    _total: bool
+
+    def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
+        raise TypeError("use a concrete expression class")
+
+    @classmethod
+    def _intern(cls, key: tuple[object, ...], init: Callable[[Expr], None]) -> Expr:
+        node = _TABLE.get(key)
+        if node is None:
+            node = object.__new__(cls)
+            init(node)
+            _TABLE[key] = node
+        return node
+
+    # -- structure -------------------------------------------------------------------------
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    @property
+    def size(self) -> int:
+        """Number of nodes; the simplifier's reduction order counts these."""
+        return self._size
+
+    @property
+    def is_total(self) -> bool:
+        """True when the expression is defined everywhere (no division by a non-constant)."""
+        return self._total
+
+    def walk(self) -> Iterator[Expr]:
+        """Pre-order traversal."""
+        stack: list[Expr] = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        """The same operator over new children (through the smart constructors)."""
+        return self
+
+    def map_children(self, fn: Callable[[Expr], Expr]) -> Expr:
+        kids = self.children
+        if not kids:
+            return self
+        new = [fn(k) for k in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            return self
+        return self.rebuild(new)
+
+    def substitute(self, mapping: Mapping[Expr, Expr]) -> Expr:
+        """Replace sub-expressions (usually variables) everywhere, bottom-up."""
+        cache: dict[Expr, Expr] = {}
+
+        def go(e: Expr) -> Expr:
+            hit = mapping.get(e)
+            if hit is not None:
+                return hit
+            done = cache.get(e)
+            if done is None:
+                done = e.map_children(go)
+                cache[e] = done
+            return done
+
+        return go(self)
+
+    def evaluate(self, env: Mapping[Expr, int]) -> int:
+        """Exact integer value; variables are looked up in `env`."""
+        cache: dict[Expr, int] = {}
+
+        def go(e: Expr) -> int:
+            v = cache.get(e)
+            if v is None:
+                v = e._eval([go(c) for c in e.children], env)
+                cache[e] = v
+            return v
+
+        return go(self)
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        raise NotImplementedError
+
+    def variables(self) -> set[Variable]:
+        return {n for n in self.walk() if isinstance(n, Variable)}
+
+    # -- operators -------------------------------------------------------------------------
+    def __add__(self, other: ExprLike) -> Expr:
+        return add(self, other)
+
+    def __radd__(self, other: ExprLike) -> Expr:
+        return add(other, self)
+
+    def __sub__(self, other: ExprLike) -> Expr:
+        return add(self, neg(other))
+
+    def __rsub__(self, other: ExprLike) -> Expr:
+        return add(other, neg(self))
+
+    def __neg__(self) -> Expr:
+        return neg(self)
+
+    def __mul__(self, other: ExprLike) -> Expr:
+        return mul(self, other)
+
+    def __rmul__(self, other: ExprLike) -> Expr:
+        return mul(other, self)
+
+    def __floordiv__(self, other: ExprLike) -> Expr:
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other: ExprLike) -> Expr:
+        return floordiv(other, self)
+
+    def __mod__(self, other: ExprLike) -> Expr:
+        return mod(self, other)
+
+    def __rmod__(self, other: ExprLike) -> Expr:
+        return mod(other, self)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        from .syntax import print_expr
+
+        return f"Expr({print_expr(self)!r})"
+
+    def __str__(self) -> str:
+        from .syntax import print_expr
+
+        return print_expr(self)
+
+
+class Const(Expr):
+    __slots__ = ("value",)
+    kind = "const"
+    value: int
+
+    def __new__(cls, value: int) -> Const:
+        value = int(value)
+
+        def init(n: Expr) -> None:
+            n.value = value  # type: ignore[attr-defined]
+            n._size, n._total = 1, True
+
+        return cls._intern(("c", value), init)  # type: ignore[return-value]
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return self.value
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Const, (self.value,))
+
+
+class Variable(Expr):
+    """A dimension, range or runtime variable, identified by its kind and position."""
+
+    __slots__ = ("index",)
+    index: int
+    prefix: ClassVar[str] = "v"
+
+    def __new__(cls, index: int) -> Variable:
+        index = int(index)
+        if index < 0:
+            raise ValueError("variable index must be >= 0")
+
+        def init(n: Expr) -> None:
+            n.index = index  # type: ignore[attr-defined]
+            n._size, n._total = 1, True
+
+        return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        try:
+            return env[self]
+        except KeyError:
+            raise EvaluationError(f"no value for variable {self.prefix}{self.index}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.index,))
+
+
+class Dim(Variable):
+    __slots__ = ()
+    kind = "dim"
+    prefix = "d"
+
+
+class Symbol(Variable):
+    """A range variable (XLA's `s`): existentially quantified in the map's relation."""
+
+    __slots__ = ()
+    kind = "range"
+    prefix = "s"
+
+
+class RtVar(Variable):
+    """A runtime variable (XLA's `rt`): a value known only when the program runs."""
+
+    __slots__ = ()
+    kind = "rt"
+    prefix = "rt"
+
+
+class Add(Expr):
+    """An n-ary sum (at least two terms), in the order the terms were given."""
+
+    __slots__ = ("terms",)
+    kind = "add"
+    terms: tuple[Expr, ...]
+
+    def __new__(cls, terms: Sequence[Expr]) -> Add:
+        terms = tuple(terms)
+        if len(terms) < 2:
+            raise ValueError("Add needs at least two terms")
+
+        def init(n: Expr) -> None:
+            n.terms = terms  # type: ignore[attr-defined]
+            n._size = 1 + sum(t._size for t in terms)
+            n._total = all(t._total for t in terms)
+
+        return cls._intern(("+", terms), init)  # type: ignore[return-value]
+
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return self.terms
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return add(*children)
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return sum(kids)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Add, (self.terms,))
+
+
+class Binary(Expr):
+    __slots__ = ("lhs", "rhs")
+    lhs: Expr
+    rhs: Expr
+    tag: ClassVar[str] = "?"
+
+    def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
+        if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
+            raise TypeError("operands must be expressions")
+
+        def init(n: Expr) -> None:
+            n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
+            n._size = 1 + lhs._size + rhs._size
+            n._total = lhs._total and rhs._total and cls._total_with(rhs)
+
+        return cls._intern((cls.tag, lhs, rhs), init)  # type: ignore[return-value]
+
+    @staticmethod
+    def _total_with(rhs: Expr) -> bool:
+        return True
+
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return (self.lhs, self.rhs)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.lhs, self.rhs))
+
+
+class Mul(Binary):
+    __slots__ = ()
+    kind = "mul"
+    tag = "*"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return mul(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return kids[0] * kids[1]
+
+
+class _Division(Binary):
+    __slots__ = ()
+
+    @staticmethod
+    def _total_with(rhs: Expr) -> bool:
+        return isinstance(rhs, Const)
+
+
+class FloorDiv(_Division):
+    __slots__ = ()
+    kind = "floordiv"
+    tag = "floordiv"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return floordiv(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return floor_div(kids[0], kids[1])
+
+
+class CeilDiv(_Division):
+    __slots__ = ()
+    kind = "ceildiv"
+    tag = "ceildiv"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return ceildiv(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return ceil_div(kids[0], kids[1])
+
+
+class Mod(_Division):
+    __slots__ = ()
+    kind = "mod"
+    tag = "mod"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return mod(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return floor_mod(kids[0], kids[1])
+
+
+class Min(Binary):
+    __slots__ = ()
+    kind = "min"
+    tag = "min"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return minimum(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return min(kids[0], kids[1])
+
+
+class Max(Binary):
+    __slots__ = ()
+    kind = "max"
+    tag = "max"
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return maximum(children[0], children[1])
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        return max(kids[0], kids[1])
+
+
+# -- smart constructors ----------------------------------------------------------------------
+
+
+def as_expr(x: ExprLike) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"not an expression or integer: {x!r}")
+    return Const(x)
+
+
+def const_value(e: Expr) -> int | None:
+    return e.value if isinstance(e, Const) else None
+
+
+def add(*operands: ExprLike) -> Expr:
+    """Sum; nested sums are flattened, constants merged at the first constant's place, 0 dropped."""
+    terms: list[Expr] = []
+    const_at = -1
+    const_sum = 0
+    for op in operands:
+        e = as_expr(op)
+        for t in e.terms if isinstance(e, Add) else (e,):
+            if isinstance(t, Const):
+                if const_at < 0:
+                    const_at = len(terms)
+                    terms.append(t)
+                const_sum += t.value
+            else:
+                terms.append(t)
+    if const_at >= 0:
+        if const_sum == 0:
+            del terms[const_at]
+        else:
+            terms[const_at] = Const(const_sum)
+    if not terms:
+        return Const(0)
+    if len(terms) == 1:
+        return terms[0]
+    return Add(terms)
+
+
+def neg(x: ExprLike) -> Expr:
+    return mul(x, -1)
+
+
+def mul(a: ExprLike, b: ExprLike) -> Expr:
+    """Product; constants fold and move to the right, `(x * c1) * c2` becomes `x * (c1 * c2)`."""
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(x, Const) and not isinstance(y, Const):
+        x, y = y, x
+    if isinstance(y, Const):
+        c = y.value
+        if isinstance(x, Const):
+            return Const(x.value * c)
+        if c == 1:
+            return x
+        if c == 0 and x.is_total:
+            return Const(0)
+        if isinstance(x, Mul) and isinstance(x.rhs, Const):
+            return mul(x.lhs, x.rhs.value * c)
+    return Mul(x, y)
+
+
+def floordiv(a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(y, Const):
+        if y.value == 0:
+            raise EvaluationError(f"division by zero in {x} floordiv 0")
+        if isinstance(x, Const):
+            return Const(floor_div(x.value, y.value))
+        if y.value == 1:
+            return x
+    return FloorDiv(x, y)
+
+
+def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(y, Const):
+        if y.value == 0:
+            raise EvaluationError(f"division by zero in {x} ceildiv 0")
+        if isinstance(x, Const):
+            return Const(ceil_div(x.value, y.value))
+        if y.value == 1:
+            return x
+    return CeilDiv(x, y)
+
+
+def mod(a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(y, Const):
+        if y.value <= 0:
+            raise EvaluationError(f"mod by a non-positive value in {x} mod {y.value}")
+        if isinstance(x, Const):
+            return Const(floor_mod(x.value, y.value))
+        if y.value == 1 and x.is_total:
+            return Const(0)
+    return Mod(x, y)
+
+
+def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(x, Const) and isinstance(y, Const):
+        return Const(min(x.value, y.value))
+    return Min(x, y)
+
+
+def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    x, y = as_expr(a), as_expr(b)
+    if isinstance(x, Const) and isinstance(y, Const):
+        return Const(max(x.value, y.value))
+    return Max(x, y)
+
+
+def linear_coefficient(term: Expr) -> tuple[Expr, int]:
+    """Split a summand into (base, constant multiplier): `x * 3` -> (x, 3), `x` -> (x, 1)."""
+    if isinstance(term, Mul) and isinstance(term.rhs, Const):
+        return term.lhs, term.rhs.value
+    if isinstance(term, Const):
+        return Const(1), term.value
+    return term, 1
+
+
+def summands(e: Expr) -> tuple[Expr, ...]:
+    return e.terms if isinstance(e, Add) else (e,)
+
+
+def interned_count() -> int:
+    """How many distinct nodes exist (for benchmarks and memory checks)."""
+    return len(_TABLE)

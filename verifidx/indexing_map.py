@@ -1,0 +1,521 @@
+"""IndexingMap: XLA's indexing map, as an immutable value.
+
+A map `(d)[s]{rt} -> f(d, s, rt)` with an inclusive interval per variable and extra constraints
+`g(d, s, rt) in [lo, hi]` denotes, for each value of the runtime variables, the relation
+`{ (d, f(d, s, rt)) : every variable in its interval, every constraint satisfied }`. Range
+variables `s` are existential; runtime variables `rt` are parameters (two maps are equal when
+their relations agree for every runtime value).
+
+Every operation here keeps the relation exactly, or says in its docstring how it changes it
+(composition, conversion of symbols to dimensions). Where XLA drops constraints without knowing
+they can be satisfied (removing unused symbols), verifidx only drops them when it has checked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .errors import EvaluationError
+from .expr import Const, Dim, Expr, ExprLike, RtVar, Symbol, Variable, add, as_expr, mul
+from .interval import Interval, range_of
+
+#: Enumeration budget (points) for checks that are exact by brute force.
+ENUMERATION_LIMIT = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """Bounds of one variable and its optional custom name (presentation only)."""
+
+    bounds: Interval
+    name: str | None = None
+
+
+def _var(v: Var | Interval | tuple[int, int]) -> Var:
+    if isinstance(v, Var):
+        return v
+    if isinstance(v, Interval):
+        return Var(v)
+    lo, hi = v
+    return Var(Interval(lo, hi))
+
+
+@dataclass(frozen=True, slots=True)
+class AffineMap:
+    """The symbolic part of a map without bounds (MLIR's `affine_map<...>`): symbols are the
+    range variables followed by the runtime variables, as in XLA."""
+
+    num_dims: int
+    num_symbols: int
+    results: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class IndexingMap:
+    """An indexing map. Equality and hashing are structural and ignore custom names."""
+
+    results: tuple[Expr, ...]
+    dims: tuple[Var, ...]
+    range_vars: tuple[Var, ...] = ()
+    rt_vars: tuple[Var, ...] = ()
+    constraints: Mapping[Expr, Interval] = field(default_factory=dict)
+    is_known_empty: bool = False
+    is_undefined: bool = False
+
+    # -- construction -------------------------------------------------------------------------
+    @staticmethod
+    def build(
+        results: Sequence[ExprLike],
+        dims: Sequence[Var | Interval | tuple[int, int]],
+        range_vars: Sequence[Var | Interval | tuple[int, int]] = (),
+        rt_vars: Sequence[Var | Interval | tuple[int, int]] = (),
+        constraints: Iterable[tuple[Expr, Interval | tuple[int, int]]] = (),
+    ) -> IndexingMap:
+        """Checks that every variable used exists, then adds constraints one by one (XLA's
+        AddConstraint): constant ones are decided, ones on a bare variable tighten its bounds."""
+        m = IndexingMap(
+            tuple(as_expr(r) for r in results),
+            tuple(_var(v) for v in dims),
+            tuple(_var(v) for v in range_vars),
+            tuple(_var(v) for v in rt_vars),
+            {},
+        )
+        m._check_variables(m.results)
+        for expr, iv in constraints:
+            m = m.add_constraint(expr, iv)
+        return m._mark_empty()
+
+    @staticmethod
+    def undefined() -> IndexingMap:
+        return IndexingMap((), (), is_undefined=True)
+
+    @staticmethod
+    def identity(sizes: Sequence[int]) -> IndexingMap:
+        return IndexingMap.build([Dim(i) for i in range(len(sizes))], [(0, n - 1) for n in sizes])
+
+    @staticmethod
+    def from_tensor_sizes(
+        affine: AffineMap, dim_sizes: Sequence[int], symbol_sizes: Sequence[int]
+    ) -> IndexingMap:
+        """XLA's FromTensorSizes: bounds [0, size - 1]; raises ValueError on count mismatch."""
+        if affine.num_dims != len(dim_sizes):
+            raise ValueError(
+                f"number of dim vars ({len(dim_sizes)}) must match the number of dimensions "
+                f"in the symbolic map ({affine.num_dims})"
+            )
+        if affine.num_symbols != len(symbol_sizes):
+            raise ValueError(
+                f"number of range ({len(symbol_sizes)}) + runtime (0) variables must match the "
+                f"number of symbols in the symbolic map ({affine.num_symbols})"
+            )
+        return IndexingMap.build(
+            affine.results,
+            [(0, n - 1) for n in dim_sizes],
+            [(0, n - 1) for n in symbol_sizes],
+        )
+
+    def _check_variables(self, exprs: Iterable[Expr]) -> None:
+        limits = {Dim: len(self.dims), Symbol: len(self.range_vars), RtVar: len(self.rt_vars)}
+        for e in exprs:
+            for v in e.variables():
+                if v.index >= limits[type(v)]:  # type: ignore[index]
+                    raise ValueError(f"variable {v.prefix}{v.index} is not declared in the map")
+
+    def _mark_empty(self) -> IndexingMap:
+        if self.is_known_empty or self.is_undefined:
+            return self
+        if any(v.bounds.is_empty for v in self.all_vars) or any(
+            iv.is_empty for iv in self.constraints.values()
+        ):
+            return self.replace(is_known_empty=True)
+        return self
+
+    def replace(self, **changes: object) -> IndexingMap:
+        fields = {
+            "results": self.results,
+            "dims": self.dims,
+            "range_vars": self.range_vars,
+            "rt_vars": self.rt_vars,
+            "constraints": self.constraints,
+            "is_known_empty": self.is_known_empty,
+            "is_undefined": self.is_undefined,
+        }
+        fields.update(changes)
+        return IndexingMap(**fields)  # type: ignore[arg-type]
+
+    # -- basic views --------------------------------------------------------------------------
+    @property
+    def num_dims(self) -> int:
+        return len(self.dims)
+
+    @property
+    def num_range_vars(self) -> int:
+        return len(self.range_vars)
+
+    @property
+    def num_rt_vars(self) -> int:
+        return len(self.rt_vars)
+
+    @property
+    def num_results(self) -> int:
+        return len(self.results)
+
+    @property
+    def all_vars(self) -> tuple[Var, ...]:
+        return self.dims + self.range_vars + self.rt_vars
+
+    @cached_property
+    def variables(self) -> tuple[Variable, ...]:
+        """Dims, then range variables, then runtime variables, as expression nodes."""
+        return (
+            tuple(Dim(i) for i in range(self.num_dims))
+            + tuple(Symbol(i) for i in range(self.num_range_vars))
+            + tuple(RtVar(i) for i in range(self.num_rt_vars))
+        )
+
+    @cached_property
+    def bounds(self) -> dict[Variable, Interval]:
+        return {v: info.bounds for v, info in zip(self.variables, self.all_vars)}
+
+    def var_info(self, v: Variable) -> Var:
+        table = {Dim: self.dims, Symbol: self.range_vars, RtVar: self.rt_vars}[type(v)]
+        return table[v.index]
+
+    def range_of(self, expr: Expr) -> Interval:
+        """Interval of `expr` from the variables' bounds (constraints not used)."""
+        return range_of(expr, self.bounds)
+
+    def used_variables(self) -> set[Variable]:
+        used: set[Variable] = set()
+        for e in self.results:
+            used |= e.variables()
+        for e in self.constraints:
+            used |= e.variables()
+        return used
+
+    # -- equality -----------------------------------------------------------------------------
+    @cached_property
+    def _key(self) -> tuple[object, ...]:
+        if self.is_undefined:
+            return ("undefined",)
+        if self.is_known_empty:
+            return ("empty",)  # every known-empty map denotes the empty relation
+        return (
+            self.is_known_empty,
+            self.results,
+            tuple(v.bounds for v in self.dims),
+            tuple(v.bounds for v in self.range_vars),
+            tuple(v.bounds for v in self.rt_vars),
+            frozenset(self.constraints.items()),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexingMap) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __str__(self) -> str:
+        from .syntax import print_map
+
+        return print_map(self)
+
+    def __repr__(self) -> str:
+        return f"IndexingMap({str(self)!r})"
+
+    # -- constraints --------------------------------------------------------------------------
+    def add_constraint(self, expr: ExprLike, interval: Interval | tuple[int, int]) -> IndexingMap:
+        """XLA's AddConstraint, as a new map: constants are decided (dropped or KNOWN EMPTY),
+        a bare variable gets its bounds intersected, other expressions are intersected with any
+        constraint already on the same expression."""
+        e = as_expr(expr)
+        iv = interval if isinstance(interval, Interval) else Interval(*interval)
+        self._check_variables([e])
+        if isinstance(e, Const):
+            return self if e.value in iv else self.replace(is_known_empty=True)
+        if isinstance(e, Variable):
+            info = self.var_info(e)
+            new = Var(info.bounds.intersect(iv), info.name)
+            return self._with_var(e, new)._mark_empty()
+        old = self.constraints.get(e)
+        merged = iv if old is None else old.intersect(iv)
+        cons = dict(self.constraints)
+        cons[e] = merged
+        return self.replace(constraints=cons)._mark_empty()
+
+    def _with_var(self, v: Variable, info: Var) -> IndexingMap:
+        if isinstance(v, Dim):
+            dims = list(self.dims)
+            dims[v.index] = info
+            return self.replace(dims=tuple(dims))
+        if isinstance(v, Symbol):
+            rs = list(self.range_vars)
+            rs[v.index] = info
+            return self.replace(range_vars=tuple(rs))
+        rts = list(self.rt_vars)
+        rts[v.index] = info
+        return self.replace(rt_vars=tuple(rts))
+
+    def constraints_satisfied(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> bool:
+        """Whether the extra constraints hold at a point (variable bounds are not checked, as in
+        XLA). `symbols` lists range variables, then runtime variables."""
+        env = self._env(dims, symbols)
+        return all(e.evaluate(env) in iv for e, iv in self.constraints.items())
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def _env(self, dims: Sequence[int], symbols: Sequence[int]) -> dict[Expr, int]:
+        if len(dims) != self.num_dims or len(symbols) != self.num_range_vars + self.num_rt_vars:
+            raise ValueError(
+                f"expected {self.num_dims} dims and "
+                f"{self.num_range_vars + self.num_rt_vars} symbols"
+            )
+        return dict(zip(self.variables, [*dims, *symbols]))
+
+    def evaluate(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> tuple[int, ...]:
+        """Results at a point, ignoring the domain (as XLA's Evaluate)."""
+        env = self._env(dims, symbols)
+        return tuple(r.evaluate(env) for r in self.results)
+
+    def domain_size(self) -> int:
+        n = 1
+        for v in self.all_vars:
+            n *= v.bounds.size
+        return n
+
+    def points(self, limit: int = ENUMERATION_LIMIT) -> Iterator[tuple[tuple[int, ...], ...]]:
+        """Every (dims, range values, rt values, results) of the relation, by brute force.
+
+        Raises ValueError if the box has more than `limit` points and EvaluationError when an
+        operation is undefined at a point of the domain."""
+        if self.is_undefined:
+            raise ValueError("an UNDEFINED map has no relation")
+        if self.is_known_empty:
+            return
+        if self.domain_size() > limit:
+            raise ValueError(f"domain has {self.domain_size()} points, over the limit {limit}")
+        ranges = [range(v.bounds.lo, v.bounds.hi + 1) for v in self.all_vars]
+        nd, nr = self.num_dims, self.num_range_vars
+        cons = list(self.constraints.items())
+        for point in itertools.product(*ranges):
+            env = dict(zip(self.variables, point))
+            if all(e.evaluate(env) in iv for e, iv in cons):
+                res = tuple(r.evaluate(env) for r in self.results)
+                yield point[:nd], point[nd : nd + nr], point[nd + nr :], res
+
+    def relation(self, limit: int = ENUMERATION_LIMIT) -> set[tuple[tuple[int, ...], ...]]:
+        """The set of (rt values, dims, results): range variables projected away."""
+        return {(rt, d, res) for d, _s, rt, res in self.points(limit)}
+
+    # -- variable management ------------------------------------------------------------------
+    def _renumber(
+        self,
+        keep_dims: Sequence[int],
+        keep_range: Sequence[int],
+        keep_rt: Sequence[int],
+        constraints: Mapping[Expr, Interval] | None = None,
+    ) -> IndexingMap:
+        mapping: dict[Expr, Expr] = {}
+        for new, old in enumerate(keep_dims):
+            mapping[Dim(old)] = Dim(new)
+        for new, old in enumerate(keep_range):
+            mapping[Symbol(old)] = Symbol(new)
+        for new, old in enumerate(keep_rt):
+            mapping[RtVar(old)] = RtVar(new)
+        cons = self.constraints if constraints is None else constraints
+        return IndexingMap(
+            tuple(r.substitute(mapping) for r in self.results),
+            tuple(self.dims[i] for i in keep_dims),
+            tuple(self.range_vars[i] for i in keep_range),
+            tuple(self.rt_vars[i] for i in keep_rt),
+            {e.substitute(mapping): iv for e, iv in cons.items()},
+            self.is_known_empty,
+        )
+
+    def _removable(self, candidates: set[Variable]) -> tuple[set[Variable], dict[Expr, Interval]]:
+        """Variables among `candidates` that can go, and the constraints that go with them.
+
+        A variable stays if a result uses it or a constraint links it to a staying variable.
+        The constraints among the leaving variables are dropped only when they can be
+        satisfied (decided by intervals or enumeration); otherwise everything stays."""
+        staying = set(self.variables) - candidates
+        for e in self.results:
+            staying |= e.variables()
+        changed = True
+        while changed:
+            changed = False
+            for e in self.constraints:
+                vs = e.variables()
+                if vs & staying and not vs <= staying:
+                    staying |= vs
+                    changed = True
+        leaving = set(self.variables) - staying
+        dropped = {e: iv for e, iv in self.constraints.items() if not e.variables() & staying}
+        if dropped and not self._satisfiable(dropped, leaving):
+            return set(), {}
+        return leaving, dropped
+
+    def _satisfiable(self, cons: Mapping[Expr, Interval], vars_: set[Variable]) -> bool:
+        bounds = self.bounds
+        if all(range_of(e, bounds).lo >= iv.lo and range_of(e, bounds).hi <= iv.hi
+               for e, iv in cons.items()):
+            return all(not bounds[v].is_empty for v in vars_)
+        involved = sorted({v for e in cons for v in e.variables()}, key=self.variables.index)
+        size = 1
+        for v in involved:
+            size *= bounds[v].size
+        if size > ENUMERATION_LIMIT:
+            return False
+        for point in itertools.product(*[range(bounds[v].lo, bounds[v].hi + 1) for v in involved]):
+            env = dict(zip(involved, point))
+            try:
+                if all(e.evaluate(env) in iv for e, iv in cons.items()):
+                    return True
+            except EvaluationError:
+                continue
+        return False
+
+    def remove_unused_symbols(self) -> IndexingMap:
+        """Drops range and runtime variables that no result needs (XLA's RemoveUnusedSymbols)."""
+        if self.is_undefined:
+            return self
+        cands: set[Variable] = {Symbol(i) for i in range(self.num_range_vars)}
+        cands |= {RtVar(i) for i in range(self.num_rt_vars)}
+        leaving, dropped = self._removable(cands)
+        return self._drop(leaving, dropped)
+
+    def remove_unused_vars(self) -> tuple[IndexingMap, list[bool]]:
+        """Drops dims, range and runtime variables that no result needs; returns the flags of the
+        removed ones (dims, then range, then runtime variables), as XLA's RemoveUnusedVars."""
+        if self.is_undefined:
+            return self, []
+        leaving, dropped = self._removable(set(self.variables))
+        return self._drop(leaving, dropped), [v in leaving for v in self.variables]
+
+    def _drop(self, leaving: set[Variable], dropped: Mapping[Expr, Interval]) -> IndexingMap:
+        if not leaving:
+            return self
+        cons = {e: iv for e, iv in self.constraints.items() if e not in dropped}
+        return self._renumber(
+            [i for i in range(self.num_dims) if Dim(i) not in leaving],
+            [i for i in range(self.num_range_vars) if Symbol(i) not in leaving],
+            [i for i in range(self.num_rt_vars) if RtVar(i) not in leaving],
+            cons,
+        )
+
+    def convert_range_variables_to_dimensions(self, indices: Sequence[int]) -> IndexingMap:
+        """Turns the chosen range variables into trailing dimensions (the relation gains them as
+        inputs)."""
+        chosen = list(indices)
+        rest = [i for i in range(self.num_range_vars) if i not in chosen]
+        mapping: dict[Expr, Expr] = {}
+        for k, i in enumerate(chosen):
+            mapping[Symbol(i)] = Dim(self.num_dims + k)
+        for k, i in enumerate(rest):
+            mapping[Symbol(i)] = Symbol(k)
+        return IndexingMap(
+            tuple(r.substitute(mapping) for r in self.results),
+            self.dims + tuple(self.range_vars[i] for i in chosen),
+            tuple(self.range_vars[i] for i in rest),
+            self.rt_vars,
+            {e.substitute(mapping): iv for e, iv in self.constraints.items()},
+            self.is_known_empty,
+        )
+
+    def convert_symbols_to_dimensions(self) -> IndexingMap:
+        """Every range variable, then every runtime variable, becomes a trailing dimension."""
+        n, nr = self.num_dims, self.num_range_vars
+        mapping: dict[Expr, Expr] = {Symbol(i): Dim(n + i) for i in range(nr)}
+        mapping.update({RtVar(i): Dim(n + nr + i) for i in range(self.num_rt_vars)})
+        return IndexingMap(
+            tuple(r.substitute(mapping) for r in self.results),
+            self.all_vars,
+            (),
+            (),
+            {e.substitute(mapping): iv for e, iv in self.constraints.items()},
+            self.is_known_empty,
+        )
+
+    def rescale_symbols(self) -> IndexingMap:
+        """For each range variable with a constraint `s mod c in [k, k]` (c > 0), substitutes
+        `s = s' * c + k` with the tightest bounds for s' and drops that constraint. When a
+        variable has several such constraints, the one that prints first is used."""
+        from .syntax import print_expr
+
+        m = self
+        for i in range(self.num_range_vars):
+            s = Symbol(i)
+            found = sorted(
+                (
+                    (print_expr(e), e, iv)
+                    for e, iv in m.constraints.items()
+                    if e.kind == "mod"
+                    and e.lhs is s  # type: ignore[attr-defined]
+                    and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
+                    and iv.is_point
+                ),
+                key=lambda t: t[0],
+            )
+            if not found:
+                continue
+            _, e, iv = found[0]
+            c, k = e.rhs.value, iv.lo  # type: ignore[attr-defined]
+            b = m.range_vars[i].bounds
+            lo, hi = -((k - b.lo) // c), (b.hi - k) // c
+            replacement = add(mul(s, c), k)
+            cons = {ce.substitute({s: replacement}): civ
+                    for ce, civ in m.constraints.items() if ce is not e}
+            rvars = list(m.range_vars)
+            rvars[i] = Var(Interval(lo, hi), rvars[i].name)
+            if not 0 <= k < c:
+                rvars[i] = Var(Interval(1, 0), rvars[i].name)
+            m = IndexingMap(
+                tuple(r.substitute({s: replacement}) for r in m.results),
+                m.dims,
+                tuple(rvars),
+                m.rt_vars,
+                {},
+                m.is_known_empty,
+            )
+            for ce, civ in cons.items():
+                m = m.add_constraint(ce, civ)
+            m = m._mark_empty()
+        return m
+
+
+def compose(first: IndexingMap, second: IndexingMap) -> IndexingMap:
+    """Apply `first`, then `second` (XLA's ComposeIndexingMaps(first, second)).
+
+    The result's range variables are `second`'s, then `first`'s; likewise for runtime variables.
+    `second`'s dimension bounds become constraints on `first`'s results."""
+    if first.is_undefined or second.is_undefined:
+        return IndexingMap.undefined()
+    if first.num_results != second.num_dims:
+        raise ValueError(
+            f"cannot compose: first map has {first.num_results} results, second has "
+            f"{second.num_dims} dims"
+        )
+    n2r, n1r = second.num_range_vars, first.num_range_vars
+    n2t = second.num_rt_vars
+    shift_first: dict[Expr, Expr] = {Symbol(i): Symbol(n2r + i) for i in range(n1r)}
+    shift_first.update({RtVar(i): RtVar(n2t + i) for i in range(first.num_rt_vars)})
+    f_results = [r.substitute(shift_first) for r in first.results]
+    into_second: dict[Expr, Expr] = {Dim(i): f_results[i] for i in range(second.num_dims)}
+    results = [r.substitute(into_second) for r in second.results]
+    m = IndexingMap(
+        tuple(results),
+        first.dims,
+        second.range_vars + first.range_vars,
+        second.rt_vars + first.rt_vars,
+        {},
+        first.is_known_empty or second.is_known_empty,
+    )
+    for e, iv in first.constraints.items():
+        m = m.add_constraint(e.substitute(shift_first), iv)
+    for e, iv in second.constraints.items():
+        m = m.add_constraint(e.substitute(into_second), iv)
+    for i, info in enumerate(second.dims):
+        m = m.add_constraint(f_results[i], info.bounds)
+    return m._mark_empty()

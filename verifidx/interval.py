@@ -1,0 +1,183 @@
+"""Inclusive integer intervals and sound interval evaluation of expressions.
+
+Soundness is the contract: for every assignment of the variables inside their intervals at which an
+expression is defined, its value lies in the interval `range_of` returns. Tightness is a bonus;
+sums are evaluated term by term with the constant multipliers pulled out, `mod` and `floordiv`
+recognise when their operand stays within one period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .expr import (
+    Add,
+    CeilDiv,
+    Const,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Variable,
+    ceil_div,
+    floor_div,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """`[lo, hi]`, both ends included; `lo > hi` is the empty interval."""
+
+    lo: int
+    hi: int
+
+    @staticmethod
+    def point(v: int) -> Interval:
+        return Interval(v, v)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.lo > self.hi
+
+    @property
+    def is_point(self) -> bool:
+        return self.lo == self.hi
+
+    @property
+    def size(self) -> int:
+        return max(0, self.hi - self.lo + 1)
+
+    def __contains__(self, v: object) -> bool:
+        return isinstance(v, int) and self.lo <= v <= self.hi
+
+    def contains(self, other: Interval) -> bool:
+        return other.is_empty or (self.lo <= other.lo and other.hi <= self.hi)
+
+    def intersect(self, other: Interval) -> Interval:
+        return Interval(max(self.lo, other.lo), min(self.hi, other.hi))
+
+    def union(self, other: Interval) -> Interval:
+        if self.is_empty:
+            return other
+        if other.is_empty:
+            return self
+        return Interval(min(self.lo, other.lo), max(self.hi, other.hi))
+
+    def __add__(self, other: Interval) -> Interval:
+        if self.is_empty or other.is_empty:
+            return EMPTY
+        return Interval(self.lo + other.lo, self.hi + other.hi)
+
+    def __neg__(self) -> Interval:
+        return EMPTY if self.is_empty else Interval(-self.hi, -self.lo)
+
+    def scale(self, c: int) -> Interval:
+        if self.is_empty:
+            return EMPTY
+        a, b = self.lo * c, self.hi * c
+        return Interval(min(a, b), max(a, b))
+
+    def __mul__(self, other: Interval) -> Interval:
+        if self.is_empty or other.is_empty:
+            return EMPTY
+        corners = [self.lo * other.lo, self.lo * other.hi, self.hi * other.lo, self.hi * other.hi]
+        return Interval(min(corners), max(corners))
+
+    def __str__(self) -> str:
+        return f"[{self.lo}, {self.hi}]"
+
+
+EMPTY = Interval(1, 0)
+
+
+def _nonzero_parts(d: Interval) -> list[Interval]:
+    parts = []
+    if d.lo <= -1:
+        parts.append(Interval(d.lo, min(d.hi, -1)))
+    if d.hi >= 1:
+        parts.append(Interval(max(d.lo, 1), d.hi))
+    return parts
+
+
+def _div_range(n: Interval, d: Interval, op: type[Expr]) -> Interval:
+    """Range of n / d over the non-zero divisors in d (floor or ceil); monotone per sign."""
+    fn = floor_div if op is FloorDiv else ceil_div
+    out = EMPTY
+    if n.is_empty:
+        return out
+    for part in _nonzero_parts(d):
+        vals = [fn(a, b) for a in (n.lo, n.hi) for b in (part.lo, part.hi)]
+        out = out.union(Interval(min(vals), max(vals)))
+    return out
+
+
+def _mod_range(n: Interval, d: Interval) -> Interval:
+    if d.hi <= 0 or n.is_empty:
+        return EMPTY  # undefined everywhere: no value
+    lo_div = max(d.lo, 1)
+    if lo_div == d.hi:
+        c = d.hi
+        q_lo, q_hi = n.lo // c, n.hi // c
+        if q_lo == q_hi:
+            return Interval(n.lo - q_lo * c, n.hi - q_lo * c)
+        return Interval(0, c - 1)
+    if n.lo >= 0:
+        return Interval(0, min(n.hi, d.hi - 1))
+    return Interval(0, d.hi - 1)
+
+
+def range_of(expr: Expr, bounds: Mapping[Variable, Interval]) -> Interval:
+    """Sound interval of `expr` when each variable lies in `bounds` (missing: error)."""
+    cache: dict[Expr, Interval] = {}
+
+    def go(e: Expr) -> Interval:
+        hit = cache.get(e)
+        if hit is not None:
+            return hit
+        r = _range(e, go, bounds)
+        cache[e] = r
+        return r
+
+    return go(expr)
+
+
+def _range(e: Expr, go, bounds: Mapping[Variable, Interval]) -> Interval:  # type: ignore[no-untyped-def]
+    if isinstance(e, Const):
+        return Interval.point(e.value)
+    if isinstance(e, Variable):
+        return bounds[e]
+    if isinstance(e, Add):
+        total = Interval(0, 0)
+        for t in e.terms:
+            total = total + go(t)
+        return total
+    if isinstance(e, Mul):
+        if isinstance(e.rhs, Const):
+            return go(e.lhs).scale(e.rhs.value)
+        if e.lhs is e.rhs:
+            r = go(e.lhs)
+            if r.is_empty:
+                return EMPTY
+            sq = r * r
+            if r.lo <= 0 <= r.hi:
+                return Interval(0, sq.hi)
+            return Interval(min(r.lo * r.lo, r.hi * r.hi), sq.hi)
+        return go(e.lhs) * go(e.rhs)
+    if isinstance(e, (FloorDiv, CeilDiv)):
+        return _div_range(go(e.lhs), go(e.rhs), type(e))
+    if isinstance(e, Mod):
+        return _mod_range(go(e.lhs), go(e.rhs))
+    if isinstance(e, Min):
+        a, b = go(e.lhs), go(e.rhs)
+        if a.is_empty or b.is_empty:
+            return EMPTY
+        return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
+    if isinstance(e, Max):
+        a, b = go(e.lhs), go(e.rhs)
+        if a.is_empty or b.is_empty:
+            return EMPTY
+        return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
+    raise TypeError(f"unknown expression node {type(e).__name__}")

@@ -1,0 +1,520 @@
+"""XLA's indexing-map text: parser and printer (and MLIR `affine_map<...>` in and out).
+
+The printer writes XLA's canonical one-line form:
+`(d0, d1)[s0]{rt0} -> (d0 floordiv 8, d0 mod 8 + s0), domain: d0 in [0, 31], s0 in [0, 7],
+rt0 in [0, 3], d0 + s0 in [0, 20]` with the constraints sorted by their printed text. The parser
+accepts that, XLA's multi-line form, `/`, `floordiv`, `floorDiv`, `ceildiv`, `min(a, b)`,
+`max(a, b)` and custom variable names. Unary minus binds tightest: `-d0 mod 2` is `(-d0) mod 2`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import EvaluationError, ParseError, locate
+from .expr import (
+    Add,
+    CeilDiv,
+    Const,
+    Dim,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    RtVar,
+    Symbol,
+    Variable,
+    add,
+    ceildiv,
+    floordiv,
+    maximum,
+    minimum,
+    mod,
+    mul,
+    neg,
+)
+from .indexing_map import AffineMap, IndexingMap, Var
+from .interval import Interval
+
+# -- lexer -------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"(?P<int>\d+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>->|[-+*/(),\[\]{}:<>=])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # "int", "name", "punct", "end"
+    text: str
+    offset: int
+
+
+def tokenize(text: str, source: str = "<string>") -> list[Token]:
+    tokens: list[Token] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos].isspace():
+            pos += 1
+        if pos >= n:
+            break
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            line, col = locate(text, pos)
+            raise ParseError(f"unexpected character {text[pos]!r}", line, col, source)
+        kind = m.lastgroup or "punct"
+        tokens.append(Token(kind, m.group(kind), pos))
+        pos = m.end()
+    tokens.append(Token("end", "", n))
+    return tokens
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+_DIV_WORDS = {"floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv,
+              "mod": mod, "*": mul}
+
+
+class _Parser:
+    """Recursive descent over the token list; every error carries line and column."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.tokens = tokenize(text, source)
+        self.pos = 0
+        self.names: dict[str, Expr] = {}
+        self.pattern_name: Callable[[str, Token], Expr | None] | None = None
+
+    # token helpers
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.pos]
+
+    def error(self, message: str, tok: Token | None = None) -> ParseError:
+        t = tok or self.tok
+        line, col = locate(self.text, t.offset)
+        found = "end of input" if t.kind == "end" else repr(t.text)
+        return ParseError(f"{message}, found {found}", line, col, self.source)
+
+    def at(self, text: str) -> bool:
+        return self.tok.text == text and self.tok.kind != "end"
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, text: str, what: str | None = None) -> Token:
+        if not self.at(text):
+            raise self.error(f"expected {what or repr(text)}")
+        t = self.tok
+        self.pos += 1
+        return t
+
+    def integer(self) -> int:
+        sign = -1 if self.accept("-") else 1
+        if self.tok.kind != "int":
+            raise self.error("expected an integer")
+        v = int(self.tok.text)
+        self.pos += 1
+        return sign * v
+
+    # expressions
+    def expr(self) -> Expr:
+        start = self.tok
+        try:
+            e = self.term()
+            while self.at("+") or self.at("-"):
+                op = self.tok.text
+                self.pos += 1
+                rhs = self.term()
+                e = add(e, rhs) if op == "+" else add(e, neg(rhs))
+            return e
+        except EvaluationError as err:
+            raise self.error(str(err), start) from None
+
+    def term(self) -> Expr:
+        e = self.unary()
+        while self.tok.text in _DIV_WORDS and self.tok.kind != "end":
+            op_tok = self.tok
+            self.pos += 1
+            rhs = self.unary()
+            try:
+                e = _DIV_WORDS[op_tok.text](e, rhs)
+            except EvaluationError as err:
+                raise self.error(str(err), op_tok) from None
+        return e
+
+    def unary(self) -> Expr:
+        if self.accept("-"):
+            inner = self.unary()
+            return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
+        return self.atom()
+
+    def atom(self) -> Expr:
+        t = self.tok
+        if t.kind == "int":
+            self.pos += 1
+            return Const(int(t.text))
+        if self.accept("("):
+            e = self.expr()
+            self.expect(")", "')' to close '('")
+            return e
+        if t.kind == "name":
+            if t.text in ("min", "max") and self.tokens[self.pos + 1].text == "(":
+                self.pos += 2
+                a = self.expr()
+                self.expect(",", f"',' between the operands of {t.text}")
+                b = self.expr()
+                self.expect(")", f"')' to close {t.text}(")
+                return minimum(a, b) if t.text == "min" else maximum(a, b)
+            self.pos += 1
+            if self.pattern_name is not None:
+                hit = self.pattern_name(t.text, t)
+                if hit is not None:
+                    return hit
+            v = self.names.get(t.text)
+            if v is None:
+                raise self.error(f"unknown variable {t.text!r}", t)
+            return v
+        raise self.error("expected an expression")
+
+    # maps
+    def name_list(self, close: str, make: Callable[[int], Variable]) -> list[str | None]:
+        names: list[str | None] = []
+        if self.accept(close):
+            return names
+        while True:
+            t = self.tok
+            if t.kind != "name":
+                raise self.error("expected a variable name")
+            if t.text in self.names:
+                raise self.error(f"variable {t.text!r} declared twice", t)
+            v = make(len(names))
+            self.names[t.text] = v
+            names.append(t.text)
+            self.pos += 1
+            if self.accept(close):
+                return names
+            self.expect(",", f"',' or {close!r} in the variable list")
+
+    def indexing_map(self) -> IndexingMap:
+        if self.tok.text == "UNDEFINED":
+            self.pos += 1
+            self.expect_end()
+            return IndexingMap.undefined()
+        if self.tok.text == "KNOWN" and self.tokens[self.pos + 1].text == "EMPTY":
+            self.pos += 2
+            self.expect_end()
+            return IndexingMap((), (), is_known_empty=True)
+        affine = self.affine_header()
+        dims, syms, rts = self.header_names
+        bounds: dict[str, Interval] = {}
+        constraints: list[tuple[Expr, Interval, Token]] = []
+        if self.accept(","):
+            t = self.tok
+            if not (t.kind == "name" and t.text == "domain"):
+                raise self.error("expected 'domain:'")
+            self.pos += 1
+            self.expect(":", "':' after 'domain'")
+            while True:
+                start = self.tok
+                is_var = (
+                    start.kind == "name"
+                    and start.text in self.names
+                    and self.tokens[self.pos + 1].text == "in"
+                )
+                e = self.expr()
+                if not (self.tok.kind == "name" and self.tok.text == "in"):
+                    raise self.error("expected 'in' after the expression")
+                self.pos += 1
+                iv = self.interval()
+                if is_var:
+                    if start.text in bounds:
+                        raise self.error(f"bounds of {start.text!r} given twice", start)
+                    bounds[start.text] = iv
+                else:
+                    constraints.append((e, iv, start))
+                if not self.accept(","):
+                    break
+        self.expect_end()
+        all_names = [n for n in dims + syms + rts if n is not None]
+        missing = [n for n in all_names if n not in bounds]
+        if missing:
+            if bounds or constraints:
+                raise self.error(f"no bounds given for variable {missing[0]!r}")
+            raise self.error("expected ', domain:' with the bounds of every variable")
+
+        def var_list(names: list[str | None], default: str) -> list[Var]:
+            return [
+                Var(bounds[n], None if n == f"{default}{i}" else n)  # type: ignore[index]
+                for i, n in enumerate(names)
+            ]
+
+        m = IndexingMap(
+            affine.results, tuple(var_list(dims, "d")), tuple(var_list(syms, "s")),
+            tuple(var_list(rts, "rt")), {},
+        )
+        for e, iv, tok in constraints:
+            try:
+                m = m.add_constraint(e, iv)
+            except ValueError as err:
+                raise self.error(str(err), tok) from None
+        return m._mark_empty()
+
+    header_names: tuple[list[str | None], list[str | None], list[str | None]]
+
+    def affine_header(self) -> AffineMap:
+        self.expect("(", "'(' to start the dimension list")
+        dims = self.name_list(")", Dim)
+        syms: list[str | None] = []
+        rts: list[str | None] = []
+        if self.accept("["):
+            syms = self.name_list("]", Symbol)
+        if self.accept("{"):
+            rts = self.name_list("}", RtVar)
+        self.header_names = (dims, syms, rts)
+        self.expect("->", "'->' after the variable lists")
+        self.expect("(", "'(' to start the results")
+        results: list[Expr] = []
+        if not self.accept(")"):
+            while True:
+                results.append(self.expr())
+                if self.accept(")"):
+                    break
+                self.expect(",", "',' or ')' in the results")
+        return AffineMap(len(dims), len(syms) + len(rts), tuple(results))
+
+    def interval(self) -> Interval:
+        self.expect("[", "'[' to start an interval")
+        lo = self.integer()
+        self.expect(",", "',' in the interval")
+        hi = self.integer()
+        self.expect("]", "']' to close the interval")
+        return Interval(lo, hi)
+
+    def expect_end(self) -> None:
+        if self.tok.kind != "end":
+            raise self.error("expected end of map")
+
+
+def parse_map(text: str, source: str = "<string>") -> IndexingMap:
+    """Parse XLA's map text (one-line or multi-line), `KNOWN EMPTY` or `UNDEFINED`."""
+    stripped = text.strip()
+    if stripped.startswith("affine_map<"):
+        affine = parse_affine_map(text, source)
+        raise ParseError(
+            f"an affine_map has no bounds; use IndexingMap.from_tensor_sizes "
+            f"({affine.num_dims} dims, {affine.num_symbols} symbols)", 1, 1, source)
+    return _Parser(text, source).indexing_map()
+
+
+def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
+               source: str = "<string>") -> Expr:
+    """Parse one expression; variables are `d<i>`, `s<i>`, `rt<i>` unless `names` is given."""
+    p = _Parser(text, source)
+    if names is None:
+        p.pattern_name = _default_variable
+    else:
+        p.names = dict(names)
+    e = p.expr()
+    if p.tok.kind != "end":
+        raise p.error("expected end of expression")
+    return e
+
+
+def _default_variable(name: str, tok: Token) -> Expr | None:
+    m = re.fullmatch(r"(d|s|rt)(\d+)", name)
+    if m is None:
+        return None
+    cls = {"d": Dim, "s": Symbol, "rt": RtVar}[m.group(1)]
+    return cls(int(m.group(2)))
+
+
+def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
+    """MLIR's `affine_map<(d0)[s0] -> (...)>` (or the bare `(d0)[s0] -> (...)`)."""
+    body = text.strip()
+    offset = 0
+    if body.startswith("affine_map<"):
+        if not body.endswith(">"):
+            line, col = locate(text, len(text))
+            raise ParseError("expected '>' to close affine_map<", line, col, source)
+        offset = text.index("affine_map<") + len("affine_map<")
+        body = text[offset : text.rindex(">")]
+    p = _Parser(" " * offset + body, source)
+    p.text = text
+    am = p.affine_header()
+    if p.tok.kind != "end":
+        raise p.error("expected end of affine map")
+    return am
+
+
+# -- printer -----------------------------------------------------------------------------------
+
+_LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
+
+
+def _is_negation(e: Expr) -> bool:
+    return isinstance(e, Mul) and isinstance(e.rhs, Const) and e.rhs.value == -1
+
+
+class _Printer:
+    def __init__(self, names: Mapping[Variable, str], div: str = "floordiv") -> None:
+        self.names = names
+        self.div = div
+
+    def name(self, v: Variable) -> str:
+        return self.names.get(v) or f"{v.prefix}{v.index}"
+
+    def top(self, e: Expr) -> str:
+        if isinstance(e, Add):
+            out = self.top_term(e.terms[0])
+            for t in e.terms[1:]:
+                out += self.later_term(t)
+            return out
+        return self.top_term(e)
+
+    def top_term(self, e: Expr) -> str:
+        if _is_negation(e):
+            return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+        return self.level2(e)
+
+    def later_term(self, t: Expr) -> str:
+        if isinstance(t, Const) and t.value < 0:
+            return f" - {-t.value}"
+        if isinstance(t, Mul) and isinstance(t.rhs, Const) and t.rhs.value < 0:
+            c = -t.rhs.value
+            if c == 1:
+                return " - " + self.operand(t.lhs, left_of=None)
+            return " - " + self.level2(Mul(t.lhs, Const(c)))
+        return " + " + self.top_term(t)
+
+    def atomic(self, e: Expr) -> str:
+        if isinstance(e, (Variable, Const)) and not (isinstance(e, Const) and e.value < 0):
+            return self.level2(e)
+        return f"({self.top(e)})"
+
+    def operand(self, e: Expr, left_of: type[Expr] | None) -> str:
+        """Print a child of a `*`/`floordiv`/`mod` node (or of a subtracted term)."""
+        if isinstance(e, Add):
+            return f"({self.top(e)})"
+        if _is_negation(e):
+            return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+        if isinstance(e, _LEVEL2):
+            same = left_of is not None and type(e) is left_of
+            if not (same or (isinstance(e, Mul) and left_of is Mul)):
+                return f"({self.level2(e)})"
+        return self.level2(e)
+
+    def level2(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return str(e.value)
+        if isinstance(e, Variable):
+            return self.name(e)
+        if isinstance(e, Add):
+            return f"({self.top(e)})"
+        if isinstance(e, (Min, Max)):
+            word = "min" if isinstance(e, Min) else "max"
+            return f"{word}({self.top(e.lhs)}, {self.top(e.rhs)})"
+        if isinstance(e, Mul):
+            if _is_negation(e):
+                return "-" + self.atomic(e.lhs)
+            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, Mul)}"
+        word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]  # type: ignore[index]
+        lhs = self.operand(e.lhs, type(e))  # type: ignore[attr-defined]
+        rhs = self.operand(e.rhs, None)  # type: ignore[attr-defined]
+        return f"{lhs} {word} {rhs}"
+
+
+def variable_names(m: IndexingMap) -> dict[Variable, str]:
+    """Custom names where they are unambiguous; all defaults if any two names would clash."""
+    names: dict[Variable, str] = {}
+    for v, info in zip(m.variables, m.all_vars):
+        names[v] = info.name or f"{v.prefix}{v.index}"
+    if len(set(names.values())) != len(names):
+        return {v: f"{v.prefix}{v.index}" for v in m.variables}
+    return names
+
+
+def print_expr(e: Expr, names: Mapping[Variable, str] | None = None,
+               div: str = "floordiv") -> str:
+    return _Printer(names or {}, div).top(e)
+
+
+def print_map(m: IndexingMap, div: str = "floordiv", multiline: bool = False) -> str:
+    """XLA's canonical text; `div="/"` prints floor division as XLA does since mid-2026."""
+    if m.is_undefined:
+        return "UNDEFINED"
+    if m.is_known_empty:
+        return "KNOWN EMPTY"
+    names = variable_names(m)
+    p = _Printer(names, div)
+    dims = [names[v] for v in m.variables[: m.num_dims]]
+    head = f"({', '.join(dims)})"
+    if m.num_range_vars:
+        rs = m.variables[m.num_dims : m.num_dims + m.num_range_vars]
+        head += f"[{', '.join(names[v] for v in rs)}]"
+    if m.num_rt_vars:
+        head += f"{{{', '.join(names[v] for v in m.variables[-m.num_rt_vars:])}}}"
+    text = f"{head} -> ({', '.join(p.top(r) for r in m.results)})"
+    items = [f"{names[v]} in {info.bounds}" for v, info in zip(m.variables, m.all_vars)]
+    items += sorted(f"{p.top(e)} in {iv}" for e, iv in m.constraints.items())
+    if not items:
+        return text
+    if multiline:
+        return text + ",\ndomain:\n" + ",\n".join(items)
+    return text + ", domain: " + ", ".join(items)
+
+
+def print_affine_map(m: IndexingMap | AffineMap) -> str:
+    """MLIR's `affine_map<...>` text; runtime variables become trailing symbols."""
+    if isinstance(m, IndexingMap):
+        if m.is_undefined or m.is_known_empty:
+            raise ValueError("an UNDEFINED or KNOWN EMPTY map has no affine_map form")
+        nr = m.num_range_vars
+        rename: dict[Expr, Expr] = {RtVar(i): Symbol(nr + i) for i in range(m.num_rt_vars)}
+        am = AffineMap(m.num_dims, nr + m.num_rt_vars,
+                       tuple(r.substitute(rename) for r in m.results))
+    else:
+        am = m
+    for r in am.results:
+        if any(isinstance(n, (Min, Max)) for n in r.walk()):
+            raise ValueError("min/max have no affine_map form")
+    p = _Printer({})
+    head = f"({', '.join(f'd{i}' for i in range(am.num_dims))})"
+    if am.num_symbols:
+        head += f"[{', '.join(f's{i}' for i in range(am.num_symbols))}]"
+    return f"affine_map<{head} -> ({', '.join(p.top(r) for r in am.results)})>"
+
+
+def strip_whitespace(text: str) -> str:
+    return "".join(text.split())
+
+
+def same_text(a: str, b: str) -> bool:
+    """XLA's matchers compare map text ignoring all whitespace."""
+    return strip_whitespace(a) == strip_whitespace(b)
+
+
+def parse_interval(text: str) -> Interval:
+    p = _Parser(text, "<string>")
+    iv = p.interval()
+    p.expect_end()
+    return iv
+
+
+def names_for(m: IndexingMap) -> dict[str, Expr]:
+    """Name -> variable table of a map (for parsing expressions over its variables)."""
+    return {name: v for v, name in variable_names(m).items()}
+
+
+__all__: Sequence[str] = [
+    "parse_map", "parse_expr", "parse_affine_map", "print_map", "print_expr",
+    "print_affine_map", "same_text", "Token", "tokenize",
+]
