@@ -514,6 +514,25 @@ def maximum(a: ExprLike, b: ExprLike) -> Expr:
     return Max(x, y)
 
 
+def raw_add(*operands: ExprLike) -> Expr:
+    """A sum that only flattens nested sums: no folding. For rule patterns, whose text must
+    mean exactly what was written (`x + 0 => x` must stay a claim about `x + 0`)."""
+    terms: list[Expr] = []
+    for op in operands:
+        e = as_expr(op)
+        terms.extend(e.terms if isinstance(e, Add) else (e,))
+    return terms[0] if len(terms) == 1 else Add(terms)
+
+
+RAW_BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
+    "*": Mul, "floordiv": FloorDiv, "ceildiv": CeilDiv, "mod": Mod, "min": Min, "max": Max,
+}
+FOLDING_BINARY: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
+    "*": mul, "floordiv": floordiv, "ceildiv": ceildiv, "mod": mod, "min": minimum,
+    "max": maximum,
+}
+
+
 def linear_coefficient(term: Expr) -> tuple[Expr, int]:
     """Split a summand into (base, constant multiplier): `x * 3` -> (x, 3), `x` -> (x, 1)."""
     if isinstance(term, Mul) and isinstance(term.rhs, Const):

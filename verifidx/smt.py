@@ -67,7 +67,7 @@ class Encoder:
     """Translates expressions to Z3 terms, collecting the conditions under which they are
     defined."""
 
-    def __init__(self, env: Mapping[Variable, z3.ArithRef]) -> None:
+    def __init__(self, env: Mapping[Expr, z3.ArithRef]) -> None:
         self.env = env
         self.defined: list[z3.BoolRef] = []
         self._cache: dict[Expr, z3.ArithRef] = {}
@@ -82,8 +82,11 @@ class Encoder:
     def _encode(self, e: Expr) -> z3.ArithRef:
         if isinstance(e, Const):
             return z3.IntVal(e.value)
+        bound = self.env.get(e)
+        if bound is not None:  # variables, and whatever leaves a caller binds (rule patterns)
+            return bound
         if isinstance(e, Variable):
-            return self.env[e]
+            raise KeyError(f"no Z3 variable for {e}")
         if isinstance(e, Add):
             return z3.Sum([self(t) for t in e.terms])
         a, b = self(e.lhs), self(e.rhs)  # type: ignore[attr-defined]

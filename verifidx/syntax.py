@@ -28,14 +28,11 @@ from .expr import (
     RtVar,
     Symbol,
     Variable,
+    FOLDING_BINARY,
+    RAW_BINARY,
     add,
-    ceildiv,
-    floordiv,
-    maximum,
-    minimum,
-    mod,
-    mul,
     neg,
+    raw_add,
 )
 from .indexing_map import AffineMap, IndexingMap, Var
 from .interval import Interval
@@ -75,8 +72,8 @@ def tokenize(text: str, source: str = "<string>") -> list[Token]:
 
 # -- parser ------------------------------------------------------------------------------------
 
-_DIV_WORDS = {"floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv,
-              "mod": mod, "*": mul}
+_OPERATOR_WORDS = {"floordiv": "floordiv", "floorDiv": "floordiv", "/": "floordiv",
+                   "ceildiv": "ceildiv", "mod": "mod", "*": "*"}
 
 
 class _Parser:
@@ -89,6 +86,19 @@ class _Parser:
         self.pos = 0
         self.names: dict[str, Expr] = {}
         self.pattern_name: Callable[[str, Token], Expr | None] | None = None
+        # fold=False builds exactly the tree that was written (rule patterns)
+        self.fold = True
+        # extra function-call syntax `name(args)` (rule conditions: gcd, lo, hi, ...)
+        self.functions: Callable[[str, list[Expr], Token], Expr] | None = None
+
+    def binary(self, op: str, a: Expr, b: Expr) -> Expr:
+        return (FOLDING_BINARY if self.fold else RAW_BINARY)[op](a, b)
+
+    def plus(self, a: Expr, b: Expr) -> Expr:
+        return add(a, b) if self.fold else raw_add(a, b)
+
+    def negate(self, a: Expr) -> Expr:
+        return neg(a) if self.fold else Mul(a, Const(-1))
 
     # token helpers
     @property
@@ -134,19 +144,19 @@ class _Parser:
                 op = self.tok.text
                 self.pos += 1
                 rhs = self.term()
-                e = add(e, rhs) if op == "+" else add(e, neg(rhs))
+                e = self.plus(e, rhs) if op == "+" else self.plus(e, self.negate(rhs))
             return e
         except EvaluationError as err:
             raise self.error(str(err), start) from None
 
     def term(self) -> Expr:
         e = self.unary()
-        while self.tok.text in _DIV_WORDS and self.tok.kind != "end":
+        while self.tok.text in _OPERATOR_WORDS and self.tok.kind != "end":
             op_tok = self.tok
             self.pos += 1
             rhs = self.unary()
             try:
-                e = _DIV_WORDS[op_tok.text](e, rhs)
+                e = self.binary(_OPERATOR_WORDS[op_tok.text], e, rhs)
             except EvaluationError as err:
                 raise self.error(str(err), op_tok) from None
         return e
@@ -154,7 +164,7 @@ class _Parser:
     def unary(self) -> Expr:
         if self.accept("-"):
             inner = self.unary()
-            return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
+            return Const(-inner.value) if isinstance(inner, Const) else self.negate(inner)
         return self.atom()
 
     def atom(self) -> Expr:
@@ -167,13 +177,19 @@ class _Parser:
             self.expect(")", "')' to close '('")
             return e
         if t.kind == "name":
-            if t.text in ("min", "max") and self.tokens[self.pos + 1].text == "(":
+            if self.tokens[self.pos + 1].text == "(" and (
+                t.text in ("min", "max") or self.functions is not None
+            ):
                 self.pos += 2
-                a = self.expr()
-                self.expect(",", f"',' between the operands of {t.text}")
-                b = self.expr()
+                args = [self.expr()]
+                while self.accept(","):
+                    args.append(self.expr())
                 self.expect(")", f"')' to close {t.text}(")
-                return minimum(a, b) if t.text == "min" else maximum(a, b)
+                if t.text in ("min", "max") and len(args) == 2:
+                    return self.binary(t.text, args[0], args[1])
+                if self.functions is None:
+                    raise self.error(f"{t.text} takes two operands", t)
+                return self.functions(t.text, args, t)
             self.pos += 1
             if self.pattern_name is not None:
                 hit = self.pattern_name(t.text, t)
@@ -396,8 +412,10 @@ class _Printer:
         return " + " + self.top_term(t)
 
     def atomic(self, e: Expr) -> str:
-        if isinstance(e, (Variable, Const)) and not (isinstance(e, Const) and e.value < 0):
-            return self.level2(e)
+        if isinstance(e, Const):
+            return str(e.value) if e.value >= 0 else f"({e.value})"
+        if not isinstance(e, (Add, *_LEVEL2, Min, Max)):
+            return self.level2(e)  # variables, pattern leaves, function calls
         return f"({self.top(e)})"
 
     def operand(self, e: Expr, left_of: type[Expr] | None) -> str:
@@ -426,7 +444,9 @@ class _Printer:
             if _is_negation(e):
                 return "-" + self.atomic(e.lhs)
             return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, Mul)}"
-        word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]  # type: ignore[index]
+        if not isinstance(e, (FloorDiv, CeilDiv, Mod)):
+            return str(e)  # pattern leaves and function calls of the rule language
+        word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]
         lhs = self.operand(e.lhs, type(e))  # type: ignore[attr-defined]
         rhs = self.operand(e.rhs, None)  # type: ignore[attr-defined]
         return f"{lhs} {word} {rhs}"

@@ -1,0 +1,201 @@
+"""The rule model shared by the rule parser, the prover and the simplifier's matcher.
+
+Patterns are ordinary expressions (`verifidx.expr`) with three extra leaf/node kinds, so that the
+printer, the evaluator and the Z3 encoder of the map layer serve rules too:
+
+- `TermVar("x")`   matches any expression (any lower-case identifier that is not a constant);
+- `ConstVar("c0")` matches a constant node only (`c` followed by digits);
+- `Call("gcd", (a, b))` a function of the condition language: `gcd`, `lcm`, `abs`, and the
+  interval bounds `lo(t)` / `hi(t)` of a matched term at the match site.
+
+Patterns are built without folding (`fold=False` in the parser), so a rule's text means exactly
+what it says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..errors import EvaluationError
+from ..expr import Expr
+
+#: Functions allowed in conditions and in constant computations on right-hand sides.
+FUNCTIONS: dict[str, int] = {"gcd": 2, "lcm": 2, "abs": 1, "lo": 1, "hi": 1}
+
+
+class PatternLeaf(Expr):
+    __slots__ = ("name",)
+    name: str
+    tag: ClassVar[str] = "?"
+
+    def __new__(cls, name: str) -> PatternLeaf:
+        def init(n: Expr) -> None:
+            n.name = name  # type: ignore[attr-defined]
+            n._size, n._total = 1, True
+
+        return cls._intern((cls.tag, name), init)  # type: ignore[return-value]
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        try:
+            return env[self]
+        except KeyError:
+            raise EvaluationError(f"no value for {self.name}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.name,))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TermVar(PatternLeaf):
+    """Matches any expression."""
+
+    __slots__ = ()
+    kind = "termvar"
+    tag = "tv"
+
+
+class ConstVar(PatternLeaf):
+    """Matches a constant node only."""
+
+    __slots__ = ()
+    kind = "constvar"
+    tag = "cv"
+
+
+class Call(Expr):
+    """`gcd(a, b)`, `lcm(a, b)`, `abs(a)`, `lo(t)`, `hi(t)`. `lo`/`hi` evaluate through the
+    environment (key: the Call node itself), so a counterexample can give them values."""
+
+    __slots__ = ("fn", "args")
+    kind = "call"
+    fn: str
+    args: tuple[Expr, ...]
+
+    def __new__(cls, fn: str, args: Sequence[Expr]) -> Call:
+        args = tuple(args)
+        if fn not in FUNCTIONS or FUNCTIONS[fn] != len(args):
+            raise ValueError(f"unknown function {fn}/{len(args)}")
+
+        def init(n: Expr) -> None:
+            n.fn, n.args = fn, args  # type: ignore[attr-defined]
+            n._size = 1 + sum(a._size for a in args)
+            n._total = all(a._total for a in args)
+
+        return cls._intern(("call", fn, args), init)  # type: ignore[return-value]
+
+    @property
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def rebuild(self, children: Sequence[Expr]) -> Expr:
+        return Call(self.fn, children)
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        if self.fn in ("lo", "hi"):
+            try:
+                return env[self]
+            except KeyError:
+                raise EvaluationError(f"no value for {self}") from None
+        if self.fn == "gcd":
+            return math.gcd(kids[0], kids[1])
+        if self.fn == "lcm":
+            return abs(kids[0] * kids[1]) // math.gcd(kids[0], kids[1]) if any(kids) else 0
+        return abs(kids[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Call, (self.fn, self.args))
+
+    def __str__(self) -> str:
+        from ..syntax import print_expr
+
+        return f"{self.fn}({', '.join(print_expr(a) for a in self.args)})"
+
+
+# -- conditions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`lhs op rhs` with op in == != < <= > >=."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    """`and` / `or` over two or more conditions."""
+
+    op: str
+    args: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    arg: Condition
+
+
+@dataclass(frozen=True)
+class Truth:
+    value: bool
+
+
+Condition = Compare | BoolOp | Not | Truth
+
+COMPARE = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def evaluate_condition(cond: Condition, env: Mapping[Expr, int]) -> bool:
+    """Exact truth value; raises EvaluationError if an operation in it is undefined."""
+    if isinstance(cond, Truth):
+        return cond.value
+    if isinstance(cond, Compare):
+        return bool(COMPARE[cond.op](cond.lhs.evaluate(env), cond.rhs.evaluate(env)))
+    if isinstance(cond, Not):
+        return not evaluate_condition(cond.arg, env)
+    if cond.op == "and":
+        return all(evaluate_condition(c, env) for c in cond.args)
+    return any(evaluate_condition(c, env) for c in cond.args)
+
+
+# -- rules -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Membership:
+    """`e in [lo, hi]` (lo and hi are constant expressions over the rule's constants)."""
+
+    expr: Expr
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rewrite rule. `kind` is "expr" (lhs => rhs) or "constraint" (membership =>
+    membership, stated as an equivalence). `expansion` marks a rule that is allowed to grow
+    the term because it runs in a phase that cannot cycle (see docs/rules.md)."""
+
+    name: str
+    kind: str
+    lhs: Expr | Membership
+    rhs: Expr | Membership
+    condition: Condition = field(default_factory=lambda: Truth(True))
+    file: str = "<string>"
+    line: int = 1
+    text: str = ""
+    expansion: bool = False
+
+    @property
+    def normalized_text(self) -> str:
+        """Whitespace-normalised source of the rule; its sha256 keys the certificate."""
+        return " ".join(self.text.split())
