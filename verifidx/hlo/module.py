@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Union, cast
+from typing import cast
 
 from verifidx.hlo.shape import Shape
 
@@ -92,7 +92,7 @@ class IotaReplicaGroups:
         index = [0] * len(shape)
         total = self.group_dims[0] * self.group_dims[1]
         while len(devices) < total:
-            devices.append(sum(i * s for i, s in zip(index, moved_strides)))
+            devices.append(sum(i * s for i, s in zip(index, moved_strides, strict=True)))
             for axis in range(len(shape) - 1, -1, -1):
                 index[axis] += 1
                 if index[axis] < shape[axis]:
@@ -102,12 +102,14 @@ class IotaReplicaGroups:
         return tuple(tuple(devices[g * size : (g + 1) * size]) for g in range(self.group_dims[0]))
 
     def __str__(self) -> str:
-        perm = "T(" + ",".join(map(str, self.transpose)) + ")"
-        identity = self.transpose == tuple(range(len(self.transpose)))
-        return (
-            f"[{self.group_dims[0]},{self.group_dims[1]}]<=[{','.join(map(str, self.reshape_dims))}]"
-            + ("" if identity else perm)
-        )
+        text = f"[{self.group_dims[0]},{self.group_dims[1]}]<=[{_ints(self.reshape_dims)}]"
+        if self.transpose != tuple(range(len(self.transpose))):
+            text += f"T({_ints(self.transpose)})"
+        return text
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
 
 
 @dataclass(frozen=True)
@@ -144,19 +146,19 @@ class ScatterDimensionNumbers:
     scatter_indices_batching_dims: tuple[int, ...] = ()
 
 
-AttributeValue = Union[
-    str,
-    int,
-    bool,
-    tuple[int, ...],
-    tuple[tuple[int, ...], ...],
-    tuple[str, ...],
-    tuple[SliceDim, ...],
-    tuple[PadDim, ...],
-    tuple[WindowDim, ...],
-    ConvolutionDimLabels,
-    IotaReplicaGroups,
-]
+AttributeValue = (
+    str
+    | int
+    | bool
+    | tuple[int, ...]
+    | tuple[tuple[int, ...], ...]
+    | tuple[str, ...]
+    | tuple[SliceDim, ...]
+    | tuple[PadDim, ...]
+    | tuple[WindowDim, ...]
+    | ConvolutionDimLabels
+    | IotaReplicaGroups
+)
 """A parsed attribute value. Attributes the parser does not interpret keep their raw text."""
 
 COMPUTATION_ATTRIBUTES = (

@@ -12,13 +12,14 @@ escapes `parse_hlo` (nesting depth is bounded, numbers are matched before conver
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import re
 from collections.abc import Callable
 from typing import NoReturn
 
-from verifidx.errors import ParseError, locate
+from verifidx.errors import ParseError
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,
@@ -44,15 +45,15 @@ __all__ = ["parse_hlo", "parse_shape"]
 _MAX_NESTING = 64
 
 _SPACE = re.compile(r"[ \t\r\n\f\v]*")
+_SKIPPED = re.compile(r"(?:[ \t\r\n\f\v]+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
 _NAME = re.compile(r"%?[A-Za-z_][A-Za-z0-9_.\-]*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-_ELEMENT_TYPE = re.compile(r"[a-z][a-z0-9]*")
 _INT = re.compile(r"-?[0-9]+")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _LAYOUT_ITEM = re.compile(r"[A-Z#]+")
 _DIM_LABELS = re.compile(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)")
 # Characters that matter when delimiting a raw span; everything else is skipped in one step.
-_RAW_SPECIAL = re.compile(r"[\s,(){}\[\]\"'/]")
+_RAW_SPECIAL = re.compile(r"[ \t\r\n\f\v,(){}\[\]\"'/]")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
 
@@ -98,25 +99,23 @@ class _Scanner:
         self.source = source
         self.pos = 0
         self.end = len(text)
+        self.newlines = [found.start() for found in re.finditer("\n", text)]
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of `offset`, in logarithmic time."""
+        line = bisect.bisect_left(self.newlines, offset)
+        line_start = self.newlines[line - 1] + 1 if line else 0
+        return line + 1, offset - line_start + 1
 
     def fail(self, message: str, at: int | None = None) -> NoReturn:
-        line, column = locate(self.text, self.pos if at is None else at)
+        line, column = self.locate(self.pos if at is None else at)
         raise ParseError(message, line, column, self.source)
 
     def skip(self) -> None:
         """Skip whitespace, `/* ... */` and `// ...` comments."""
-        while True:
-            self.pos = _SPACE.match(self.text, self.pos, self.end).end()  # type: ignore[union-attr]
-            if self.text.startswith("/*", self.pos, self.end):
-                close = self.text.find("*/", self.pos + 2, self.end)
-                if close < 0:
-                    self.fail("unterminated comment: expected '*/'")
-                self.pos = close + 2
-            elif self.text.startswith("//", self.pos, self.end):
-                newline = self.text.find("\n", self.pos, self.end)
-                self.pos = self.end if newline < 0 else newline
-            else:
-                return
+        self.pos = _SKIPPED.match(self.text, self.pos, self.end).end()  # type: ignore[union-attr]
+        if self.text.startswith("/*", self.pos, self.end):
+            self.fail("unterminated comment: expected '*/'")
 
     def at_end(self) -> bool:
         self.skip()
@@ -212,9 +211,11 @@ class _Scanner:
                 if not open_brackets:
                     pos = at
                     break
-                opener = text[open_brackets.pop()]
-                if _OPENERS[opener] != char:
-                    self.fail(f"expected '{_OPENERS[opener]}' to close '{opener}', got '{char}'", at)
+                bracket = text[open_brackets.pop()]
+                if _OPENERS[bracket] != char:
+                    self.fail(
+                        f"expected '{_OPENERS[bracket]}' to close '{bracket}', got '{char}'", at
+                    )
                 pos = at + 1
             elif char in "\"'":
                 string = _STRING.match(text, at, end)
@@ -241,10 +242,10 @@ class _Scanner:
                 pos = at
                 break
         if open_brackets:
-            opener = open_brackets[-1]
-            line, column = locate(text, opener)
+            line, column = self.locate(open_brackets[-1])
+            bracket = text[open_brackets[-1]]
             self.fail(
-                f"expected '{_OPENERS[text[opener]]}' to close '{text[opener]}' "
+                f"expected '{_OPENERS[bracket]}' to close '{bracket}' "
                 f"from line {line}, column {column}",
                 pos,
             )
@@ -303,20 +304,19 @@ class _Parser(_Scanner):
                 break
         else:
             return None
-        if self.next_char() not in "0123456789":
-            if self.at("{") or self.at("("):
-                self.pos = start  # a computation that happens to carry this name
-                return None
+        if self.at("{") or self.at("("):
+            self.pos = start  # a computation that happens to carry this name
+            return None
         self.skip()
-        body_start = self.pos
+        body_start = body_end = self.pos
         while self.next_char() and self.next_char() in "0123456789":
             self.natural("row number")
             self.skip()
             value_start = self.pos
-            self.pos = self.raw_span(stop_at_space=True)
+            body_end = self.pos = self.raw_span(stop_at_space=True)
             if self.pos == value_start:
                 self.fail(f"expected a value in {keyword} row")
-        return keyword, self.text[body_start : self.pos]
+        return keyword, self.text[body_start:body_end]
 
     def computation(self) -> HloComputation:
         self.skip()
@@ -382,7 +382,7 @@ class _Parser(_Scanner):
             signature=tuple(signature),
             result_shape=result_shape,
             attributes=attributes,
-            line=locate(self.text, start)[0],
+            line=self.locate(start)[0],
         )
 
     # ----- instructions ------------------------------------------------------------------
@@ -417,7 +417,7 @@ class _Parser(_Scanner):
         else:
             operands = self.operands(defined)
         parsed, raw = self.instruction_attributes()
-        line, column = locate(self.text, start)
+        line, column = self.locate(start)
         return HloInstruction(
             name=name,
             opcode=opcode,
@@ -462,7 +462,7 @@ class _Parser(_Scanner):
         """Whether a shape starts here (operands may be written with their shapes)."""
         if self.next_char() == "(":
             return True
-        found = _ELEMENT_TYPE.match(self.text, self.pos, self.end)
+        found = _WORD.match(self.text, self.pos, self.end)
         if found is None or found.group() not in ELEMENT_TYPE_BITS:
             return False
         after = _SPACE.match(self.text, found.end(), self.end).end()  # type: ignore[union-attr]
@@ -484,11 +484,13 @@ class _Parser(_Scanner):
                         break
                     self.expect(",", "expected ',' or ')' in tuple shape")
             return Shape.tuple_of(*elements)
-        element_type = self.match(_ELEMENT_TYPE)
+        element_type = self.match(_WORD)
         if element_type is None:
             self.fail("expected shape")
         if element_type not in ELEMENT_TYPE_BITS:
-            self.fail(f"unknown element type '{element_type}'", start)
+            if self.next_char() == "[":
+                self.fail(f"unknown element type '{element_type}'", start)
+            self.fail("expected shape", start)
         self.expect("[", f"expected '[' after element type '{element_type}'")
         dims: list[int] = []
         dynamic: list[bool] = []

@@ -153,7 +153,10 @@ class Shape:
                 self.is_tuple
                 and other.is_tuple
                 and len(self.tuple_shapes) == len(other.tuple_shapes)
-                and all(a.compatible(b) for a, b in zip(self.tuple_shapes, other.tuple_shapes))
+                and all(
+                    a.compatible(b)
+                    for a, b in zip(self.tuple_shapes, other.tuple_shapes, strict=True)
+                )
             )
         return self.element_type == other.element_type and self.dims == other.dims
 
@@ -168,7 +171,7 @@ class Shape:
             return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
         dims = ",".join(
             ("?" if size == UNBOUNDED else f"<={size}") if dynamic else str(size)
-            for size, dynamic in zip(self.dims, self.dynamic)
+            for size, dynamic in zip(self.dims, self.dynamic, strict=True)
         )
         layout = str(self.layout) if self.layout is not None else ""
         return f"{self.element_type}[{dims}]{layout}"
