@@ -70,3 +70,44 @@ def map_pairs(draw: st.DrawFn, **kw: int) -> tuple[IndexingMap, IndexingMap]:
     f = draw(maps(**kw))
     g = draw(maps(num_dims=f.num_dims, num_results=f.num_results, num_rts=f.num_rt_vars, **kw))
     return f, g
+
+
+_LIN_VARS = [Dim(0), Dim(1), Symbol(0)]
+_COEFFS = [1, 2, 3, 4, 6, 8, -1, -2, 12, 16]
+
+
+@st.composite
+def _linear(draw: st.DrawFn) -> Expr:
+    n = draw(st.integers(1, 3))
+    terms = [mul(draw(st.sampled_from(_LIN_VARS)), draw(st.sampled_from(_COEFFS)))
+             for _ in range(n)]
+    return add(*terms, draw(st.integers(-9, 9)))
+
+
+@st.composite
+def quasi_affine(draw: st.DrawFn, depth: int = 2) -> Expr:
+    """Reshape-like expressions: scaled sums of floordivs and mods of scaled sums."""
+    if depth == 0 or draw(st.booleans()):
+        return draw(_linear())
+    inner = [draw(quasi_affine(depth - 1)) for _ in range(draw(st.integers(1, 3)))]
+    s = add(*[mul(x, draw(st.sampled_from([1, 2, 3, 4, -1, 8, 16]))) for x in inner])
+    k = draw(st.sampled_from([2, 3, 4, 6, 8, 16, -2, -3]))
+    op = draw(st.sampled_from(["div", "mod", "sum"]))
+    if op == "div":
+        return floordiv(s, k)
+    if op == "mod":
+        return mod(s, abs(k))
+    return s
+
+
+@st.composite
+def reshape_like_maps(draw: st.DrawFn) -> IndexingMap:
+    """Maps over (d0, d1)[s0] with quasi-affine results and at most one constraint."""
+    results = [draw(quasi_affine()) for _ in range(draw(st.integers(1, 2)))]
+    dims = [Var(Interval(draw(st.integers(-3, 2)), draw(st.integers(3, 12)))) for _ in range(2)]
+    syms = [Var(Interval(0, draw(st.integers(0, 9))))]
+    cons = []
+    if draw(st.booleans()):
+        lo = draw(st.integers(-20, 5))
+        cons.append((draw(quasi_affine(1)), Interval(lo, lo + draw(st.integers(0, 40)))))
+    return IndexingMap.build(results, dims, syms, [], cons)

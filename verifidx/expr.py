@@ -127,7 +127,9 @@ class Expr:
         def go(e: Expr) -> int:
             v = cache.get(e)
             if v is None:
-                v = e._eval([go(c) for c in e.children], env)
+                v = env.get(e)  # a node given a value directly (e.g. `lo(x)` in a rule)
+                if v is None:
+                    v = e._eval([go(c) for c in e.children], env)
                 cache[e] = v
             return v
 

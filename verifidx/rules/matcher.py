@@ -1,0 +1,270 @@
+"""Matching rule patterns against expressions, n-ary sums included.
+
+The matcher only *proposes* bindings. Whoever applies a rule (the simplifier) re-checks every
+proposal: the left-hand side instantiated with the bindings must have the same canonical form as
+the matched expression, and the rule's condition must evaluate to true at the match site. So a
+strategy here can make the simplifier miss a rewrite, never make it apply a wrong one.
+
+Sums are matched up to associativity and commutativity (the laws in `rules/canonical.rules`):
+- each pattern summand takes one term of the sum, a term variable left for last takes the rest
+  (or 0 when nothing is left);
+- `x * c0` also matches a bare term (with `c0 = 1`) and a group of terms that share a factor
+  (`x` becomes the group divided by the factor);
+- a constant pattern summand takes the constant of the sum, or 0;
+- a summand over an already bound term variable takes that variable's value scaled by a factor
+  (`x * c1` with `x = s0 + 1` takes `3 * s0 + 3`), splitting like terms when needed (`7 * s0` is
+  `4 * s0 + 3 * s0`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from math import gcd
+
+from ..canonical import canon, from_linear, linear_form
+from ..expr import Add, Binary, Const, Expr, Max, Min, Mul
+from .model import ConstVar, TermVar
+
+Bindings = dict[Expr, Expr]
+
+#: Cap on the candidate factors tried for a group (keeps matching linear in practice).
+_MAX_FACTORS = 12
+
+
+def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None) -> Iterator[Bindings]:
+    """All bindings (extending `bindings`) under which `pattern` may describe `expr`."""
+    yield from _match(pattern, canon(expr), dict(bindings or {}))
+
+
+def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    if isinstance(p, TermVar):
+        bound = b.get(p)
+        if bound is None:
+            yield {**b, p: e}
+        elif canon(bound) is e:
+            yield b
+        return
+    if isinstance(p, ConstVar):
+        if isinstance(e, Const):
+            bound = b.get(p)
+            if bound is None:
+                yield {**b, p: e}
+            elif bound is e:
+                yield b
+        return
+    if isinstance(p, Const):
+        if p is e:
+            yield b
+        return
+    if isinstance(p, Add):
+        yield from _match_sum(p, e, b)
+        return
+    if isinstance(p, Mul):
+        yield from _match_product(p, e, b)
+        return
+    if isinstance(p, Binary):
+        if type(p) is type(e):
+            for b1 in _match(p.lhs, e.lhs, b):  # type: ignore[attr-defined]
+                yield from _match(p.rhs, e.rhs, b1)  # type: ignore[attr-defined]
+            if isinstance(p, (Min, Max)):  # commutative
+                for b1 in _match(p.lhs, e.rhs, b):  # type: ignore[attr-defined]
+                    yield from _match(p.rhs, e.lhs, b1)  # type: ignore[attr-defined]
+        return
+    if p is e:
+        yield b
+
+
+def _is_const_pattern(p: Expr) -> bool:
+    return isinstance(p, (Const, ConstVar))
+
+
+def _match_product(p: Mul, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    if isinstance(e, Mul):
+        for b1 in _match(p.lhs, e.lhs, b):
+            yield from _match(p.rhs, e.rhs, b1)
+        if not _is_const_pattern(p.rhs):
+            for b1 in _match(p.lhs, e.rhs, b):
+                yield from _match(p.rhs, e.lhs, b1)
+    if _is_const_pattern(p.rhs) and not (isinstance(e, Mul) and isinstance(e.rhs, Const)):
+        # implicit coefficient: t == t * 1
+        for b1 in _match(p.rhs, Const(1), b):
+            yield from _match(p.lhs, e, b1)
+    if isinstance(p.rhs, ConstVar) and isinstance(e, Add):
+        # a common factor: 4*a + 8*b == (a + 2*b) * 4
+        coeffs, constant = linear_form(e)
+        g = gcd(*coeffs.values(), constant) if coeffs else 0
+        if g > 1:
+            inner = from_linear({k: v // g for k, v in coeffs.items()}, constant // g)
+            for b1 in _match(p.rhs, Const(g), b):
+                yield from _match(p.lhs, inner, b1)
+
+
+# -- sums --------------------------------------------------------------------------------------
+
+Terms = dict[Expr, int]  # base -> coefficient, with the constant under Const(1)
+_ONE = Const(1)
+
+
+def _terms(e: Expr) -> Terms:
+    coeffs, constant = linear_form(e)
+    if constant:
+        coeffs[_ONE] = constant
+    return coeffs
+
+
+def _expr(terms: Terms) -> Expr:
+    constant = terms.get(_ONE, 0)
+    return from_linear({k: v for k, v in terms.items() if k is not _ONE}, constant)
+
+
+def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
+    """Most constrained first: structured terms, constants, bound variables, free variables."""
+
+    def rank(p: Expr) -> int:
+        if isinstance(p, TermVar):
+            return 3 if p not in b else 2
+        if isinstance(p, Mul) and isinstance(p.lhs, TermVar) and _is_const_pattern(p.rhs):
+            return 2 if p.lhs in b else 1
+        if _is_const_pattern(p):
+            return 1
+        return 0
+
+    return sorted(patterns, key=rank)
+
+
+def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    ordered = _order(p.terms, b)
+    yield from _assign(ordered, _terms(e), b)
+
+
+def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
+    if not patterns:
+        if not remaining:
+            yield b
+        return
+    first, rest = patterns[0], patterns[1:]
+    if isinstance(first, TermVar) and first not in b and not any(
+        isinstance(q, TermVar) and q not in b for q in rest
+    ) and not rest:
+        yield {**b, first: _expr(remaining)}  # the rest of the sum, possibly 0
+        return
+    seen: set[tuple[int, ...]] = set()
+    for b1, left in _candidates(first, remaining, b):
+        key = (id(left),) if False else tuple(sorted((id(k), v) for k, v in left.items()))
+        sig = key + tuple(sorted((id(k), id(v)) for k, v in b1.items()))
+        if sig in seen:
+            continue
+        seen.add(sig)
+        yield from _assign(rest, left, b1)
+
+
+def _without(remaining: Terms, base: Expr, coeff: int) -> Terms | None:
+    """`remaining` minus `coeff * base`, splitting like terms of the same sign."""
+    have = remaining.get(base, 0)
+    if have == coeff:
+        out = dict(remaining)
+        del out[base]
+        return out
+    if have * coeff > 0 and abs(have) > abs(coeff):
+        out = dict(remaining)
+        out[base] = have - coeff
+        return out
+    return None
+
+
+def _subtract(remaining: Terms, part: Terms) -> Terms | None:
+    out: Terms | None = remaining
+    for base, coeff in part.items():
+        out = _without(out, base, coeff)
+        if out is None:
+            return None
+    return out
+
+
+def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindings, Terms]]:
+    """Ways a single pattern summand can take part of `remaining`."""
+    # a constant summand takes the sum's constant (or 0)
+    if _is_const_pattern(p):
+        constant = remaining.get(_ONE, 0)
+        for b1 in _match(p, Const(constant), b):
+            left = dict(remaining)
+            left.pop(_ONE, None)
+            yield b1, left
+        return
+    # a summand over a bound variable takes a multiple of its value
+    scaled = _bound_multiple(p, b)
+    if scaled is not None:
+        var_terms, factor_pattern = scaled
+        for k in _factor_candidates(var_terms, remaining, b, factor_pattern):
+            left = _subtract(remaining, {base: c * k for base, c in var_terms.items()})
+            if left is None:
+                continue
+            for b1 in _match(factor_pattern, Const(k), b) if factor_pattern is not None else [b]:
+                yield b1, left
+        return
+    # one term of the sum
+    for base, coeff in remaining.items():
+        term = Const(coeff) if base is _ONE else canon(base * coeff)
+        left = dict(remaining)
+        del left[base]
+        for b1 in _match(p, term, b):
+            yield b1, left
+    # a group of terms sharing a factor, for `x * c0`
+    if isinstance(p, Mul) and isinstance(p.rhs, ConstVar) and p.rhs not in b:
+        for g, group in _factor_groups(remaining):
+            inner = _expr({k: v // g for k, v in group.items()})
+            left = {k: v for k, v in remaining.items() if k not in group}
+            for b1 in _match(p.rhs, Const(g), b):
+                for b2 in _match(p.lhs, inner, b1):
+                    yield b2, left
+
+
+def _bound_multiple(p: Expr, b: Bindings) -> tuple[Terms, Expr | None] | None:
+    """For `x` or `x * c` with `x` bound: (terms of x's value, the factor pattern or None)."""
+    if isinstance(p, TermVar) and p in b:
+        return _terms(b[p]), None
+    if isinstance(p, Mul) and isinstance(p.lhs, TermVar) and p.lhs in b and _is_const_pattern(
+        p.rhs
+    ):
+        return _terms(b[p.lhs]), p.rhs
+    return None
+
+
+def _factor_candidates(var_terms: Terms, remaining: Terms, b: Bindings,
+                       factor_pattern: Expr | None) -> list[int]:
+    if factor_pattern is None:
+        return [1]
+    if isinstance(factor_pattern, Const):
+        return [factor_pattern.value]
+    bound = b.get(factor_pattern)
+    if isinstance(bound, Const):
+        return [bound.value]
+    ks: set[int] = set()
+    for base, c in var_terms.items():
+        have = remaining.get(base, 0)
+        if c and have and have % c == 0:
+            ks.add(have // c)
+    consts = [v.value for v in b.values() if isinstance(v, Const) and v.value]
+    for x in consts:
+        for y in consts:
+            if x % y == 0:
+                ks.update((x // y, -(x // y)))
+    return sorted(k for k in ks if k)
+
+
+def _factor_groups(remaining: Terms) -> list[tuple[int, Terms]]:
+    """(factor, terms divisible by it) for plausible factors, largest groups first."""
+    coeffs = [abs(c) for base, c in remaining.items() if base is not _ONE]
+    factors: set[int] = set()
+    for i, a in enumerate(coeffs):
+        factors.add(a)
+        for c in coeffs[i + 1 :]:
+            factors.add(gcd(a, c))
+    factors.discard(0)
+    factors.discard(1)
+    out = []
+    for g in sorted(factors, reverse=True)[:_MAX_FACTORS]:
+        group = {k: v for k, v in remaining.items() if k is not _ONE and v % g == 0}
+        if group:
+            out.append((g, group))
+    return out

@@ -1,0 +1,503 @@
+"""The simplifier: proven rules applied bottom-up to a fixpoint, with interval side conditions.
+
+Structure (after XLA's IndexingMap::Simplify):
+1. constraints to a fixpoint: each constraint expression is simplified, constraint rules move
+   `+c`, `*k`, `floordiv k` into the interval, constraints on a bare variable tighten its bounds,
+   always-true constraints go, impossible ones make the map KNOWN EMPTY, `x mod c in [k, k]`
+   constraints on one variable merge (Chinese remainder) and tighten its bounds;
+2. point dimensions (`d in [k, k]`) become constants (unless `point_dims="preserve"`);
+3. results are simplified with constraint-aware ranges.
+
+Every rewrite of an expression is the application of a rule from `rules/` whose certificate in
+`proofs/` is current and proved: the matcher proposes bindings, the engine checks that the
+instantiated left side is the matched expression (canonical forms are interned, so this is an
+identity test) and that the rule's condition holds on the intervals at the match site, then
+builds the right side. Canonical sums (`verifidx.canonical`) implement the laws of
+`rules/canonical.rules`. Two steps work on several constraints at once and are written here, with
+their facts proven in the tests: merging `x mod a = i`, `x mod b = j` into one constraint modulo
+lcm(a, b), and tightening a variable's bounds to the nearest values that satisfy its mod
+constraint.
+
+The engine never calls a solver on its hot path. `simplify(m, verify=True)` asks Z3 afterwards
+whether the result equals the input (translation validation), and emptiness is decided by Z3
+only when intervals and sampling cannot tell and constraints remain (`decide_emptiness`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .canonical import canon, linear_form
+from .errors import EvaluationError
+from .expr import (
+    Add,
+    Const,
+    Dim,
+    Expr,
+    Mod,
+    Variable,
+    add,
+    mul,
+)
+from .indexing_map import IndexingMap, Var
+from .interval import Interval, range_of
+from .rules.matcher import match
+from .rules.model import (
+    Call,
+    ConstVar,
+    Membership,
+    Rule,
+    TermVar,
+    evaluate_condition,
+)
+
+RangeFn = Callable[[Expr], Interval]
+
+#: Rewrites applied to one node before the engine gives up (a guard: the reduction order check of
+#: `verifidx check` is what guarantees termination).
+_FUEL = 64
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rewrite, for `--trace`: which rule, where, and the intervals that justified it."""
+
+    rule: str
+    before: Expr
+    after: Expr
+    bounds: dict[str, Interval]
+
+    def __str__(self) -> str:
+        why = ", ".join(f"{k} = {v}" for k, v in self.bounds.items())
+        return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "")
+
+
+class _NoValue(Exception):
+    """A rule mentions something the match site cannot give a value to."""
+
+
+def _instantiate(pattern: Expr, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
+                 ) -> Expr:
+    """The pattern with its variables replaced, constant computations folded."""
+    cache: dict[Expr, Expr] = {}
+
+    def go(p: Expr) -> Expr:
+        hit = cache.get(p)
+        if hit is not None:
+            return hit
+        if isinstance(p, (TermVar, ConstVar)):
+            value = env.get(p)
+            if value is None:
+                raise _NoValue(str(p))
+            out = value
+        elif isinstance(p, Call):
+            args = [go(a) for a in p.args]
+            if p.fn in ("lo", "hi"):
+                iv = bound(args[0])
+                out = Const(iv.lo if p.fn == "lo" else iv.hi)
+            else:
+                if not all(isinstance(a, Const) for a in args):
+                    raise _NoValue(str(p))
+                out = Const(p.rebuild(args).evaluate({}))
+        else:
+            out = p.map_children(go)
+        cache[p] = out
+        return out
+
+    return go(pattern)
+
+
+def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
+                   ) -> dict[Expr, int]:
+    values: dict[Expr, int] = {}
+    for k, v in env.items():
+        if isinstance(k, ConstVar) and isinstance(v, Const):
+            values[k] = v.value
+    for node in _calls(rule):
+        arg = _instantiate(node.args[0], env, bound)
+        iv = bound(arg)
+        values[node] = iv.lo if node.fn == "lo" else iv.hi
+    return values
+
+
+def _calls(rule: Rule) -> list[Call]:
+    found: list[Call] = []
+    stack: list[object] = [rule.condition, rule.lhs, rule.rhs]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Expr):
+            for n in item.walk():
+                if isinstance(n, Call) and n.fn in ("lo", "hi") and n not in found:
+                    found.append(n)
+        elif isinstance(item, Membership):
+            stack += [item.expr, item.lo, item.hi]
+        elif hasattr(item, "__dataclass_fields__"):
+            stack += [getattr(item, f) for f in item.__dataclass_fields__]  # type: ignore[union-attr]
+        elif isinstance(item, tuple):
+            stack += list(item)
+    return found
+
+
+class RuleEngine:
+    """Applies a set of (proven) rules. Expression rules are indexed by the type of their
+    left-hand side's root; constraint rules likewise by their membership expression."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = list(rules)
+        self.expr_rules: dict[type, list[Rule]] = {}
+        self.constraint_rules: dict[type, list[Rule]] = {}
+        self.expansions: dict[type, list[Rule]] = {}
+        for r in self.rules:
+            if r.kind == "constraint":
+                assert isinstance(r.lhs, Membership)
+                root: Expr = r.lhs.expr
+                table = self.constraint_rules
+            else:
+                assert isinstance(r.lhs, Expr)
+                root = r.lhs
+                table = self.expansions if r.expansion else self.expr_rules
+            if isinstance(root, (TermVar, ConstVar)) or getattr(r, "ordered", False):
+                continue  # laws applied by the canonicaliser, not by matching
+            table.setdefault(type(root), []).append(r)
+
+    # -- one rewrite at the root of an expression -------------------------------------------
+    def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
+                trace: list[Step] | None) -> Expr | None:
+        for rule in rules:
+            out = self._try(rule, e, bound, trace)
+            if out is not None:
+                return out
+        return None
+
+    def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
+             ) -> Expr | None:
+        lhs, rhs = rule.lhs, rule.rhs
+        assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
+        for env in match(lhs, e):
+            try:
+                if canon(_instantiate(lhs, env, bound)) is not e:
+                    continue  # the proposal does not decompose e: never apply
+                values = _condition_env(rule, env, bound)
+                if not evaluate_condition(rule.condition, values):
+                    continue
+                out = canon(_instantiate(rhs, env, bound))
+            except (_NoValue, EvaluationError):
+                continue
+            if out is e:
+                continue
+            if trace is not None:
+                trace.append(Step(rule.name, e, out, _justification(rule, env, bound)))
+            return out
+        return None
+
+    def rewrite_constraint(self, e: Expr, iv: Interval, bound: RangeFn,
+                           trace: list[Step] | None) -> tuple[Expr, Interval] | None:
+        for rule in self.constraint_rules.get(type(e), ()):
+            lhs, rhs = rule.lhs, rule.rhs
+            assert isinstance(lhs, Membership) and isinstance(rhs, Membership)
+            for env in match(lhs.expr, e):
+                for env1 in match(lhs.lo, Const(iv.lo), env):
+                    for env2 in match(lhs.hi, Const(iv.hi), env1):
+                        try:
+                            if canon(_instantiate(lhs.expr, env2, bound)) is not e:
+                                continue
+                            values = _condition_env(rule, env2, bound)
+                            if not evaluate_condition(rule.condition, values):
+                                continue
+                            new_e = canon(_instantiate(rhs.expr, env2, bound))
+                            lo = _instantiate(rhs.lo, env2, bound)
+                            hi = _instantiate(rhs.hi, env2, bound)
+                        except (_NoValue, EvaluationError):
+                            continue
+                        if not (isinstance(lo, Const) and isinstance(hi, Const)):
+                            continue
+                        new_iv = Interval(lo.value, hi.value)
+                        if new_e is e and new_iv == iv:
+                            continue
+                        if trace is not None:
+                            trace.append(Step(rule.name, e, new_e,
+                                              {"interval": iv, "becomes": new_iv,
+                                               **_justification(rule, env2, bound)}))
+                        return new_e, new_iv
+        return None
+
+
+def _justification(rule: Rule, env: Mapping[Expr, Expr], bound: RangeFn) -> dict[str, Interval]:
+    out: dict[str, Interval] = {}
+    for c in _calls(rule):
+        arg = env.get(c.args[0])
+        if arg is not None:
+            out[f"range({arg})"] = bound(arg)
+    return out
+
+
+@dataclass
+class _ExprSimplifier:
+    """Bottom-up simplification of expressions under fixed variable bounds and constraints."""
+
+    engine: RuleEngine
+    bounds: Mapping[Variable, Interval]
+    constraints: Mapping[Expr, Interval] = field(default_factory=dict)
+    trace: list[Step] | None = None
+    memo: dict[Expr, Expr] = field(default_factory=dict)
+    ranges: dict[Expr, Interval] = field(default_factory=dict)
+
+    def bound(self, e: Expr) -> Interval:
+        hit = self.ranges.get(e)
+        if hit is None:
+            hit = range_of(e, self.bounds)
+            extra = self.constraints.get(e)
+            if extra is not None:
+                hit = hit.intersect(extra)
+            self.ranges[e] = hit
+        return hit
+
+    def __call__(self, e: Expr) -> Expr:
+        return self.simplify(canon(e), _FUEL)
+
+    def simplify(self, e: Expr, fuel: int) -> Expr:
+        hit = self.memo.get(e)
+        if hit is not None:
+            return hit
+        node = canon(e.map_children(lambda c: self.simplify(c, fuel)))
+        while fuel > 0:
+            fuel -= 1
+            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
+                                      self.trace)
+            if out is None and isinstance(node, Add):
+                out = self._expand_and_cancel(node, fuel)
+            if out is None:
+                break
+            node = canon(out.map_children(lambda c: self.simplify(c, fuel)))
+        self.memo[e] = node
+        self.memo[node] = node
+        return node
+
+    def _expand_and_cancel(self, node: Add, fuel: int) -> Expr | None:
+        """Trial of the expansion rules (`mod_expand`) on the mod terms of a sum that also holds
+        divisions: expand, simplify, and keep the outcome only if it is smaller. One-shot, so
+        the expansion phase cannot cycle."""
+        expansions = self.engine.expansions.get(Mod, ())
+        if not expansions:
+            return None
+        coeffs, constant = linear_form(node)
+        mods = [b for b in coeffs if isinstance(b, Mod)]
+        divs = [b for b in coeffs if b.kind in ("floordiv", "mod")]
+        if not mods or len(divs) < 2:
+            return None
+        trial_trace: list[Step] | None = [] if self.trace is not None else None
+        expanded: dict[Expr, int] = {}
+        for b, c in coeffs.items():
+            new = self.engine.rewrite(b, self.bound, expansions, trial_trace) if b in mods else None
+            expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
+        total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
+        sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
+                              {}, self.ranges)
+        sub.memo[node] = node  # do not re-enter this trial on the same sum
+        result = sub.simplify(total, fuel)
+        if result.size < node.size:
+            if self.trace is not None and trial_trace is not None:
+                self.trace.extend(trial_trace)
+            return result
+        return None
+
+
+# -- maps ----------------------------------------------------------------------------------------
+
+
+def _tighten_to_residue(iv: Interval, modulus: int, residue: int) -> Interval:
+    """Smallest interval inside `iv` holding every x in `iv` with x mod modulus == residue."""
+    lo = iv.lo + (residue - iv.lo) % modulus
+    hi = iv.hi - (iv.hi - residue) % modulus
+    return Interval(lo, hi)
+
+
+def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
+    """x = r1 (mod m1) and x = r2 (mod m2)  <=>  x = r (mod lcm), or None if impossible."""
+    g = math.gcd(m1, m2)
+    if (r2 - r1) % g:
+        return None
+    lcm = m1 // g * m2
+    # brute force over one period of the larger modulus: moduli here are small constants
+    step, start, other, want = (m1, r1, m2, r2) if m1 >= m2 else (m2, r2, m1, r1)
+    for k in range(lcm // step):
+        x = start + k * step
+        if x % other == want % other:
+            return lcm, x % lcm
+    return None  # pragma: no cover - unreachable when the gcd test passed
+
+
+@dataclass
+class Simplifier:
+    """Simplifies whole maps with one rule engine (reuse it: it indexes the rules once)."""
+
+    engine: RuleEngine
+    decide_emptiness: bool = True
+    emptiness_timeout_ms: int = 200
+
+    def simplify(self, m: IndexingMap, point_dims: str = "replace",
+                 trace: list[Step] | None = None) -> IndexingMap:
+        if m.is_undefined or m.is_known_empty:
+            return m
+        m = self._constraints_to_fixpoint(m, trace)
+        if m.is_known_empty:
+            return m
+        if point_dims == "replace":
+            m = self._replace_point_dims(m)
+        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace)
+        results = tuple(simp(r) for r in m.results)
+        out = m.replace(results=results)
+        if out.constraints and self.decide_emptiness and self._surely_empty(out):
+            return out.replace(is_known_empty=True)
+        return out
+
+    # constraints
+    def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
+        for _ in range(32):
+            before = m
+            simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
+            new = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty)
+            for e, iv in m.constraints.items():
+                e2, iv2 = simp(e), iv
+                for _fuel in range(_FUEL):
+                    step = self.engine.rewrite_constraint(e2, iv2, simp.bound, trace)
+                    if step is None:
+                        break
+                    e2, iv2 = simp(step[0]), step[1]
+                r = range_of(e2, new.bounds)
+                if not r.is_empty and iv2.contains(r):
+                    continue  # always satisfied
+                if r.intersect(iv2).is_empty and not r.is_empty:
+                    return new.replace(is_known_empty=True)
+                new = new.add_constraint(e2, iv2)
+                if new.is_known_empty:
+                    return new
+            new = self._merge_mod_constraints(new)
+            if new.is_known_empty or new == before:
+                return new
+            m = new
+        return m
+
+    def _merge_mod_constraints(self, m: IndexingMap) -> IndexingMap:
+        """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b);
+        a variable's bounds shrink to the nearest values with the right residue."""
+        residues: dict[Expr, list[tuple[Expr, int, int]]] = {}
+        for e, iv in m.constraints.items():
+            if isinstance(e, Mod) and isinstance(e.rhs, Const) and iv.is_point:
+                residues.setdefault(e.lhs, []).append((e, e.rhs.value, iv.lo))
+        if not residues:
+            return m
+        cons = dict(m.constraints)
+        out = m
+        for x, items in residues.items():
+            if len(items) > 1:
+                modulus, residue = items[0][1], items[0][2]
+                for _e, mi, ri in items[1:]:
+                    merged = _crt(modulus, residue, mi, ri)
+                    if merged is None:
+                        return m.replace(is_known_empty=True)
+                    modulus, residue = merged
+                for e, _mi, _ri in items:
+                    del cons[e]
+                cons[canon(Mod(x, Const(modulus)))] = Interval(residue, residue)
+                items = [(Mod(x, Const(modulus)), modulus, residue)]
+            out = out.replace(constraints=cons)
+            if isinstance(x, Variable):
+                _e, mi, ri = items[0]
+                info = out.var_info(x)
+                tight = _tighten_to_residue(info.bounds, mi, ri)
+                if tight != info.bounds:
+                    out = out._with_var(x, Var(tight, info.name))
+                    if tight.is_empty:
+                        return out.replace(is_known_empty=True)
+        return out._mark_empty()
+
+    # point dimensions
+    @staticmethod
+    def _replace_point_dims(m: IndexingMap) -> IndexingMap:
+        sub: dict[Expr, Expr] = {
+            Dim(i): Const(v.bounds.lo) for i, v in enumerate(m.dims) if v.bounds.is_point
+        }
+        if not sub:
+            return m
+        out = m.replace(results=tuple(canon(r.substitute(sub)) for r in m.results),
+                        constraints={})
+        for e, iv in m.constraints.items():
+            out = out.add_constraint(canon(e.substitute(sub)), iv)
+        return out
+
+    # emptiness
+    def _surely_empty(self, m: IndexingMap) -> bool:
+        """Interval reasoning failed to decide; try sample points, then a bounded Z3 query."""
+        ranges = [v.bounds for v in m.all_vars]
+        samples = itertools.islice(
+            itertools.product(*[sorted({r.lo, r.hi, (r.lo + r.hi) // 2}) for r in ranges]), 64)
+        nd = m.num_dims
+        for point in samples:
+            try:
+                if m.constraints_satisfied(point[:nd], point[nd:]):
+                    return False
+            except EvaluationError:
+                continue
+        from .smt import is_empty
+
+        return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+# -- rule base and public API ------------------------------------------------------------------
+
+_DEFAULT: Simplifier | None = None
+
+
+def default_simplifier() -> Simplifier:
+    """The simplifier over the bundled rule base, restricted to rules with a current, proved
+    certificate (anything else is refused with a warning naming it)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        from .rules.base import proven_rule_base
+
+        _DEFAULT = Simplifier(RuleEngine(proven_rule_base()))
+    return _DEFAULT
+
+
+def expression_range(m: IndexingMap, e: Expr, simplifier: Simplifier | None = None) -> Interval:
+    """Sound interval of `e` over the map's domain, simplified first so that, for instance,
+    `s0 - 32 * (s0 floordiv 32)` is seen as `s0 mod 32` and gets [0, 31]."""
+    engine = (simplifier or default_simplifier()).engine
+    simp = _ExprSimplifier(engine, m.bounds, dict(m.constraints))
+    return simp.bound(simp(e))
+
+
+@dataclass
+class SimplifyResult:
+    """`simplify(..., verify=True)`: the map and the translation-validation verdict."""
+
+    map: IndexingMap
+    verdict: object
+    trace: list[Step]
+
+    @cached_property
+    def verified(self) -> bool | None:
+        return getattr(self.verdict, "holds", None)
+
+
+def simplify(m: IndexingMap, verify: bool = False, point_dims: str = "replace",
+             trace: list[Step] | None = None, timeout_ms: int = 5000
+             ) -> IndexingMap | SimplifyResult:
+    """A new map with the same relation. With `verify=True`, also asks Z3 whether the result
+    equals the input and returns a SimplifyResult whose verdict is honest (None: unknown)."""
+    steps: list[Step] | None = trace if trace is not None else ([] if verify else None)
+    out = default_simplifier().simplify(m, point_dims=point_dims, trace=steps)
+    if not verify:
+        return out
+    from .smt import equal
+
+    return SimplifyResult(out, equal(m, out, timeout_ms), steps or [])
+
+
+__all__ = ["RuleEngine", "Simplifier", "SimplifyResult", "Step", "simplify",
+           "default_simplifier", "expression_range"]

@@ -1,0 +1,63 @@
+"""`verifidx simplify MAP [--verify] [--trace]`: simplify a map with the proven rule base."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .cli import COMMANDS, load_map
+from .simplify import SimplifyResult, Step, simplify
+from .syntax import print_map
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("map", nargs="?", help="map text, @file, a file name, or - for stdin")
+    p.add_argument("--verify", action="store_true",
+                   help="ask Z3 whether the result equals the input (translation validation)")
+    p.add_argument("--trace", action="store_true",
+                   help="print every rule applied, with the intervals that justified it")
+    p.add_argument("--preserve-point-dims", action="store_true",
+                   help="keep dimensions whose interval is a single point")
+    p.add_argument("--slash", action="store_true", help="print floor division as '/'")
+    p.add_argument("--timeout-ms", type=int, default=5000, help="for --verify")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run(args: argparse.Namespace) -> int:
+    m = load_map(args.map)
+    steps: list[Step] = []
+    point_dims = "preserve" if args.preserve_point_dims else "replace"
+    out = simplify(m, verify=args.verify, point_dims=point_dims, trace=steps,
+                   timeout_ms=args.timeout_ms)
+    verdict = None
+    if isinstance(out, SimplifyResult):
+        verdict, out = out.verdict, out.map
+    text = print_map(out, div="/" if args.slash else "floordiv")
+    if args.json:
+        doc: dict[str, object] = {"input": print_map(m), "map": text}
+        if args.trace:
+            doc["trace"] = [{"rule": s.rule, "before": str(s.before), "after": str(s.after),
+                             "bounds": {k: [v.lo, v.hi] for k, v in s.bounds.items()}}
+                            for s in steps]
+        if verdict is not None:
+            doc["verified"] = getattr(verdict, "holds", None)
+            doc["message"] = getattr(verdict, "message", "")
+        print(json.dumps(doc))
+    else:
+        if args.trace:
+            for s in steps:
+                print(f"  {s}")
+        print(text)
+        if verdict is not None:
+            holds = getattr(verdict, "holds", None)
+            word = {True: "verified: equal to the input (Z3)",
+                    False: "VERIFICATION FAILED: not equal to the input",
+                    None: "verification unknown"}[holds]
+            message = getattr(verdict, "message", "")
+            print(word + (f" ({message})" if message and holds is not True else ""))
+    if verdict is not None and getattr(verdict, "holds", None) is False:
+        return 1
+    return 0
+
+
+COMMANDS["simplify"] = ("simplify a map with the proven rule base", _configure, _run)
