@@ -1,15 +1,31 @@
-"""verifidx: indexing maps for tensor compilers, never claiming more than it has proven."""
+"""verifidx: indexing maps for tensor compilers, never claiming more than it has proven.
+
+The public API (DESIGN.md): parse/print/compose maps, simplify them with proven rules only,
+decide equality and emptiness with Z3, derive maps from HLO, prove rules.
+"""
 
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
+from .hlo import parse_hlo
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
+from .simplifier import simplify
+from .smt import Verdict, equal, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 
 __version__ = "0.1.0"
 
+
+def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
+    """Prove rules (a path to a rule file or directory, a rule text, or Rule objects)."""
+    from .rules import prove as _prove
+
+    return _prove(path_or_rule, **kwargs)
+
+
 __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
-    "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "VerifidxError", "compose",
-    "parse_affine_map", "parse_expr", "parse_map", "print_affine_map", "print_map", "range_of",
+    "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
+    "compose", "equal", "is_empty", "parse_affine_map", "parse_expr", "parse_hlo", "parse_map",
+    "print_affine_map", "print_map", "prove", "range_of", "simplify",
 ]

@@ -199,4 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run through the package module so that subcommands register on the imported copy
+    from verifidx.cli import main as _main
+
+    sys.exit(_main())

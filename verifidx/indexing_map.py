@@ -14,6 +14,7 @@ they can be satisfied (removing unused symbols), verifidx only drops them when i
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,18 @@ from .interval import Interval, range_of
 
 #: Enumeration budget (points) for checks that are exact by brute force.
 ENUMERATION_LIMIT = 200_000
+
+
+def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
+    """Chinese remainder: x = r1 (mod m1) and x = r2 (mod m2) iff x = r (mod lcm(m1, m2));
+    None when no x satisfies both."""
+    g = math.gcd(m1, m2)
+    if (r2 - r1) % g:
+        return None
+    lcm = m1 // g * m2
+    # r = r1 + m1 * t with m1 * t = r2 - r1 (mod m2): solve with the inverse of m1/g mod m2/g
+    t = ((r2 - r1) // g) * pow(m1 // g, -1, m2 // g) % (m2 // g) if m2 // g > 1 else 0
+    return lcm, (r1 + m1 * t) % lcm
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +235,13 @@ class IndexingMap:
         from .syntax import print_map
 
         return print_map(self)
+
+    def simplify(self, point_dims: str = "replace") -> IndexingMap:
+        """A new map with the same relation, rewritten only by proven rules
+        (`verifidx.simplify`; imported lazily because the simplifier sits above this layer)."""
+        from .simplifier import default_simplifier
+
+        return default_simplifier().simplify(self, point_dims=point_dims)
 
     def __repr__(self) -> str:
         return f"IndexingMap({str(self)!r})"
@@ -438,39 +458,41 @@ class IndexingMap:
             self.is_known_empty,
         )
 
-    def rescale_symbols(self) -> IndexingMap:
-        """For each range variable with a constraint `s mod c in [k, k]` (c > 0), substitutes
-        `s = s' * c + k` with the tightest bounds for s' and drops that constraint. When a
-        variable has several such constraints, the one that prints first is used."""
-        from .syntax import print_expr
+    def _point_mods(self, s: Symbol) -> list[tuple[Expr, int, int]]:
+        return [
+            (e, e.rhs.value, iv.lo)  # type: ignore[attr-defined]
+            for e, iv in self.constraints.items()
+            if e.kind == "mod" and e.lhs is s and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
+            and iv.is_point
+        ]
 
+    def rescale_symbols(self) -> IndexingMap:
+        """For each range variable with constraints `s mod c in [k, k]`, substitutes
+        `s = s' * c + k` with the tightest bounds for s' and drops those constraints. Several
+        such constraints on one variable are first merged into one modulo their lcm (Chinese
+        remainder); contradictory ones make the map KNOWN EMPTY."""
         m = self
         for i in range(self.num_range_vars):
             s = Symbol(i)
-            found = sorted(
-                (
-                    (print_expr(e), e, iv)
-                    for e, iv in m.constraints.items()
-                    if e.kind == "mod"
-                    and e.lhs is s  # type: ignore[attr-defined]
-                    and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
-                    and iv.is_point
-                ),
-                key=lambda t: t[0],
-            )
+            found = m._point_mods(s)
             if not found:
                 continue
-            _, e, iv = found[0]
-            c, k = e.rhs.value, iv.lo  # type: ignore[attr-defined]
+            c, k = found[0][1], found[0][2]
+            ok = 0 <= k < c
+            for _e, ci, ki in found[1:]:
+                merged = merge_residues(c, k, ci, ki) if ok and 0 <= ki < ci else None
+                if merged is None:
+                    ok = False
+                    break
+                c, k = merged
+            gone = {e for e, _c, _k in found}
             b = m.range_vars[i].bounds
             lo, hi = -((k - b.lo) // c), (b.hi - k) // c
+            rvars = list(m.range_vars)
+            rvars[i] = Var(Interval(lo, hi) if ok else Interval(1, 0), rvars[i].name)
             replacement = add(mul(s, c), k)
             cons = {ce.substitute({s: replacement}): civ
-                    for ce, civ in m.constraints.items() if ce is not e}
-            rvars = list(m.range_vars)
-            rvars[i] = Var(Interval(lo, hi), rvars[i].name)
-            if not 0 <= k < c:
-                rvars[i] = Var(Interval(1, 0), rvars[i].name)
+                    for ce, civ in m.constraints.items() if ce not in gone}
             m = IndexingMap(
                 tuple(r.substitute({s: replacement}) for r in m.results),
                 m.dims,

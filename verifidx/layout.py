@@ -35,16 +35,9 @@ Maps (all exact, built with floordiv/mod by constants):
 * `bitcast_map(source, target)`: a source index -> the target index at the same offset;
 * `physical_mode_map(...)`: XLA's `use_physical_layout` mode (see its docstring).
 
-The maps are built and then tidied with a few integer identities (each valid for every integer
-value in the variables' bounds): a variable whose bounds are a single point is that constant;
-`(x floordiv c) * (k*c) + (x mod c) * k = x * k`;
-`(x floordiv a) floordiv b = x floordiv (a*b)`; `(x mod m) mod b = x mod b` and
-`(x mod m) floordiv b = (x floordiv b) mod (m/b)` when b divides m; multiples of the divisor leave
-a `floordiv`/`mod` (`(k*c*y + r) floordiv c = k*y + r floordiv c`, `(k*c*y + r) mod c = r mod c`);
-and `x floordiv c`, `x mod c` are decided when the interval of x lies within one period. Constant
-multipliers are distributed over sums. Constraints implied by the variables' bounds are dropped.
-The tests check every map against a brute-force reading of the document and prove with Z3 that the
-tidied maps equal the untidied compositions.
+The maps are built and then simplified by the proven rule base (`verifidx.simplifier`): no
+rewrite of this module lives outside `rules/`. The tests check every map against a brute-force
+reading of the document and prove with Z3 that the simplified maps equal the raw compositions.
 """
 
 from __future__ import annotations
@@ -58,24 +51,17 @@ from typing import TYPE_CHECKING, Any, Union
 
 from .errors import ParseError, UnsupportedError, locate
 from .expr import (
-    Add,
     Const,
     Dim,
     Expr,
-    FloorDiv,
-    Mod,
-    Mul,
-    Variable,
     add,
     as_expr,
     floordiv,
-    linear_coefficient,
     mod,
     mul,
-    summands,
 )
 from .indexing_map import IndexingMap, compose
-from .interval import Interval, range_of
+from .interval import Interval
 
 if TYPE_CHECKING:
     from .smt import Verdict
@@ -482,119 +468,12 @@ def _as_list(value: IndexValue | _Column, n: int) -> list[int]:
 # -- tidying -------------------------------------------------------------------------------------
 
 
-class _Tidy:
-    """The identities of the module docstring, applied bottom-up under fixed variable bounds."""
-
-    def __init__(self, bounds: dict[Variable, Interval]) -> None:
-        self.bounds = bounds
-        self.cache: dict[Expr, Expr] = {}
-
-    def __call__(self, e: Expr) -> Expr:
-        hit = self.cache.get(e)
-        if hit is None:
-            hit = self._go(e)
-            self.cache[e] = hit
-        return hit
-
-    def range(self, e: Expr) -> Interval:
-        return range_of(e, self.bounds)
-
-    def _go(self, e: Expr) -> Expr:
-        if isinstance(e, Variable):
-            b = self.bounds.get(e)
-            return Const(b.lo) if b is not None and b.is_point else e
-        if isinstance(e, Const):
-            return e
-        e = e.map_children(self)
-        if isinstance(e, Mul) and isinstance(e.rhs, Const) and isinstance(e.lhs, Add):
-            return self(add(*[mul(t, e.rhs.value) for t in e.lhs.terms]))
-        if isinstance(e, Add):
-            return self.recombine(e)
-        if isinstance(e, FloorDiv) and isinstance(e.rhs, Const) and e.rhs.value > 0:
-            return self.div(e.lhs, e.rhs.value)
-        if isinstance(e, Mod) and isinstance(e.rhs, Const) and e.rhs.value > 0:
-            return self.mod(e.lhs, e.rhs.value)
-        return e
-
-    def recombine(self, e: Add) -> Expr:
-        """`(x floordiv c) * (k*c) + (x mod c) * k = x * k` inside a sum, wherever both appear."""
-        terms = list(e.terms)
-        split = [linear_coefficient(t) for t in terms]
-        for i, (base, k) in enumerate(split):
-            if not (isinstance(base, Mod) and isinstance(base.rhs, Const)):
-                continue
-            c = base.rhs.value
-            partner = FloorDiv(base.lhs, base.rhs)
-            for j, (other, kk) in enumerate(split):
-                if j != i and other is partner and kk == k * c:
-                    rest = [t for n, t in enumerate(terms) if n not in (i, j)]
-                    return self(add(*rest[:min(i, j)], mul(base.lhs, k), *rest[min(i, j):]))
-        return e
-
-    def div(self, x: Expr, c: int) -> Expr:
-        if c == 1:
-            return x
-        if isinstance(x, Const):
-            return Const(x.value // c)
-        if isinstance(x, FloorDiv) and isinstance(x.rhs, Const) and x.rhs.value > 0:
-            return self.div(x.lhs, x.rhs.value * c)
-        if isinstance(x, Mod) and isinstance(x.rhs, Const) and x.rhs.value % c == 0:
-            return self.mod(self.div(x.lhs, c), x.rhs.value // c)
-        whole, rest = _split_multiples(x, c)
-        if whole:
-            return add(*whole, self.div(add(0, *rest), c))
-        r = self.range(x)
-        if not r.is_empty and r.lo // c == r.hi // c:
-            return Const(r.lo // c)
-        return floordiv(x, c)
-
-    def mod(self, x: Expr, c: int) -> Expr:
-        if c == 1:
-            return Const(0)
-        if isinstance(x, Const):
-            return Const(x.value % c)
-        if isinstance(x, Mod) and isinstance(x.rhs, Const) and x.rhs.value % c == 0:
-            return self.mod(x.lhs, c)
-        whole, rest = _split_multiples(x, c)
-        if whole:
-            return self.mod(add(0, *rest), c)
-        r = self.range(x)
-        if not r.is_empty and r.lo // c == r.hi // c:
-            return add(x, -(r.lo // c) * c)
-        return mod(x, c)
-
-
-def _split_multiples(x: Expr, c: int) -> tuple[list[Expr], list[Expr]]:
-    """Summands of x whose constant multiplier is a multiple of c (divided by c), and the rest."""
-    whole: list[Expr] = []
-    rest: list[Expr] = []
-    for t in summands(x):
-        base, k = linear_coefficient(t)
-        if k % c == 0:
-            whole.append(mul(base, k // c))
-        else:
-            rest.append(t)
-    return whole, rest
-
-
 def tidy_map(m: IndexingMap) -> IndexingMap:
-    """The same relation, with the identities of the module docstring applied and constraints
-    that the variables' bounds already imply dropped. Used on every map this module builds."""
-    for _ in range(4):
-        if m.is_known_empty or m.is_undefined:
-            return m
-        t = _Tidy(dict(m.bounds))
-        results = [t(r) for r in m.results]
-        cons: list[tuple[Expr, Interval]] = []
-        for e, iv in m.constraints.items():
-            e2 = t(e)
-            if not iv.contains(t.range(e2)):
-                cons.append((e2, iv))
-        new = IndexingMap.build(results, m.dims, m.range_vars, m.rt_vars, cons)
-        if new == m:
-            return new
-        m = new
-    return m
+    """The same relation, rewritten by the proven rule base (`verifidx.simplify`). Used on every
+    map this module builds."""
+    from .simplifier import default_simplifier
+
+    return default_simplifier().simplify(m)
 
 
 def _make_map(results: Sequence[Expr], sizes: Sequence[int],

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from .cli import COMMANDS, load_map
-from .simplify import SimplifyResult, Step, simplify
+from .simplifier import SimplifyResult, Step, simplify
 from .syntax import print_map
 
 

@@ -183,7 +183,11 @@ class Membership:
 class Rule:
     """One rewrite rule. `kind` is "expr" (lhs => rhs) or "constraint" (membership =>
     membership, stated as an equivalence). `expansion` marks a rule that is allowed to grow
-    the term because it runs in a phase that cannot cycle (see docs/rules.md)."""
+    the term because it runs in a phase that cannot cycle (see docs/rules.md). `ordered` marks a
+    permutative rule (`x + y => y + x`) that may only be applied when the instance it produces
+    is smaller in the total term order (ordered rewriting), which is what keeps it from
+    cycling. `trial` marks an expansion (so `expansion` is set too) that the engine applies only
+    as a one-shot trial whose outcome it keeps when the whole term got smaller."""
 
     name: str
     kind: str
@@ -194,6 +198,11 @@ class Rule:
     line: int = 1
     text: str = ""
     expansion: bool = False
+    ordered: bool = False
+    trial: bool = False
+    #: Set by the rule base from a bounded certificate: the rule is proven only when every
+    #: constant it binds has |value| <= max_constant, so the simplifier applies it only then.
+    max_constant: int | None = None
 
     @property
     def normalized_text(self) -> str:

@@ -26,7 +26,6 @@ only when intervals and sampling cannot tell and constraints remain (`decide_emp
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,11 +38,12 @@ from .expr import (
     Dim,
     Expr,
     Mod,
+    Mul,
     Variable,
     add,
     mul,
 )
-from .indexing_map import IndexingMap, Var
+from .indexing_map import IndexingMap, Var, merge_residues
 from .interval import Interval, range_of
 from .rules.matcher import match
 from .rules.model import (
@@ -117,11 +117,21 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
     for k, v in env.items():
         if isinstance(k, ConstVar) and isinstance(v, Const):
             values[k] = v.value
-    for node in _calls(rule):
+    for node in _rule_calls(rule):
         arg = _instantiate(node.args[0], env, bound)
         iv = bound(arg)
         values[node] = iv.lo if node.fn == "lo" else iv.hi
     return values
+
+
+_CALLS: dict[int, list[Call]] = {}
+
+
+def _rule_calls(rule: Rule) -> list[Call]:
+    hit = _CALLS.get(id(rule))
+    if hit is None:
+        hit = _CALLS[id(rule)] = _calls(rule)
+    return hit
 
 
 def _calls(rule: Rule) -> list[Call]:
@@ -142,6 +152,12 @@ def _calls(rule: Rule) -> list[Call]:
     return found
 
 
+def _is_canonical_law(rule: Rule) -> bool:
+    """Rules of `rules/canonical.rules` are the laws `verifidx.canonical` implements; matching
+    them again on canonical terms would only cost time."""
+    return rule.file.replace("\\", "/").endswith("canonical.rules")
+
+
 class RuleEngine:
     """Applies a set of (proven) rules. Expression rules are indexed by the type of their
     left-hand side's root; constraint rules likewise by their membership expression."""
@@ -160,9 +176,11 @@ class RuleEngine:
                 assert isinstance(r.lhs, Expr)
                 root = r.lhs
                 table = self.expansions if r.expansion else self.expr_rules
-            if isinstance(root, (TermVar, ConstVar)) or getattr(r, "ordered", False):
-                continue  # laws applied by the canonicaliser, not by matching
+            if isinstance(root, (TermVar, ConstVar)) or r.ordered or _is_canonical_law(r):
+                continue  # laws applied by the canonicaliser (verifidx.canonical), not matched
             table.setdefault(type(root), []).append(r)
+            if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
+                table.setdefault(Add, []).append(r)
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
@@ -178,6 +196,8 @@ class RuleEngine:
         lhs, rhs = rule.lhs, rule.rhs
         assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
         for env in match(lhs, e):
+            if not _within_proof(rule, env):
+                continue
             try:
                 if canon(_instantiate(lhs, env, bound)) is not e:
                     continue  # the proposal does not decompose e: never apply
@@ -202,6 +222,8 @@ class RuleEngine:
             for env in match(lhs.expr, e):
                 for env1 in match(lhs.lo, Const(iv.lo), env):
                     for env2 in match(lhs.hi, Const(iv.hi), env1):
+                        if not _within_proof(rule, env2):
+                            continue
                         try:
                             if canon(_instantiate(lhs.expr, env2, bound)) is not e:
                                 continue
@@ -226,9 +248,17 @@ class RuleEngine:
         return None
 
 
+def _within_proof(rule: Rule, env: Mapping[Expr, Expr]) -> bool:
+    """A rule with a bounded proof applies only to constants inside the proven bound."""
+    if rule.max_constant is None:
+        return True
+    return all(abs(v.value) <= rule.max_constant for k, v in env.items()
+               if isinstance(k, ConstVar) and isinstance(v, Const))
+
+
 def _justification(rule: Rule, env: Mapping[Expr, Expr], bound: RangeFn) -> dict[str, Interval]:
     out: dict[str, Interval] = {}
-    for c in _calls(rule):
+    for c in _rule_calls(rule):
         arg = env.get(c.args[0])
         if arg is not None:
             out[f"range({arg})"] = bound(arg)
@@ -264,6 +294,7 @@ class _ExprSimplifier:
         if hit is not None:
             return hit
         node = canon(e.map_children(lambda c: self.simplify(c, fuel)))
+        first = node
         while fuel > 0:
             fuel -= 1
             out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
@@ -273,8 +304,7 @@ class _ExprSimplifier:
             if out is None:
                 break
             node = canon(out.map_children(lambda c: self.simplify(c, fuel)))
-        self.memo[e] = node
-        self.memo[node] = node
+        self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
 
     def _expand_and_cancel(self, node: Add, fuel: int) -> Expr | None:
@@ -296,8 +326,8 @@ class _ExprSimplifier:
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              {}, self.ranges)
-        sub.memo[node] = node  # do not re-enter this trial on the same sum
+                              self.memo, self.ranges)
+        self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
             if self.trace is not None and trial_trace is not None:
@@ -314,21 +344,6 @@ def _tighten_to_residue(iv: Interval, modulus: int, residue: int) -> Interval:
     lo = iv.lo + (residue - iv.lo) % modulus
     hi = iv.hi - (iv.hi - residue) % modulus
     return Interval(lo, hi)
-
-
-def _crt(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
-    """x = r1 (mod m1) and x = r2 (mod m2)  <=>  x = r (mod lcm), or None if impossible."""
-    g = math.gcd(m1, m2)
-    if (r2 - r1) % g:
-        return None
-    lcm = m1 // g * m2
-    # brute force over one period of the larger modulus: moduli here are small constants
-    step, start, other, want = (m1, r1, m2, r2) if m1 >= m2 else (m2, r2, m1, r1)
-    for k in range(lcm // step):
-        x = start + k * step
-        if x % other == want % other:
-            return lcm, x % lcm
-    return None  # pragma: no cover - unreachable when the gcd test passed
 
 
 @dataclass
@@ -397,7 +412,7 @@ class Simplifier:
             if len(items) > 1:
                 modulus, residue = items[0][1], items[0][2]
                 for _e, mi, ri in items[1:]:
-                    merged = _crt(modulus, residue, mi, ri)
+                    merged = merge_residues(modulus, residue, mi, ri)
                     if merged is None:
                         return m.replace(is_known_empty=True)
                     modulus, residue = merged

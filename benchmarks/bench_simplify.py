@@ -1,0 +1,267 @@
+"""Issue 4 benchmark: parse + simplify + print per map, against islpy, PyTorch Inductor and sympy
+measured in the same run (each peer optional: the table says n/a when it is not installed).
+
+Corpora: the conformance `simplify` inputs (expected: XLA's text), and generated chains of
+reshapes and transposes that compose to a known map (expected: that map), plus random quasi-affine
+maps (timed only; no expected form). "exact" counts results that reach the expected form: for
+verifidx the expected text; for the peers, a result with no floor/mod left when the expected form
+has none (they do not print XLA's text).
+
+Run: .venv/bin/python benchmarks/bench_simplify.py [--quick]
+Targets: median under 0.2 ms for parse + simplify + print of a map seen for the first time, at
+most half of isl's parse + as_pw_multi_aff() median; >= 98% exact, no wrong result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import fmt_us, print_table  # noqa: E402
+from isl_peer import isl, isl_text  # noqa: E402
+
+from verifidx import compose, parse_map  # noqa: E402
+from verifidx.expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Mul, Symbol  # noqa: E402
+from verifidx.indexing_map import IndexingMap  # noqa: E402
+from verifidx.simplifier import default_simplifier  # noqa: E402
+from verifidx.syntax import print_map, same_text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- corpora ---------------------------------------------------------------------------------
+
+
+def conformance_corpus() -> list[tuple[str, str | None]]:
+    path = ROOT.parent / "shared" / "conformance" / "xla" / "cases.json"
+    out = []
+    for c in json.loads(path.read_text()):
+        if c["kind"] == "simplify" and c["input_map"] and isinstance(c["expected"], str) and \
+                all(o["op"] == "Simplify" and not o.get("args") for o in c.get("operations") or []):
+            out.append((c["input_map"], c["expected"]))
+    return out
+
+
+def reshape_o2i(out_shape: list[int], in_shape: list[int]) -> IndexingMap:
+    lin: Expr = Dim(0)
+    for i, n in enumerate(out_shape[1:], 1):
+        lin = lin * n + Dim(i)
+    results, stride = [], 1
+    for n in reversed(in_shape):
+        results.append((lin // stride) % n if stride * n < _prod(out_shape) else lin // stride)
+        stride *= n
+    return IndexingMap.build(list(reversed(results)), [(0, n - 1) for n in out_shape])
+
+
+def transpose_o2i(out_shape: list[int], perm: list[int]) -> IndexingMap:
+    # output dim i is input dim perm[i]: input index j = output index perm^-1[j]
+    inv = [perm.index(j) for j in range(len(perm))]
+    return IndexingMap.build([Dim(inv[j]) for j in range(len(perm))],
+                             [(0, n - 1) for n in out_shape])
+
+
+def _prod(xs: list[int]) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _factorize(total: int, rnd: random.Random) -> list[int]:
+    dims, rest = [], total
+    for p in (2, 3, 5, 7):
+        while rest % p == 0:
+            dims.append(p)
+            rest //= p
+    rnd.shuffle(dims)
+    out: list[int] = []
+    for d in dims:
+        if out and rnd.random() < 0.5:
+            out[-1] *= d
+        else:
+            out.append(d)
+    return out or [1]
+
+
+def chain_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Reshape/transpose chains that return to the start: expected the identity."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        start = _factorize(rnd.choice([24, 36, 48, 60, 64, 72, 96, 120, 128, 256]), rnd)
+        shapes, ops = [start], []
+        for _step in range(rnd.randint(1, 3)):
+            if rnd.random() < 0.5:
+                nxt = _factorize(_prod(shapes[-1]), rnd)
+                ops.append(("reshape", shapes[-1], nxt))
+            else:
+                perm = list(range(len(shapes[-1])))
+                rnd.shuffle(perm)
+                nxt = [shapes[-1][p] for p in perm]
+                ops.append(("transpose", shapes[-1], perm))
+            shapes.append(nxt)
+        # walk back
+        for kind, before, arg in reversed(ops):
+            cur = shapes[-1]
+            if kind == "reshape":
+                shapes.append(before)
+                ops.append(("reshape", cur, before))
+            else:
+                inv = [arg.index(j) for j in range(len(arg))]
+                shapes.append(before)
+                ops.append(("transpose", cur, inv))
+        # o2i maps, outermost (last op) first
+        maps = []
+        for (kind, inp, arg), outp in zip(ops, shapes[1:]):
+            maps.append(reshape_o2i(outp, inp) if kind == "reshape" else transpose_o2i(outp, arg))
+        m = maps[-1]
+        for nxt_map in reversed(maps[:-1]):
+            m = compose(m, nxt_map)
+        out.append((str(m), str(IndexingMap.identity(start))))
+    return out
+
+
+def random_corpus(n: int, seed: int = 1) -> list[tuple[str, None]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from hypothesis import HealthCheck, given, settings
+    from strategies import reshape_like_maps
+
+    found: list[tuple[str, None]] = []
+
+    @settings(max_examples=n, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(reshape_like_maps())
+    def collect(m: IndexingMap) -> None:
+        if not m.is_known_empty:
+            found.append((str(m), None))
+
+    collect()
+    return found[:n]
+
+
+# -- tools -----------------------------------------------------------------------------------
+
+
+def run_verifidx(text: str) -> str:
+    return print_map(default_simplifier().simplify(parse_map(text)))
+
+
+def run_isl(text: str) -> str | None:
+    t = isl_text(parse_map(text))
+    if t is None:
+        return None
+    return str(isl.Map(t).as_pw_multi_aff())
+
+
+def _to_sympy(e: Expr, sp, floor_div, mod):  # type: ignore[no-untyped-def]
+    if isinstance(e, Const):
+        return sp.Integer(e.value)
+    if isinstance(e, (Dim, Symbol)):
+        return sp.Symbol(f"{e.prefix}{e.index}", integer=True)
+    if isinstance(e, Add):
+        return sp.Add(*[_to_sympy(t, sp, floor_div, mod) for t in e.terms])
+    a = _to_sympy(e.lhs, sp, floor_div, mod)  # type: ignore[attr-defined]
+    b = _to_sympy(e.rhs, sp, floor_div, mod)  # type: ignore[attr-defined]
+    if isinstance(e, Mul):
+        return a * b
+    if isinstance(e, FloorDiv):
+        return floor_div(a, b)
+    if isinstance(e, CeilDiv):
+        return -floor_div(-a, b)
+    if isinstance(e, Mod):
+        return mod(a, b)
+    raise TypeError(type(e).__name__)
+
+
+def sympy_runner():  # type: ignore[no-untyped-def]
+    try:
+        import sympy as sp
+    except ImportError:
+        return None
+
+    def run(text: str) -> str:
+        m = parse_map(text)
+        exprs = [_to_sympy(r, sp, lambda a, b: sp.floor(a / b), sp.Mod) for r in m.results]
+        return str([sp.simplify(x) for x in exprs])
+
+    return run
+
+
+def inductor_runner():  # type: ignore[no-untyped-def]
+    try:
+        import sympy as sp
+        from torch._inductor.sizevars import SizeVarAllocator
+        from torch.utils._sympy.functions import FloorDiv as TFloorDiv
+        from torch.utils._sympy.functions import ModularIndexing
+    except Exception:  # noqa: BLE001 - optional peer, any import failure means n/a
+        return None
+    sizevars = SizeVarAllocator()
+
+    def run(text: str) -> str:
+        m = parse_map(text)
+        ranges = {sp.Symbol(f"{v.prefix}{v.index}", integer=True): info.bounds.hi + 1
+                  for v, info in zip(m.variables, m.all_vars)}
+        exprs = [_to_sympy(r, sp, TFloorDiv, lambda a, b: ModularIndexing(a, 1, b))
+                 for r in m.results]
+        return str([sizevars.simplify_with_ranges(x, ranges) for x in exprs])
+
+    return run
+
+
+def _has_div(text: str) -> bool:
+    low = text.lower()
+    return any(w in low for w in ("floor", "mod", "/"))
+
+
+def measure(name: str, fn, corpus, exact_check) -> list[str]:  # type: ignore[no-untyped-def]
+    if fn is None:
+        return [name, "n/a", "n/a", "n/a"]
+    times, exact, failed = [], 0, 0
+    for text, expected in corpus:
+        start = time.perf_counter()
+        try:
+            out = fn(text)
+        except Exception:  # noqa: BLE001 - a peer that cannot handle a map counts as not exact
+            out = None
+        times.append(time.perf_counter() - start)
+        if out is None:
+            failed += 1
+        elif expected is not None and exact_check(out, expected):
+            exact += 1
+    with_expected = sum(1 for _, e in corpus if e is not None)
+    share = f"{exact}/{with_expected} ({100 * exact / with_expected:.0f}%)" if with_expected else "-"
+    return [name, fmt_us(statistics.median(times)), share, str(failed)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller generated corpora")
+    args = ap.parse_args()
+    n = 40 if args.quick else 200
+    corpora = {
+        "conformance simplify": conformance_corpus(),
+        "reshape/transpose chains": chain_corpus(n),
+        "random quasi-affine": random_corpus(n),
+    }
+    ours_exact = lambda out, exp: same_text(out, exp)  # noqa: E731
+    peer_exact = lambda out, exp: not _has_div(out) or _has_div(exp)  # noqa: E731
+    tools = [("verifidx", run_verifidx, ours_exact),
+             ("islpy as_pw_multi_aff", run_isl if isl is not None else None, peer_exact),
+             ("inductor simplify_with_ranges", inductor_runner(), peer_exact),
+             ("sympy simplify", sympy_runner(), peer_exact)]
+    default_simplifier()  # load and index the rule base outside the timings
+    for title, corpus in corpora.items():
+        print(f"\n{title}: {len(corpus)} maps (median time per map, first sight)")
+        rows = [measure(name, fn, corpus, ex) for name, fn, ex in tools]
+        print_table(["tool", "median", "exact", "failed"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The rule base the simplifier may use: rules whose certificate is current and says proved.
+
+Anything else (no certificate, a stale one, refuted, unknown, or a rule that violates the reduction
+order without being marked as an expansion) is refused with a warning naming the rule and where
+it is, so that an unproven rule can never change a map.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from .model import Rule
+from .store import gate_failure, load_files, result_from_entry, staleness
+
+
+class UnprovenRuleWarning(UserWarning):
+    """A rule of the rule base was left out of the simplifier."""
+
+
+def package_rule_dir() -> Path:
+    """The rule base shipped with verifidx (not `./rules` of the current directory)."""
+    return Path(__file__).resolve().parents[2] / "rules"
+
+
+def proven_rule_base(paths: Sequence[str | Path] | None = None,
+                     proofs: str | Path | None = None) -> list[Rule]:
+    """Rules with a current, proved certificate; warns (UnprovenRuleWarning) about the rest."""
+    files = load_files(list(paths) if paths else [package_rule_dir()], proofs)
+    usable: list[Rule] = []
+    for f in files:
+        for rule in f.rules:
+            entry = f.entries.get(rule.name)
+            why = f.problem or staleness(rule, entry)
+            if why is None and entry is not None:
+                why = gate_failure(result_from_entry(rule, entry), rule)
+            if why is not None:
+                warnings.warn(f"{rule.file}:{rule.line}: rule {rule.name} is not used by the "
+                              f"simplifier: {why}", UnprovenRuleWarning, stacklevel=2)
+                continue
+            usable.append(_with_strength(rule, entry))
+    return usable
+
+
+def _with_strength(rule: Rule, entry: dict[str, object] | None) -> Rule:
+    """Carry a bounded proof's limit into the rule (`bounded: |c| <= N`)."""
+    strength = str((entry or {}).get("strength") or "")
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength)
+    return replace(rule, max_constant=int(m.group(1))) if m else rule

@@ -1,0 +1,238 @@
+"""`verifidx prove` (the rule author's loop) and `verifidx check` (the CI gate).
+
+Exit codes: 0 every rule proven (and, for check, current and within the reduction order),
+1 verification failed, 2 usage or parse error (one line on stderr, from `verifidx.cli.main`).
+With `--format json` stdout holds only the DESIGN.md document; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cli import COMMANDS, UsageError
+from .model import Rule
+from .parser import default_rule_dir, parse_rule
+from .prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
+from .store import check_files, gate_failure, load_files, prove_files, summary
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="rule files or directories of *.rules (default: the rule base, rules/)")
+    p.add_argument("--proofs", metavar="DIR",
+                   help="certificate directory (default: proofs/ beside rules/, else ./proofs)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="prove in N worker processes")
+    p.add_argument("--timeout-ms", type=int, default=ProverConfig.timeout_ms,
+                   help="cap of each unbounded Z3 attempt (default %(default)s)")
+    p.add_argument("--bound", type=int, default=ProverConfig.bound, metavar="N",
+                   help="enumerate constants in [-N, N] when Z3 alone cannot decide "
+                        "(default %(default)s)")
+
+
+def _configure_prove(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--force", action="store_true", help="re-prove rules whose text is unchanged")
+    p.add_argument("--no-write", action="store_true", help="write no certificates")
+    p.add_argument("--suggest", action="store_true",
+                   help="for a refuted rule, search for the weakest side condition that fixes it")
+    p.add_argument("--explain", metavar="RULE",
+                   help="print the SMT-LIB2 obligation of RULE (a name, or the rule's text)")
+
+
+def _configure_check(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
+    p.add_argument("--reprove", action="store_true",
+                   help="re-run Z3 on every rule instead of trusting certificates")
+
+
+def _config(args: argparse.Namespace) -> ProverConfig:
+    if args.jobs < 1:
+        raise UsageError("-j takes a positive number")
+    if args.timeout_ms < 1 or args.bound < 0:
+        raise UsageError("--timeout-ms must be positive and --bound non-negative")
+    return ProverConfig(timeout_ms=args.timeout_ms, bound=args.bound)
+
+
+def _paths(args: argparse.Namespace) -> list[str | Path]:
+    if args.paths:
+        return list(args.paths)
+    d = default_rule_dir()
+    if not d.is_dir():
+        raise UsageError("no PATH given and no rules/ directory here")
+    return [d]
+
+
+# -- verifidx prove ------------------------------------------------------------------------------
+
+
+def _run_prove(args: argparse.Namespace) -> int:
+    config = _config(args)
+    files = load_files(_paths(args), args.proofs)
+    if args.explain:
+        return _explain(args.explain, [r for rf in files for r in rf.rules])
+    if not any(rf.rules for rf in files):
+        raise UsageError("no rules found")
+    results = prove_files(files, config, args.jobs, force=args.force,
+                          write=not args.no_write, log=True)
+    suggestions: dict[int, str] = {}
+    if args.suggest:
+        from .suggest import suggest
+
+        for i, res in enumerate(results):
+            if res.verdict == REFUTED and res.rule is not None:
+                print(f"searching side conditions for {res.name}...", file=sys.stderr)
+                suggestions[i] = suggest(res.rule, config).text
+    if args.format == "json":
+        doc = _document(results)
+        for i, text in suggestions.items():
+            doc["rules"][i]["suggestion"] = text  # type: ignore[index]
+        print(json.dumps(doc, indent=1))
+    else:
+        for i, res in enumerate(results):
+            print(_text(res))
+            if i in suggestions:
+                print(f"    suggestion: {suggestions[i]}")
+        print(_summary_line(results))
+    return 0 if all(r.verdict == PROVED for r in results) else 1
+
+
+def _explain(which: str, rules: Sequence[Rule]) -> int:
+    chosen = [r for r in rules if r.name == which]
+    if not chosen:
+        if "=>" not in which:
+            raise UsageError(f"no rule named {which!r}")
+        chosen = [parse_rule(which, "<argument>")]
+    for r in chosen:
+        print(explain(r), end="")
+    return 0
+
+
+# -- verifidx check ------------------------------------------------------------------------------
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    config = _config(args)
+    files = load_files(_paths(args), args.proofs)
+    if not any(rf.rules for rf in files):
+        raise UsageError("no rules found")
+    results = check_files(files, config, args.jobs, reprove=args.reprove)
+    failures = {id(r): why for r in results
+                if (why := gate_failure(r, r.rule)) is not None}  # type: ignore[arg-type]
+    if args.format == "json":
+        doc = _document(results)
+        doc["summary"]["order_violations"] = sum(  # type: ignore[index]
+            1 for r in results if r.verdict == PROVED and id(r) in failures)
+        print(json.dumps(doc, indent=1))
+    elif args.format == "junit":
+        print(_junit(results, failures))
+    elif args.format == "github":
+        for r in results:
+            if id(r) in failures:
+                print(_github(r, failures[id(r)]))
+        print(_summary_line(results))
+    else:
+        for r in results:
+            print(_text(r, failures.get(id(r))))
+        print(_summary_line(results))
+    return 1 if failures else 0
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+def _document(results: Sequence[ProofResult]) -> dict[str, object]:
+    return {"rules": [r.to_json() for r in results], "summary": summary(results)}
+
+
+def _verdict_text(r: ProofResult) -> str:
+    return f"proved ({r.strength})" if r.verdict == PROVED and r.strength else r.verdict
+
+
+def _text(r: ProofResult, failure: str | None = None) -> str:
+    head = f"{r.file}:{r.line}: {r.name}: {_verdict_text(r)}"
+    if r.order:
+        head += f", {r.order}"
+    if r.cached:
+        head += " (certificate)"
+    elif r.verdict in (PROVED, REFUTED, "unknown"):
+        head += f", {r.seconds:.2f}s"
+    lines = [head]
+    if failure and r.verdict == PROVED:
+        lines.append(f"    FAIL: {failure}")
+    if r.message and (r.verdict != PROVED or failure or r.strength != "all"):
+        lines.append(f"    {r.message}")
+    if r.verdict == REFUTED:
+        if r.counterexample:
+            cx = ", ".join(f"{k} = {v}" for k, v in r.counterexample.items())
+            lines.append(f"    counterexample: {cx}")
+        if r.subterms:
+            subs = ", ".join(f"{k} = {_show(v)}" for k, v in r.subterms.items())
+            lines.append(f"    subterms: {subs}")
+        if r.reproducer:
+            lines.append(f"    reproduce: {r.reproducer}")
+    return "\n".join(lines)
+
+
+def _show(v: object) -> str:
+    return "undefined" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _summary_line(results: Sequence[ProofResult]) -> str:
+    counts = summary(results)
+    parts = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == PROVED)
+    return f"{len(results)} rules: {parts}"
+
+
+def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
+    """JUnit XML: one testsuite per rule file, one testcase per rule."""
+    root = ET.Element("testsuites", name="verifidx check", tests=str(len(results)),
+                      failures=str(len(failures)))
+    suites: dict[str, ET.Element] = {}
+    for r in results:
+        suite = suites.get(r.file)
+        if suite is None:
+            suite = suites[r.file] = ET.SubElement(root, "testsuite", name=r.file, tests="0",
+                                                   failures="0", errors="0")
+        suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+        classname = os.path.splitext(r.file)[0].replace("/", ".").replace(os.sep, ".")
+        case = ET.SubElement(suite, "testcase", classname=classname, name=r.name,
+                             file=r.file, line=str(r.line), time=f"{r.seconds:.3f}")
+        why = failures.get(id(r))
+        if why is not None:
+            suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+            fail = ET.SubElement(case, "failure", type=r.verdict,
+                                 message=f"{why}: {r.message}" if r.message else why)
+            fail.text = _text(r, why)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
+
+
+def _github(r: ProofResult, why: str) -> str:
+    """A GitHub Actions workflow command that annotates the rule's line."""
+    title = _escape(f"verifidx: {r.name} {why}", prop=True)
+    body = f"rule {r.name} {why}" + (f": {r.message}" if r.message else "")
+    if r.counterexample:
+        body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
+                                                  for k, v in r.counterexample.items())
+    return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
+            f"{_escape(body)}")
+
+
+COMMANDS["prove"] = ("prove rewrite rules with Z3 and write proof certificates",
+                     _configure_prove, _run_prove)
+COMMANDS["check"] = ("CI gate: every rule has a current proof certificate and is proven",
+                     _configure_check, _run_check)

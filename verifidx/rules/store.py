@@ -1,0 +1,292 @@
+"""Proof certificates (`proofs/<rule file stem>.json`) and the CI gate built on them.
+
+A certificate entry records what was proven about one rule: the sha256 of the rule's normalized
+text, the verdict and its strength, the termination verdict, the SMT-LIB2 text of the obligation
+(so any solver can re-check it), and the Z3 and verifidx versions. A certificate is current only
+when all three of hash, Z3 version and verifidx version match; otherwise the rule is `stale`.
+Files are plain JSON with sorted keys, rewritten only where something changed: nothing in them
+depends on the clock, so proving twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import VerifidxError
+from .model import Rule
+from .parser import load_rule_file, rule_files
+from .prover import ERROR, PROVED, Z3_VERSION, ProofResult, ProverConfig, prove_rules, rule_leaves
+
+FORMAT = 1
+STALE, MISSING = "stale", "missing"
+VERDICTS = ("proved", "refuted", "unknown", "stale", "missing", "error")
+_STORED = ("verdict", "strength", "order", "strategy", "counterexample", "lhs_value",
+           "rhs_value", "subterms", "reproducer", "message")
+
+
+class CertificateError(VerifidxError):
+    """A certificate file that cannot be read or is not a verifidx certificate."""
+
+
+class ForeignCertificate(CertificateError):
+    """The certificate file at this path belongs to another rule file with the same stem."""
+
+
+def verifier_version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def rule_hash(rule: Rule) -> str:
+    return hashlib.sha256(rule.normalized_text.encode("utf-8")).hexdigest()
+
+
+def proofs_dir_for(rule_file: Path, explicit: str | Path | None = None) -> Path:
+    """`--proofs` when given; else `proofs/` beside a `rules/` directory; else `./proofs`."""
+    if explicit is not None:
+        return Path(explicit)
+    parent = rule_file.resolve().parent
+    if parent.name == "rules":
+        return parent.parent / "proofs"
+    return Path("proofs")
+
+
+def certificate_path(rule_file: Path, proofs: str | Path | None = None) -> Path:
+    return proofs_dir_for(rule_file, proofs) / f"{rule_file.stem}.json"
+
+
+def display_path(p: Path) -> str:
+    """Paths as the user would type them: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(p)
+    except ValueError:
+        return str(p)
+
+
+# -- reading and writing -----------------------------------------------------------------------
+
+
+def _recorded_path(path: Path, rule_file: Path) -> str:
+    """How a certificate names its rule file: relative to the directory holding `proofs/`."""
+    return os.path.relpath(rule_file.resolve(), path.resolve().parent.parent).replace(os.sep,
+                                                                                       "/")
+
+
+def load_certificates(path: Path, rule_file: Path | None = None
+                      ) -> dict[str, dict[str, object]]:
+    """Entries by rule name; {} when the file does not exist. Raises CertificateError (one
+    clear line) for anything that is not a well-formed certificate file, and
+    ForeignCertificate when it certifies another rule file than `rule_file`."""
+    if not path.exists():
+        return {}
+    where = display_path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise CertificateError(f"{where}: cannot read certificate file: {err}") from None
+    except json.JSONDecodeError as err:
+        raise CertificateError(f"{where}:{err.lineno}:{err.colno}: corrupt certificate file "
+                               f"(not JSON: {err.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), dict):
+        raise CertificateError(f"{where}: not a verifidx certificate file (no 'rules' table)")
+    if data.get("format") != FORMAT:
+        raise CertificateError(f"{where}: unknown certificate format {data.get('format')!r} "
+                               f"(this verifidx writes format {FORMAT})")
+    entries: dict[str, dict[str, object]] = {}
+    for name, entry in data["rules"].items():
+        if not isinstance(entry, dict) or not all(
+                isinstance(entry.get(k), str) for k in ("sha256", "verdict", "z3_version",
+                                                        "verifier_version")):
+            raise CertificateError(f"{where}: corrupt entry for rule {name!r}")
+        entries[name] = entry
+    if not isinstance(data.get("file"), str):
+        raise CertificateError(f"{where}: corrupt certificate file (no 'file' name)")
+    if rule_file is not None and data["file"] != _recorded_path(path, rule_file):
+        raise ForeignCertificate(f"{where} holds the certificates of {data['file']}, not "
+                                 f"of {display_path(rule_file)}; pass --proofs DIR")
+    return entries
+
+
+def entry_for(result: ProofResult, rule: Rule) -> dict[str, object]:
+    entry: dict[str, object] = {k: getattr(result, k) for k in _STORED
+                                if getattr(result, k) not in (None, "")}
+    entry.update(sha256=rule_hash(rule), z3_version=Z3_VERSION,
+                 verifier_version=verifier_version(), seconds=round(result.seconds, 3),
+                 smtlib=result.smtlib)
+    return entry
+
+
+def write_certificates(path: Path, rule_file: Path, rules: Sequence[Rule],
+                       fresh: dict[str, ProofResult], old: dict[str, dict[str, object]]
+                       ) -> bool:
+    """Write the file for `rules`: new entries for the `fresh` results, the `old` entries of
+    the others as they were; rules that no longer exist lose their entry. Returns whether the
+    bytes changed."""
+    entries: dict[str, object] = {}
+    for r in rules:
+        if r.name in fresh:
+            entries[r.name] = entry_for(fresh[r.name], r)
+        elif r.name in old:
+            entries[r.name] = old[r.name]
+    doc = {"format": FORMAT, "file": _recorded_path(path, rule_file), "rules": entries}
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
+# -- the state of a rule against its certificate -----------------------------------------------
+
+
+def staleness(rule: Rule, entry: dict[str, object] | None) -> str | None:
+    """Why the certificate does not cover the rule as written (None: it does)."""
+    if entry is None:
+        return "no certificate"
+    if entry.get("sha256") != rule_hash(rule):
+        return "the rule's text changed since it was proven"
+    if entry.get("verifier_version") != verifier_version():
+        return (f"proven by verifidx {entry.get('verifier_version')}, "
+                f"this is {verifier_version()}")
+    if entry.get("z3_version") != Z3_VERSION:
+        return f"proven with Z3 {entry.get('z3_version')}, this is Z3 {Z3_VERSION}"
+    return None
+
+
+def result_from_entry(rule: Rule, entry: dict[str, object]) -> ProofResult:
+    """What a current certificate says, as a ProofResult (no solver call)."""
+    res = ProofResult(rule.name, display_path(Path(rule.file)), rule.line,
+                      str(entry.get("verdict")), rule=rule, cached=True)
+    for k in _STORED:
+        if k in entry and k != "verdict":
+            setattr(res, k, entry[k])
+    if isinstance(res.counterexample, dict):  # JSON sorted the keys; restore the rule's order
+        cx = res.counterexample
+        res.counterexample = {k: cx[k] for k in rule_leaves(rule) if k in cx}
+    res.seconds = float(entry.get("seconds", 0.0))  # type: ignore[arg-type]
+    res.smtlib = str(entry.get("smtlib", ""))
+    return res
+
+
+def gate_failure(res: ProofResult, rule: Rule) -> str | None:
+    """Why `check` fails on this rule, or None. The order never changes the verdict, but the
+    gate rejects a rule base rule that violates it (docs/rules.md, Termination)."""
+    if res.verdict != PROVED:
+        return res.verdict
+    if res.order == "violates":
+        return "violates the reduction order"
+    return None
+
+
+# -- the two commands --------------------------------------------------------------------------
+
+
+@dataclass
+class RuleFile:
+    path: Path
+    rules: list[Rule]
+    certificate: Path
+    entries: dict[str, dict[str, object]]
+    problem: str | None  # why the certificate file could not be read
+    foreign: bool = False  # it certifies another rule file: never overwrite it
+
+
+def load_files(paths: Sequence[str | Path], proofs: str | Path | None) -> list[RuleFile]:
+    """Parse every rule file (ParseError propagates) and read its certificates (a broken
+    certificate file is recorded, not raised: the gate reports it rule by rule)."""
+    out: list[RuleFile] = []
+    for f in rule_files(paths):
+        rules = load_rule_file(f)
+        cert = certificate_path(f, proofs)
+        try:
+            out.append(RuleFile(f, rules, cert, load_certificates(cert, f), None))
+        except CertificateError as err:
+            out.append(RuleFile(f, rules, cert, {}, str(err),
+                                isinstance(err, ForeignCertificate)))
+    return out
+
+
+def _with_place(res: ProofResult, rule: Rule) -> ProofResult:
+    res.file, res.line, res.rule = display_path(Path(rule.file)), rule.line, rule
+    return res
+
+
+def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
+                force: bool = False, write: bool = True, log: bool = True
+                ) -> list[ProofResult]:
+    """`verifidx prove`: re-prove rules whose certificate is not current (all with `force`),
+    keep the rest, and write the certificate files."""
+    for rf in files:
+        if rf.foreign and write:
+            raise CertificateError(str(rf.problem))
+    todo: list[Rule] = []
+    cached: dict[tuple[str, str], ProofResult] = {}
+    for rf in files:
+        for r in rf.rules:
+            entry = rf.entries.get(r.name)
+            if force or entry is None or staleness(r, entry) is not None or \
+                    entry.get("verdict") in ("unknown", ERROR):  # undecided: try again
+                todo.append(r)
+            else:
+                cached[(r.file, r.name)] = _with_place(result_from_entry(r, entry), r)
+        if rf.problem and log:
+            print(f"warning: {rf.problem}; it will be rewritten", file=sys.stderr)
+    if log:
+        total = sum(len(rf.rules) for rf in files)
+        print(f"proving {len(todo)} of {total} rules ({total - len(todo)} unchanged) with "
+              f"{jobs} job{'s' if jobs != 1 else ''}", file=sys.stderr)
+    fresh = {(r.file, r.name): _with_place(res, r)
+             for r, res in zip(todo, prove_rules(todo, config, jobs))}
+    results: list[ProofResult] = []
+    for rf in files:
+        new = {r.name: fresh[(r.file, r.name)] for r in rf.rules if (r.file, r.name) in fresh}
+        results += [fresh.get((r.file, r.name)) or cached[(r.file, r.name)] for r in rf.rules]
+        if write and write_certificates(rf.certificate, rf.path, rf.rules, new, rf.entries) \
+                and log:
+            print(f"wrote {display_path(rf.certificate)}", file=sys.stderr)
+    return results
+
+
+def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
+                reprove: bool = False) -> list[ProofResult]:
+    """`verifidx check`: every rule must have a current certificate saying `proved` (or, with
+    `reprove`, must be proven again now)."""
+    if reprove:
+        rules = [r for rf in files for r in rf.rules]
+        return [_with_place(res, r) for r, res in zip(rules, prove_rules(rules, config, jobs))]
+    results: list[ProofResult] = []
+    for rf in files:
+        for r in rf.rules:
+            entry = rf.entries.get(r.name)
+            if rf.problem is not None:
+                res = ProofResult(r.name, r.file, r.line, ERROR, message=rf.problem)
+            elif entry is None:
+                res = ProofResult(r.name, r.file, r.line, MISSING,
+                                  message=f"no certificate in {display_path(rf.certificate)};"
+                                          " run verifidx prove")
+            else:
+                why = staleness(r, entry)
+                if why is not None:
+                    res = ProofResult(r.name, r.file, r.line, STALE, order=None,
+                                      message=f"{why}; run verifidx prove")
+                else:
+                    res = result_from_entry(r, entry)
+            results.append(_with_place(res, r))
+    return results
+
+
+def summary(results: Iterable[ProofResult]) -> dict[str, int]:
+    counts = {v: 0 for v in VERDICTS}
+    for r in results:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    return counts
