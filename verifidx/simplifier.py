@@ -37,6 +37,10 @@ from .expr import (
     Const,
     Dim,
     Expr,
+    CeilDiv,
+    FloorDiv,
+    Max,
+    Min,
     Mod,
     Mul,
     Variable,
@@ -152,6 +156,27 @@ def _calls(rule: Rule) -> list[Call]:
     return found
 
 
+_MATCH_CACHE_LIMIT = 200_000
+_KIND_BITS = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
+_KINDS: dict[Expr, int] = {}
+
+
+def _kinds(e: Expr) -> int:
+    """Bit set of the division and min/max operators occurring in `e` (a cheap necessary
+    condition for a pattern to match: the matcher never invents these operators)."""
+    hit = _KINDS.get(e)
+    if hit is None:
+        hit = _KIND_BITS.get(type(e), 0)
+        for c in e.children:
+            hit |= _kinds(c)
+        _KINDS[e] = hit
+    return hit
+
+
+def _no_bounds(e: Expr) -> Interval:
+    raise _NoValue("left-hand sides do not use interval bounds")
+
+
 def _is_canonical_law(rule: Rule) -> bool:
     """Rules of `rules/canonical.rules` are the laws `verifidx.canonical` implements; matching
     them again on canonical terms would only cost time."""
@@ -164,6 +189,7 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
+        self._matches: dict[tuple[int, Expr], list[dict[Expr, Expr]]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -193,14 +219,10 @@ class RuleEngine:
 
     def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        lhs, rhs = rule.lhs, rule.rhs
-        assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
-        for env in match(lhs, e):
-            if not _within_proof(rule, env):
-                continue
+        rhs = rule.rhs
+        assert isinstance(rhs, Expr)
+        for env in self._decompositions(rule, e):
             try:
-                if canon(_instantiate(lhs, env, bound)) is not e:
-                    continue  # the proposal does not decompose e: never apply
                 values = _condition_env(rule, env, bound)
                 if not evaluate_condition(rule.condition, values):
                     continue
@@ -213,6 +235,30 @@ class RuleEngine:
                 trace.append(Step(rule.name, e, out, _justification(rule, env, bound)))
             return out
         return None
+
+    def _decompositions(self, rule: Rule, e: Expr) -> list[dict[Expr, Expr]]:
+        """Bindings under which the rule's left side *is* `e` (canonical identity). They do not
+        depend on intervals, so they are computed once per (rule, expression)."""
+        key = (id(rule), e)
+        hit = self._matches.get(key)
+        if hit is not None:
+            return hit
+        lhs = rule.lhs
+        assert isinstance(lhs, Expr)
+        found: list[dict[Expr, Expr]] = []
+        if _kinds(lhs) & ~_kinds(e) == 0:  # every operator the pattern needs occurs in e
+            for env in match(lhs, e):
+                if not _within_proof(rule, env):
+                    continue
+                try:
+                    if canon(_instantiate(lhs, env, _no_bounds)) is e:
+                        found.append(env)
+                except (_NoValue, EvaluationError):
+                    continue
+        if len(self._matches) > _MATCH_CACHE_LIMIT:
+            self._matches.clear()
+        self._matches[key] = found
+        return found
 
     def rewrite_constraint(self, e: Expr, iv: Interval, bound: RangeFn,
                            trace: list[Step] | None) -> tuple[Expr, Interval] | None:
