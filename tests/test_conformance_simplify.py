@@ -95,3 +95,26 @@ def test_simplify_cases_match_xla(shared) -> None:
     print("differences:\n  " + "\n  ".join(differences))
     assert total == len(cases_of("simplify"))
     assert textual / total >= 0.9
+
+
+def test_head_corpus_simplify_cases(shared) -> None:
+    """cases_head.json (XLA prints `/` there) adds min/max simplifications; same checks."""
+    from verifidx.syntax import print_map
+
+    counts: Counter[str] = Counter()
+    for case in cases_of("simplify", "cases_head.json"):
+        got, before = _run(case)
+        exp = case["expected"]
+        if isinstance(exp, bool):
+            if case["id"] not in XLA_DIFFERS:
+                assert (got != before) == exp, case["id"]
+            counts["flag"] += 1
+            continue
+        if same_text(print_map(got, div="/"), exp):
+            counts["identical"] += 1
+            continue
+        assert equal(got, parse_map(exp), timeout_ms=20_000).holds is True, case["id"]
+        assert _size(got) <= _size(parse_map(exp)), case["id"]
+        counts["z3-equal"] += 1
+    print(f"\nhead simplify conformance: {dict(counts)}")
+    assert counts["identical"] + counts["flag"] >= 0.9 * sum(counts.values())

@@ -4,7 +4,8 @@ A sum is a multiset of (base, coefficient) pairs plus a constant. `canon` flatte
 distributes constant multipliers over sums, combines like terms, drops zero terms and orders the
 summands deterministically. Each step is an instance of a proven law (associativity and
 commutativity of `+`, `x * c0 + x * c1 => x * (c0 + c1)`, `(x + y) * c0 => x * c0 + y * c0`,
-`x * 0 => 0`, `x + 0 => x`); the test suite checks the normaliser against evaluation.
+`x * 0 => 0`, `x + 0 => x`, and the commutativity of `min` and `max`); the test suite checks the
+normaliser against evaluation.
 
 Term order follows XLA's printer so that simplified maps print as XLA prints them: products,
 then `mod`, then `floordiv`, then bare variables (dimensions, range, runtime), constant last.
@@ -104,6 +105,8 @@ def canon(e: Expr) -> Expr:
     ):
         coeffs, constant = linear_form(node)
         out = from_linear(coeffs, constant)
+    elif isinstance(node, (Min, Max)) and order_key(node.rhs) < order_key(node.lhs):
+        out = type(node)(node.rhs, node.lhs)  # min and max commute
     else:
         out = node
     _CANON[e] = out
