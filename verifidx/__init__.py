@@ -7,6 +7,7 @@ decide equality and emptiness with Z3, derive maps from HLO, prove rules.
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
+from .hlo.computation_maps import input_to_output, output_to_input, set_simplifier
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
@@ -26,6 +27,7 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
-    "compose", "equal", "is_empty", "parse_affine_map", "parse_expr", "parse_hlo", "parse_map",
-    "print_affine_map", "print_map", "prove", "range_of", "simplify",
+    "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
+    "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
+    "set_simplifier", "simplify",
 ]

@@ -404,11 +404,15 @@ class Simplifier:
                  trace: list[Step] | None = None) -> IndexingMap:
         if m.is_undefined or m.is_known_empty:
             return m
-        m = self._constraints_to_fixpoint(m, trace)
-        if m.is_known_empty:
-            return m
-        if point_dims == "replace":
-            m = self._replace_point_dims(m)
+        for _ in range(8):  # tightened bounds can make points, points simplify constraints
+            before = m
+            m = self._constraints_to_fixpoint(m, trace)
+            if m.is_known_empty:
+                return m
+            if point_dims == "replace":
+                m = self._replace_point_dims(m)
+            if m == before:
+                break
         simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)

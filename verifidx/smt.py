@@ -290,6 +290,19 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
     return Verdict(None)
 
 
+def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+    """Whether every tuple of a's relation is in b's (holds=False comes with a tuple of a that
+    b lacks). Used for over-approximation checks: `includes(exact, map)`."""
+    for m in (a, b):
+        bad = _undefined_point(m, timeout_ms)
+        if bad is not None:
+            return bad
+    mismatch = _shape_mismatch(a, b)
+    if mismatch:
+        return Verdict(None, message=mismatch)
+    return _included(a, b, "first", timeout_ms)
+
+
 def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Verdict:
     """Is every tuple of a's relation in b's? Refutation gives a concrete tuple."""
     env_a = _vars(a, "a_")

@@ -1,0 +1,199 @@
+"""`verifidx indexing FILE.hlo`: indexing maps of an HLO module, readable or as JSON.
+
+Without `--instruction`, every computation that is the entry, a fusion body or a `call` target
+is reported with its root-to-parameter maps (`--direction out2in`, the default) or
+parameter-to-root maps (`in2out`), composed along the graph (`verifidx.hlo.computation_maps`).
+With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
+`operand id = N ...` layout, for every output (out2in) or every operand (in2out).
+
+The JSON layout for computations is the contract in DESIGN.md; `runtime_variables` and
+`replica_ids` are added to an operand only when one of its maps has them, aligned with `maps`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from verifidx.cli import COMMANDS, UsageError
+from verifidx.hlo.computation_maps import (
+    ComputationIndexing,
+    computation_indexing,
+    reported_computations,
+)
+from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.parser import parse_hlo
+from verifidx.hlo.runtime import OperandIndexing
+from verifidx.syntax import print_map
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="HLO module text (XLA dump or JAX .as_text()); - for stdin")
+    p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
+    p.add_argument("--computation", metavar="NAME", help="only this computation")
+    p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
+                   help="output-to-input (default) or input-to-output maps")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _read(path: str) -> tuple[str, str]:
+    import sys
+
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(), path
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise UsageError(f"cannot read {path}: not UTF-8 text ({err.reason})") from None
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _map_text(m: OperandIndexing) -> str:
+    return print_map(m.map)
+
+
+def _operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {"maps": [_map_text(m) for m in maps]}
+    if any(m.runtime for m in maps):
+        out["runtime_variables"] = [
+            [{"rt": f"rt{k}", "source": rv.label, "instruction": rv.source.name,
+              "map": print_map(rv.map)} for k, rv in enumerate(m.runtime)]
+            for m in maps
+        ]
+    if any(m.replica is not None for m in maps):
+        out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
+    return out
+
+
+def _computation_json(ci: ComputationIndexing) -> dict[str, Any]:
+    comp = ci.computation
+    outputs = []
+    for o, shape in enumerate(ci.outputs):
+        operands = []
+        for p in comp.parameters:
+            number = p.parameter_number or 0
+            leaves = len(p.shape.leaves())
+            for leaf in range(leaves):
+                entry: dict[str, Any] = {"parameter_number": number, "parameter_name": p.name}
+                if p.shape.is_tuple:
+                    entry["tuple_index"] = leaf
+                entry.update(_operand_json(ci.maps_for(o, number, leaf)))
+                operands.append(entry)
+        outputs.append({"output_index": o, "shape": str(shape), "operands": operands})
+    return {"name": comp.name, "root": comp.root.name, "outputs": outputs}
+
+
+def _instruction_json(module: HloModule, comp: HloComputation, inst: HloInstruction,
+                      results: list[HloInstructionIndexing], direction: str) -> dict[str, Any]:
+    entries = []
+    for index, r in enumerate(results):
+        groups = []
+        for i, maps in enumerate(r.maps):
+            g: dict[str, Any] = {"operand_id" if direction == "out2in" else "output_index": i}
+            if direction == "out2in":
+                g["operand_name"] = inst.operands[i]
+            g.update(_operand_json(maps))
+            groups.append(g)
+        key = "output_index" if direction == "out2in" else "input_index"
+        entries.append({key: index, "operands" if direction == "out2in" else "outputs": groups,
+                        "notes": list(r.notes)})
+    return {"module": module.name, "computation": comp.name, "instruction": inst.name,
+            "opcode": inst.opcode, "direction": direction,
+            "outputs" if direction == "out2in" else "inputs": entries}
+
+
+# -- readable text -----------------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _computation_text(ci: ComputationIndexing) -> str:
+    comp = ci.computation
+    arrow = "root -> parameter" if ci.direction == "out2in" else "parameter -> root"
+    lines = [f"computation {comp.name} ({ci.role}), root {comp.root.name}, maps {arrow}:"]
+    for o, shape in enumerate(ci.outputs):
+        lines.append(f"  output {o}: {shape}")
+        for p in comp.parameters:
+            number = p.parameter_number or 0
+            for leaf in range(len(p.shape.leaves())):
+                where = f"[{leaf}]" if p.shape.is_tuple else ""
+                maps = ci.maps_for(o, number, leaf)
+                head = f"    parameter {number} ({p.name}{where}) {p.shape.leaves()[leaf]}:"
+                if not maps:
+                    lines.append(head + " not read")
+                    continue
+                lines.append(head)
+                for m in maps:
+                    lines.append(_indent(m.to_text(), "      "))
+    for note in ci.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def _find_instruction(module: HloModule, name: str, computation: str | None
+                      ) -> tuple[HloComputation, HloInstruction]:
+    comps = [module.computation(computation)] if computation else \
+        [module.entry] + [c for c in module.computations.values() if c is not module.entry]
+    for comp in comps:
+        if name in comp:
+            return comp, comp.instruction(name)
+    raise UsageError(f"no instruction {name!r} in {module.name or 'the module'}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    text, source = _read(args.file)
+    module = parse_hlo(text, source)
+    if args.computation and args.computation.removeprefix("%") not in module.computations:
+        raise UsageError(f"no computation {args.computation!r} in the module")
+    if args.instruction:
+        comp, inst = _find_instruction(module, args.instruction, args.computation)
+        if args.direction == "out2in":
+            results = [output_to_input(inst, comp, k, module=module)
+                       for k in range(len(inst.shape.leaves()))]
+        else:
+            results = [input_to_output(inst, comp, k, module=module)
+                       for k in range(len(inst.operands))]
+        if args.json:
+            print(json.dumps(_instruction_json(module, comp, inst, results, args.direction),
+                             indent=1))
+            return 0
+        what = "output" if args.direction == "out2in" else "operand"
+        print(f"instruction {inst.name} = {inst.opcode} in {comp.name}")
+        for i, name in enumerate(inst.operands):
+            print(f"  operand {i}: {name}")
+        if not results:
+            print(f"  (no {what}s)")
+        for k, r in enumerate(results):
+            print(f"{what} {k}:")
+            body = r.to_text()
+            print(_indent(body, "  ") if body else "  (no operands)")
+            for note in r.notes:
+                print(f"  note: {note}")
+        return 0
+    comps = [module.computation(args.computation)] if args.computation else \
+        reported_computations(module)
+    results_c = [computation_indexing(module, c, args.direction) for c in comps]
+    if args.json:
+        doc = {"module": module.name, "computations": [_computation_json(ci) for ci in results_c]}
+        print(json.dumps(doc, indent=1))
+        return 0
+    print(f"module {module.name}" if module.name else "module (unnamed)")
+    for ci in results_c:
+        print(_computation_text(ci))
+    return 0
+
+
+COMMANDS["indexing"] = (
+    "indexing maps of an HLO module: per computation, or per instruction",
+    _configure,
+    _run,
+)

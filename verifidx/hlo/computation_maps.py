@@ -1,0 +1,519 @@
+"""Root-to-parameter (and parameter-to-root) maps of whole computations, by plain composition.
+
+Output-to-input: starting from the identity on one leaf of the root, walk the computation in
+reverse definition order (consumers before producers); at each instruction compose every map
+that reached it with the instruction's per-op maps (`verifidx.hlo.indexing`) and hand the results
+to its operands. Maps that reach the same value are deduplicated by their printed text (the
+fusion issue adds deduplication by proof). Input-to-output is the same walk forwards from one
+parameter, with the per-op input-to-output maps. Tuples, get-tuple-element and
+opt-barrier only route maps between tuple leaves.
+
+After every composition the map goes through the simplifier hook (`set_simplifier`; the identity
+until a simplifier is plugged in), and constraints that interval arithmetic shows always hold are
+dropped. Composition never loses soundness: an UNDEFINED map anywhere on a path makes the
+parameter's map UNDEFINED ("unknown indexing").
+
+Module level (`output_to_input(module)`): every computation that is the entry, a fusion body or
+the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]}}}`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from verifidx.hlo.indexing import (
+    HloInstructionIndexing,
+    Maps,
+    Malformed,
+    OpContext,
+)
+from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
+from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.runtime import OperandIndexing, compose_indexing
+from verifidx.hlo.shape import Shape
+from verifidx.indexing_map import IndexingMap
+
+__all__ = [
+    "ComputationIndexing",
+    "computation_indexing",
+    "get_simplifier",
+    "input_to_output",
+    "output_to_input",
+    "reported_computations",
+    "set_simplifier",
+]
+
+Simplifier = Callable[[IndexingMap], IndexingMap]
+
+
+def _identity_simplifier(m: IndexingMap) -> IndexingMap:
+    return m
+
+
+def proven_simplifier(m: IndexingMap) -> IndexingMap:
+    """The default: verifidx's simplifier, which applies only proven rules."""
+    from verifidx.simplifier import default_simplifier
+
+    return default_simplifier().simplify(m)
+
+
+_simplifier: Simplifier = proven_simplifier
+
+
+def set_simplifier(fn: Simplifier | None) -> None:
+    """Choose the map simplifier applied to every composed map, its provenance maps and replica
+    maps (default: `proven_simplifier`); None turns simplification off."""
+    global _simplifier
+    _simplifier = fn or _identity_simplifier
+    _CACHE.clear()
+
+
+def get_simplifier() -> Simplifier:
+    return _simplifier
+
+
+def _simplify(m: OperandIndexing) -> OperandIndexing:
+    fn = _simplifier
+    if fn is _identity_simplifier or m.is_undefined:
+        return m
+    from verifidx.hlo.runtime import RuntimeVar
+
+    return OperandIndexing(
+        fn(m.map),
+        tuple(RuntimeVar(rv.source, fn(rv.map)) for rv in m.runtime),
+        None if m.replica is None else fn(m.replica),
+        m.notes,
+    )
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComputationIndexing:
+    """Maps of one computation in one direction.
+
+    `maps[(output_leaf, parameter_number, parameter_leaf)]` holds the deduplicated maps between
+    leaf `output_leaf` of the root and leaf `parameter_leaf` of the parameter (0 for array
+    parameters): root -> parameter for "out2in", parameter -> root for "in2out". A missing key
+    means the parameter leaf does not reach that output."""
+
+    computation: HloComputation
+    role: str
+    direction: str
+    outputs: tuple[Shape, ...]
+    maps: Mapping[tuple[int, int, int], tuple[OperandIndexing, ...]]
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def parameters(self) -> tuple[HloInstruction, ...]:
+        return self.computation.parameters
+
+    def maps_for(self, output: int, parameter: int, leaf: int | None = None
+                 ) -> tuple[OperandIndexing, ...]:
+        """Maps between `output` and `parameter` (all of its leaves when `leaf` is None)."""
+        if leaf is not None:
+            return self.maps.get((output, parameter, leaf), ())
+        out: list[OperandIndexing] = []
+        for (o, p, _l), ms in sorted(self.maps.items(), key=lambda kv: kv[0]):
+            if o == output and p == parameter:
+                out.extend(ms)
+        return tuple(out)
+
+
+# -- the walk ----------------------------------------------------------------------------------
+
+
+def _leaves(shape: Shape) -> int:
+    return len(shape.leaves())
+
+
+def _leaf_offsets(shapes: list[Shape]) -> list[int]:
+    out, start = [], 0
+    for s in shapes:
+        out.append(start)
+        start += _leaves(s)
+    return out
+
+
+def _identity(shape: Shape) -> OperandIndexing:
+    if shape.is_tuple or any(d < 0 for d in shape.dims):
+        return OperandIndexing.undefined(f"no index space for {shape}")
+    return OperandIndexing(IndexingMap.identity(shape.dims))
+
+
+class _Bucket:
+    """Maps that reached one value, deduplicated by text, in arrival order."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, OperandIndexing] = {}
+
+    def add(self, m: OperandIndexing) -> None:
+        self.items.setdefault(m.key, m)
+
+    def values(self) -> list[OperandIndexing]:
+        return list(self.items.values())
+
+
+class _Walker:
+    def __init__(self, module: HloModule | None, comp: HloComputation) -> None:
+        self.module = module
+        self.comp = comp
+        self.notes: list[str] = []
+        self._o2i: dict[tuple[str, int], HloInstructionIndexing] = {}
+        self._i2o: dict[tuple[str, int], HloInstructionIndexing] = {}
+
+    def shape_of(self, name: str) -> Shape:
+        return self.comp.instruction(name).shape
+
+    # output -> input edges: (operand position, operand leaf, maps)
+    def edges_o2i(self, inst: HloInstruction, leaf: int) -> Iterator[tuple[int, int, Maps]]:
+        shapes = [self.shape_of(n) for n in inst.operands]
+        out_leaf_shape = inst.shape.leaves()[leaf]
+        if inst.opcode == "tuple":
+            offsets = _leaf_offsets(shapes)
+            for j, start in enumerate(offsets):
+                if start <= leaf < start + _leaves(shapes[j]):
+                    yield j, leaf - start, [_identity(out_leaf_shape)]
+            return
+        if inst.opcode == "get-tuple-element" and shapes and shapes[0].is_tuple:
+            index = inst.tuple_index
+            elements = shapes[0].tuple_shapes
+            if index is None or not 0 <= index < len(elements):
+                yield 0, 0, [OperandIndexing.undefined("get-tuple-element index out of range")]
+                return
+            yield 0, _leaf_offsets(list(elements))[index] + leaf, [_identity(out_leaf_shape)]
+            return
+        if inst.opcode == "opt-barrier" and shapes and shapes[0].is_tuple:
+            yield 0, leaf, [_identity(out_leaf_shape)]
+            return
+        if inst.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
+            yield from self._callee_edges_o2i(inst, leaf, shapes)
+            return
+        key = (inst.name, leaf)
+        if key not in self._o2i:
+            self._o2i[key] = instruction_output_to_input(inst, self.comp, leaf, module=self.module)
+            self.notes.extend(self._o2i[key].notes)
+        for j, maps in enumerate(self._o2i[key].maps):
+            if shapes[j].is_tuple:  # only routing ops read tuple operands leaf by leaf
+                for opleaf in range(_leaves(shapes[j])):
+                    yield j, opleaf, [OperandIndexing.undefined(
+                        f"{inst.opcode} reads a tuple operand")]
+            else:
+                yield j, 0, list(maps)
+
+    # input -> output edges for operand position `j` of `user`: (user leaf, maps)
+    def edges_i2o(self, user: HloInstruction, j: int, leaf: int) -> Iterator[tuple[int, Maps]]:
+        shapes = [self.shape_of(n) for n in user.operands]
+        src = shapes[j]
+        leaf_shape = src.leaves()[leaf]
+        if user.opcode == "tuple":
+            yield _leaf_offsets(shapes)[j] + leaf, [_identity(leaf_shape)]
+            return
+        if user.opcode == "get-tuple-element" and src.is_tuple:
+            index = user.tuple_index
+            elements = list(src.tuple_shapes)
+            if index is None or not 0 <= index < len(elements):
+                return
+            start = _leaf_offsets(elements)[index]
+            if start <= leaf < start + _leaves(elements[index]):
+                yield leaf - start, [_identity(leaf_shape)]
+            return
+        if user.opcode == "opt-barrier" and src.is_tuple:
+            yield leaf, [_identity(leaf_shape)]
+            return
+        n_out = _leaves(user.shape)
+        if user.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
+            yield from self._callee_edges_i2o(user, j, leaf, n_out, shapes)
+            return
+        if src.is_tuple:
+            for k in range(n_out):
+                yield k, [OperandIndexing.undefined(f"{user.opcode} reads a tuple operand")]
+            return
+        key = (user.name, j)
+        if key not in self._i2o:
+            self._i2o[key] = instruction_input_to_output(user, self.comp, j, module=self.module)
+            self.notes.extend(self._i2o[key].notes)
+        for k, maps in enumerate(self._i2o[key].maps):
+            yield k, list(maps)
+
+    def _callee(self, inst: HloInstruction, shapes: list[Shape]) -> HloComputation | str:
+        """The computation a fusion/call runs, or why it cannot be used."""
+        names = inst.called_computations
+        if self.module is None or len(names) != 1 or names[0] not in self.module.computations:
+            return f"{inst.opcode} {inst.name}: its computation is not known"
+        body = self.module.computation(names[0])
+        params = body.parameters
+        if len(params) != len(shapes) or not all(
+                p.shape.compatible(x) for p, x in zip(params, shapes)) or \
+                not body.root.shape.compatible(inst.shape):
+            return f"{inst.opcode} {inst.name}: {body.name} does not match its operands"
+        return body
+
+    def _callee_maps(self, inst: HloInstruction, shapes: list[Shape], direction: str
+                     ) -> ComputationIndexing | str:
+        body = self._callee(inst, shapes)
+        if isinstance(body, str):
+            return body
+        try:
+            return computation_indexing(self.module, body, direction)
+        except Malformed as err:
+            return f"{inst.opcode} {inst.name}: {err}"
+
+    def _callee_edges_o2i(self, inst: HloInstruction, leaf: int, shapes: list[Shape]
+                          ) -> Iterator[tuple[int, int, Maps]]:
+        """A call with tuple operands, leaf by leaf through the callee's own maps."""
+        ci = self._callee_maps(inst, shapes, "out2in")
+        if isinstance(ci, str):
+            self.notes.append(ci)
+            for j, x in enumerate(shapes):
+                for opleaf in range(_leaves(x)):
+                    yield j, opleaf, [OperandIndexing.undefined(ci)]
+            return
+        for (o, p, pl), maps in ci.maps.items():
+            if o == leaf:
+                yield p, pl, list(maps)
+
+    def _callee_edges_i2o(self, user: HloInstruction, j: int, leaf: int, n_out: int,
+                          shapes: list[Shape]) -> Iterator[tuple[int, Maps]]:
+        ci = self._callee_maps(user, shapes, "in2out")
+        if isinstance(ci, str):
+            self.notes.append(ci)
+            for k in range(n_out):
+                yield k, [OperandIndexing.undefined(ci)]
+            return
+        for (o, p, pl), maps in ci.maps.items():
+            if p == j and pl == leaf:
+                yield o, list(maps)
+
+    def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
+        root = self.comp.root
+        pending: dict[tuple[str, int], _Bucket] = {}
+        start = _Bucket()
+        start.add(_identity(root.shape.leaves()[out_leaf]))
+        pending[(root.name, out_leaf)] = start
+        found: dict[tuple[int, int], list[OperandIndexing]] = {}
+        for inst in reversed(self.comp.instructions):
+            for leaf in range(_leaves(inst.shape)):
+                bucket = pending.pop((inst.name, leaf), None)
+                if bucket is None:
+                    continue
+                arrived = bucket.values()
+                if inst.parameter_number is not None:
+                    found[(inst.parameter_number, leaf)] = arrived
+                    continue
+                for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
+                    target = pending.setdefault((inst.operands[j], opleaf), _Bucket())
+                    for f in arrived:
+                        for g in op_maps:
+                            target.add(_simplify(compose_indexing(f, g)))
+        return found
+
+    def input_to_output(self, param: HloInstruction, leaf: int
+                        ) -> dict[int, list[OperandIndexing]]:
+        users: dict[str, list[tuple[HloInstruction, int]]] = {}
+        for inst in self.comp.instructions:
+            for j, name in enumerate(inst.operands):
+                users.setdefault(name, []).append((inst, j))
+        pending: dict[tuple[str, int], _Bucket] = {}
+        start = _Bucket()
+        start.add(_identity(param.shape.leaves()[leaf]))
+        pending[(param.name, leaf)] = start
+        found: dict[int, list[OperandIndexing]] = {}
+        root = self.comp.root
+        for inst in self.comp.instructions:
+            for lf in range(_leaves(inst.shape)):
+                bucket = pending.pop((inst.name, lf), None)
+                if bucket is None:
+                    continue
+                arrived = bucket.values()
+                if inst is root:
+                    found[lf] = arrived
+                for user, j in users.get(inst.name, []):
+                    for k, op_maps in self.edges_i2o(user, j, lf):
+                        target = pending.setdefault((user.name, k), _Bucket())
+                        for f in arrived:
+                            for g in op_maps:
+                                target.add(_simplify(compose_indexing(f, g)))
+        return found
+
+
+# -- cache -------------------------------------------------------------------------------------
+
+_CACHE: dict[tuple[int, int, str, str], tuple[weakref.ref[object], ComputationIndexing]] = {}
+
+
+def _role(module: HloModule | None, comp: HloComputation) -> str:
+    if module is None:
+        return "computation"
+    if module.entry is comp:
+        return "entry"
+    for c in module.computations.values():
+        for inst in c.instructions:
+            if comp.name in inst.called_computations:
+                return "fusion" if inst.opcode == "fusion" else inst.opcode
+    return "computation"
+
+
+def computation_indexing(module: HloModule | None, computation: HloComputation | str,
+                         direction: str = "out2in") -> ComputationIndexing:
+    """All maps of one computation in one direction ("out2in" or "in2out")."""
+    if direction not in ("out2in", "in2out"):
+        raise ValueError(f"direction must be out2in or in2out, not {direction!r}")
+    if isinstance(computation, str):
+        if module is None:
+            raise ValueError("a computation name needs its module")
+        computation = module.computation(computation)
+    owner: object = module if module is not None else computation
+    key = (id(owner), id(computation), direction, str(id(_simplifier)))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0]() is owner:
+        return hit[1]
+    if key in _IN_PROGRESS:
+        raise Malformed(f"computation {computation.name} calls itself")
+    _IN_PROGRESS.add(key)
+    try:
+        result = _compute(module, computation, direction)
+    finally:
+        _IN_PROGRESS.discard(key)
+    _CACHE[key] = (weakref.ref(owner), result)
+    return result
+
+
+_IN_PROGRESS: set[tuple[int, int, str, str]] = set()
+
+
+def _compute(module: HloModule | None, computation: HloComputation, direction: str
+             ) -> ComputationIndexing:
+    walker = _Walker(module, computation)
+    outputs = computation.root.shape.leaves()
+    maps: dict[tuple[int, int, int], tuple[OperandIndexing, ...]] = {}
+    if direction == "out2in":
+        for o in range(len(outputs)):
+            for (p, leaf), ms in walker.output_to_input(o).items():
+                maps[(o, p, leaf)] = tuple(ms)
+    else:
+        for param in computation.parameters:
+            assert param.parameter_number is not None
+            for leaf in range(_leaves(param.shape)):
+                for o, ms in walker.input_to_output(param, leaf).items():
+                    maps[(o, param.parameter_number, leaf)] = tuple(ms)
+    notes = tuple(dict.fromkeys(walker.notes))
+    return ComputationIndexing(computation, _role(module, computation), direction, outputs,
+                               maps, notes)
+
+
+# -- called computations as per-op maps (fusion, call) -----------------------------------------
+
+
+def _callee(ctx: OpContext) -> HloComputation:
+    names = ctx.instruction.called_computations
+    if ctx.module is None:
+        raise Malformed(f"{ctx.opcode} needs the module to find its computation")
+    if len(names) != 1:
+        raise Malformed(f"{ctx.opcode} calls {len(names)} computations")
+    body = ctx.module.computation(names[0])
+    params = body.parameters
+    if len(params) != ctx.num_operands:
+        raise Malformed(f"{body.name} has {len(params)} parameters for {ctx.num_operands} "
+                        f"operands")
+    for p, shape in zip(params, ctx.operand_shapes):
+        if not p.shape.compatible(shape):
+            raise Malformed(f"parameter {p.name} of {body.name} does not match its operand")
+    if not body.root.shape.compatible(ctx.instruction.shape):
+        raise Malformed(f"the root of {body.name} does not match {ctx.instruction.name}'s shape")
+    return body
+
+
+def called_output_to_input(ctx: OpContext, output_id: int) -> list[Maps]:
+    body = _callee(ctx)
+    ci = computation_indexing(ctx.module, body, "out2in")
+    return [list(ci.maps_for(output_id, p)) for p in range(ctx.num_operands)]
+
+
+def called_input_to_output(ctx: OpContext, input_id: int) -> list[Maps]:
+    body = _callee(ctx)
+    ci = computation_indexing(ctx.module, body, "in2out")
+    return [list(ci.maps_for(o, input_id)) for o in range(len(ci.outputs))]
+
+
+# -- module level ------------------------------------------------------------------------------
+
+
+def reported_computations(module: HloModule) -> list[HloComputation]:
+    """The entry, every fusion body and every `call` target, in text order."""
+    wanted = {module.entry.name}
+    for comp in module.computations.values():
+        for inst in comp.instructions:
+            if inst.opcode in ("fusion", "call"):
+                wanted.update(inst.called_computations)
+    return [c for c in module.computations.values() if c.name in wanted]
+
+
+def _module_level(module: HloModule, computation: HloComputation | str | None, direction: str
+                  ) -> dict[str, dict[int, dict[str, list[IndexingMap]]]]:
+    if computation is None:
+        comps = reported_computations(module)
+    elif isinstance(computation, str):
+        comps = [module.computation(computation)]
+    else:
+        comps = [computation]
+    out: dict[str, dict[int, dict[str, list[IndexingMap]]]] = {}
+    for comp in comps:
+        ci = computation_indexing(module, comp, direction)
+        per_output: dict[int, dict[str, list[IndexingMap]]] = {}
+        for o in range(len(ci.outputs)):
+            per_output[o] = {
+                p.name: [m.map for m in ci.maps_for(o, p.parameter_number or 0)]
+                for p in comp.parameters
+            }
+        out[comp.name] = per_output
+    return out
+
+
+def output_to_input(
+    target: HloModule | HloInstruction | str,
+    computation: HloComputation | HloModule | str | None = None,
+    output_id: int = 0,
+    *,
+    module: HloModule | None = None,
+    use_physical_layout: bool = False,
+) -> dict[str, dict[int, dict[str, list[IndexingMap]]]] | HloInstructionIndexing:
+    """`output_to_input(module, computation=None)`: for every reported computation (or the one
+    named), `{computation: {output_index: {parameter_name: [maps]}}}`.
+
+    `output_to_input(instruction, computation_or_module, output_id=0)`: the per-op maps of one
+    instruction (`verifidx.hlo.indexing.output_to_input`)."""
+    if isinstance(target, HloModule):
+        if isinstance(computation, HloModule):
+            raise TypeError("pass the computation (or its name) as the second argument")
+        return _module_level(target, computation, "out2in")
+    if isinstance(computation, str):
+        raise TypeError("pass the computation or module holding the instruction")
+    return instruction_output_to_input(target, computation, output_id, module=module,
+                                       use_physical_layout=use_physical_layout)
+
+
+def input_to_output(
+    target: HloModule | HloInstruction | str,
+    computation: HloComputation | HloModule | str | None = None,
+    input_id: int = 0,
+    *,
+    module: HloModule | None = None,
+    use_physical_layout: bool = False,
+) -> dict[str, dict[int, dict[str, list[IndexingMap]]]] | HloInstructionIndexing:
+    """`input_to_output(module, computation=None)`: `{computation: {output_index:
+    {parameter_name: [maps from the parameter to that output]}}}`.
+
+    `input_to_output(instruction, computation_or_module, input_id=0)`: per-op maps."""
+    if isinstance(target, HloModule):
+        if isinstance(computation, HloModule):
+            raise TypeError("pass the computation (or its name) as the second argument")
+        return _module_level(target, computation, "in2out")
+    if isinstance(computation, str):
+        raise TypeError("pass the computation or module holding the instruction")
+    return instruction_input_to_output(target, computation, input_id, module=module,
+                                       use_physical_layout=use_physical_layout)
