@@ -36,6 +36,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
                    help="output-to-input (default) or input-to-output maps")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--explain-dedup", action="store_true",
+                   help="list the maps merged because Z3 proved them equal")
+    p.add_argument("--textual-dedup", action="store_true",
+                   help="merge only textually identical maps (XLA's behaviour)")
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -150,6 +154,9 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
+    from verifidx.hlo.computation_maps import set_proven_dedup
+
+    set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
     module = parse_hlo(text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
@@ -184,11 +191,20 @@ def _run(args: argparse.Namespace) -> int:
     results_c = [computation_indexing(module, c, args.direction) for c in comps]
     if args.json:
         doc = {"module": module.name, "computations": [_computation_json(ci) for ci in results_c]}
+        if args.explain_dedup:
+            doc["merges"] = [{"computation": ci.computation.name, "at": mg.where, "kept": mg.kept,
+                              "dropped": mg.dropped, "reason": mg.reason}
+                             for ci in results_c for mg in ci.merges]
         print(json.dumps(doc, indent=1))
         return 0
     print(f"module {module.name}" if module.name else "module (unnamed)")
     for ci in results_c:
         print(_computation_text(ci))
+        if args.explain_dedup:
+            if not ci.merges:
+                print("  no maps merged by proof")
+            for mg in ci.merges:
+                print(_indent(str(mg), "  "))
     return 0
 
 

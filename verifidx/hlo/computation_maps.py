@@ -3,13 +3,14 @@
 Output-to-input: starting from the identity on one leaf of the root, walk the computation in
 reverse definition order (consumers before producers); at each instruction compose every map
 that reached it with the instruction's per-op maps (`verifidx.hlo.indexing`) and hand the results
-to its operands. Maps that reach the same value are deduplicated by their printed text (the
-fusion issue adds deduplication by proof). Input-to-output is the same walk forwards from one
-parameter, with the per-op input-to-output maps. Tuples, get-tuple-element and
-opt-barrier only route maps between tuple leaves.
+to its operands. Maps that reach the same value are deduplicated (`verifidx.dedup`): identical
+maps, and maps Z3 proves equal, count once (`set_proven_dedup(False)` keeps XLA's textual
+dedup). Input-to-output is the same walk forwards from one parameter, with the per-op
+input-to-output maps. Tuples, get-tuple-element and opt-barrier only route maps between tuple
+leaves.
 
-After every composition the map goes through the simplifier hook (`set_simplifier`; the identity
-until a simplifier is plugged in), and constraints that interval arithmetic shows always hold are
+After every composition the map goes through the simplifier hook (`set_simplifier`; by default
+verifidx's proven simplifier), and constraints that interval arithmetic shows always hold are
 dropped. Composition never loses soundness: an UNDEFINED map anywhere on a path makes the
 parameter's map UNDEFINED ("unknown indexing").
 
@@ -20,9 +21,10 @@ the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.indexing import (
     HloInstructionIndexing,
     Maps,
@@ -43,6 +45,7 @@ __all__ = [
     "input_to_output",
     "output_to_input",
     "reported_computations",
+    "set_proven_dedup",
     "set_simplifier",
 ]
 
@@ -107,6 +110,7 @@ class ComputationIndexing:
     outputs: tuple[Shape, ...]
     maps: Mapping[tuple[int, int, int], tuple[OperandIndexing, ...]]
     notes: tuple[str, ...] = field(default=(), compare=False)
+    merges: tuple[Merge, ...] = field(default=(), compare=False)
 
     @property
     def parameters(self) -> tuple[HloInstruction, ...]:
@@ -145,17 +149,35 @@ def _identity(shape: Shape) -> OperandIndexing:
     return OperandIndexing(IndexingMap.identity(shape.dims))
 
 
-class _Bucket:
-    """Maps that reached one value, deduplicated by text, in arrival order."""
+_prove_dedup = True
 
-    def __init__(self) -> None:
-        self.items: dict[str, OperandIndexing] = {}
+
+def set_proven_dedup(prove: bool) -> None:
+    """True (default): maps Z3 proves equal count once; False: textual identity only (XLA)."""
+    global _prove_dedup
+    _prove_dedup = prove
+    _CACHE.clear()
+
+
+def _context(m: OperandIndexing) -> Hashable:
+    """What must match besides the relation: runtime-variable provenance and the replica map."""
+    return (tuple((rv.label, rv.map) for rv in m.runtime), m.replica)
+
+
+class _Bucket:
+    """Maps that reached one value, each relation once (verifidx.dedup), in arrival order."""
+
+    def __init__(self, where: str, merges: list[Merge]) -> None:
+        self.set: MapSet[OperandIndexing] = MapSet(where, prove=_prove_dedup)
+        self.merges = merges
 
     def add(self, m: OperandIndexing) -> None:
-        self.items.setdefault(m.key, m)
+        before = len(self.set.merges)
+        self.set.add(m, m.map, _context(m))
+        self.merges.extend(self.set.merges[before:])
 
     def values(self) -> list[OperandIndexing]:
-        return list(self.items.values())
+        return self.set.values()
 
 
 class _Walker:
@@ -163,6 +185,7 @@ class _Walker:
         self.module = module
         self.comp = comp
         self.notes: list[str] = []
+        self.merges: list[Merge] = []
         self._o2i: dict[tuple[str, int], HloInstructionIndexing] = {}
         self._i2o: dict[tuple[str, int], HloInstructionIndexing] = {}
 
@@ -289,27 +312,50 @@ class _Walker:
             if p == j and pl == leaf:
                 yield o, list(maps)
 
-    def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
-        root = self.comp.root
+    def bucket(self, where: str) -> _Bucket:
+        return _Bucket(where, self.merges)
+
+    def walk_output_to_input(self, start: HloInstruction, start_leaf: int = 0,
+                             members: Collection[str] | None = None,
+                             order: Sequence[HloInstruction] | None = None,
+                             ) -> dict[tuple[str, int], list[OperandIndexing]]:
+        """Maps from leaf `start_leaf` of `start`'s output to every value it reads, directly or
+        through other instructions: `{(instruction, leaf): maps}`, each relation once. The walk
+        goes users-first (`order`, default: the reverse of the text order, which is topological)
+        and stops at parameters and at instructions outside `members` (None: all). Each value
+        is expanded once, with its deduplicated maps, so the work follows the number of
+        distinct maps, not the number of paths."""
         pending: dict[tuple[str, int], _Bucket] = {}
-        start = _Bucket()
-        start.add(_identity(root.shape.leaves()[out_leaf]))
-        pending[(root.name, out_leaf)] = start
-        found: dict[tuple[int, int], list[OperandIndexing]] = {}
-        for inst in reversed(self.comp.instructions):
+        first = self.bucket(start.name)
+        first.add(_identity(start.shape.leaves()[start_leaf]))
+        pending[(start.name, start_leaf)] = first
+        reached: dict[tuple[str, int], list[OperandIndexing]] = {}
+        for inst in order if order is not None else reversed(self.comp.instructions):
             for leaf in range(_leaves(inst.shape)):
                 bucket = pending.pop((inst.name, leaf), None)
                 if bucket is None:
                     continue
                 arrived = bucket.values()
-                if inst.parameter_number is not None:
-                    found[(inst.parameter_number, leaf)] = arrived
+                reached[(inst.name, leaf)] = arrived
+                inside = members is None or inst.name in members or inst is start
+                if inst.parameter_number is not None or not inside:
                     continue
                 for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
-                    target = pending.setdefault((inst.operands[j], opleaf), _Bucket())
+                    target = pending.get((inst.operands[j], opleaf))
+                    if target is None:
+                        target = pending[(inst.operands[j], opleaf)] = self.bucket(
+                            inst.operands[j])
                     for f in arrived:
                         for g in op_maps:
                             target.add(_simplify(compose_indexing(f, g)))
+        return reached
+
+    def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
+        found: dict[tuple[int, int], list[OperandIndexing]] = {}
+        for (name, leaf), maps in self.walk_output_to_input(self.comp.root, out_leaf).items():
+            inst = self.comp.instruction(name)
+            if inst.parameter_number is not None:
+                found[(inst.parameter_number, leaf)] = maps
         return found
 
     def input_to_output(self, param: HloInstruction, leaf: int
@@ -319,7 +365,7 @@ class _Walker:
             for j, name in enumerate(inst.operands):
                 users.setdefault(name, []).append((inst, j))
         pending: dict[tuple[str, int], _Bucket] = {}
-        start = _Bucket()
+        start = self.bucket(param.name)
         start.add(_identity(param.shape.leaves()[leaf]))
         pending[(param.name, leaf)] = start
         found: dict[int, list[OperandIndexing]] = {}
@@ -334,7 +380,9 @@ class _Walker:
                     found[lf] = arrived
                 for user, j in users.get(inst.name, []):
                     for k, op_maps in self.edges_i2o(user, j, lf):
-                        target = pending.setdefault((user.name, k), _Bucket())
+                        target = pending.get((user.name, k))
+                        if target is None:
+                            target = pending[(user.name, k)] = self.bucket(user.name)
                         for f in arrived:
                             for g in op_maps:
                                 target.add(_simplify(compose_indexing(f, g)))
@@ -403,7 +451,7 @@ def _compute(module: HloModule | None, computation: HloComputation, direction: s
                     maps[(o, param.parameter_number, leaf)] = tuple(ms)
     notes = tuple(dict.fromkeys(walker.notes))
     return ComputationIndexing(computation, _role(module, computation), direction, outputs,
-                               maps, notes)
+                               maps, notes, tuple(walker.merges))
 
 
 # -- called computations as per-op maps (fusion, call) -----------------------------------------

@@ -1,0 +1,116 @@
+"""Distinct access patterns: maps deduplicated structurally, then by a Z3 proof of equality.
+
+XLA merges two indexing maps only when their text is identical after simplification. verifidx
+also merges maps that Z3 proves denote the same relation (range variables existential), and
+keeps a record of every merge with the solver's answer, so that `--explain-dedup` can show why
+two access patterns were counted once. A solver answer of unknown or a timeout never merges.
+
+Only maps over the same domain are compared (same dimension bounds, result count and runtime
+variables, and the same provenance): the solver is the slow path, so cheap filters and a cache
+of verdicts come first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .indexing_map import IndexingMap
+from .smt import equal
+
+T = TypeVar("T")
+
+#: Per-comparison solver budget; an unknown answer keeps both maps.
+DEDUP_TIMEOUT_MS = 2000
+_VERDICTS: dict[tuple[IndexingMap, IndexingMap], bool | None] = {}
+_VERDICT_CACHE_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One merge: `dropped` was counted as `kept`, for `reason`."""
+
+    kept: str
+    dropped: str
+    reason: str
+    where: str = ""
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        return f"merged{at}: {self.dropped}\n    into {self.kept}\n    because {self.reason}"
+
+
+def proven_equal(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEDUP_TIMEOUT_MS
+                 ) -> bool | None:
+    """Cached `smt.equal(a, b).holds`."""
+    key = (a, b) if hash(a) <= hash(b) else (b, a)
+    if key in _VERDICTS:
+        return _VERDICTS[key]
+    holds = equal(a, b, timeout_ms).holds
+    if len(_VERDICTS) > _VERDICT_CACHE_LIMIT:
+        _VERDICTS.clear()
+    _VERDICTS[key] = holds
+    return holds
+
+
+def _same_domain(a: IndexingMap, b: IndexingMap) -> bool:
+    return (
+        not a.is_undefined and not b.is_undefined
+        and a.num_results == b.num_results
+        and a.num_rt_vars == b.num_rt_vars
+        and tuple(v.bounds for v in a.dims) == tuple(v.bounds for v in b.dims)
+    )
+
+
+def _size(m: IndexingMap) -> int:
+    return sum(r.size for r in m.results) + sum(e.size for e in m.constraints)
+
+
+class MapSet(Generic[T]):
+    """Items (each with an indexing map and a context: provenance that must match) kept once
+    per relation. `prove=False` gives XLA's behaviour (structural identity only)."""
+
+    def __init__(self, where: str = "", prove: bool = True,
+                 timeout_ms: int = DEDUP_TIMEOUT_MS) -> None:
+        self.where = where
+        self.prove = prove
+        self.timeout_ms = timeout_ms
+        self._items: list[tuple[T, IndexingMap, Hashable]] = []
+        self._keys: set[tuple[Hashable, IndexingMap]] = set()
+        self.merges: list[Merge] = []
+
+    def add(self, item: T, m: IndexingMap, context: Hashable = None) -> bool:
+        """Adds the item unless an equal one is there; True when it was new."""
+        if (context, m) in self._keys:
+            return False
+        if self.prove:
+            for i, (other, om, ctx) in enumerate(self._items):
+                if ctx != context or not _same_domain(m, om):
+                    continue
+                start = time.perf_counter()
+                if proven_equal(m, om, self.timeout_ms) is not True:
+                    continue
+                took = time.perf_counter() - start
+                keep_new = _size(m) < _size(om)
+                kept, dropped = (m, om) if keep_new else (om, m)
+                self.merges.append(Merge(str(kept), str(dropped), "Z3 proved the relations equal",
+                                         self.where, took))
+                if keep_new:
+                    self._items[i] = (item, m, context)
+                    self._keys.add((context, m))
+                return False
+        self._items.append((item, m, context))
+        self._keys.add((context, m))
+        return True
+
+    def values(self) -> list[T]:
+        return [item for item, _m, _c in self._items]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
