@@ -173,6 +173,25 @@ def _kinds(e: Expr) -> int:
     return hit
 
 
+_RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+
+
+def _children_fit(pattern: Expr, e: Expr) -> bool:
+    """Cheap necessary condition at the root: a child of the pattern that is a division, mod,
+    min, max or a constant must face the same kind of node (the matcher's n-ary and
+    implicit-coefficient moves only ever wrap sums and products around terms)."""
+    if type(pattern) is not type(e) and not (isinstance(pattern, Mul) and isinstance(e, Add)):
+        return not isinstance(pattern, _RIGID)
+    if isinstance(pattern, Add) or type(pattern) is not type(e):
+        return True  # summands match in any order
+    for p, c in zip(pattern.children, e.children):
+        if isinstance(p, _RIGID) and type(p) is not type(c):
+            return False
+        if isinstance(p, (Const, ConstVar)) and not isinstance(c, Const):
+            return False
+    return True
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -246,7 +265,7 @@ class RuleEngine:
         lhs = rule.lhs
         assert isinstance(lhs, Expr)
         found: list[dict[Expr, Expr]] = []
-        if _kinds(lhs) & ~_kinds(e) == 0:  # every operator the pattern needs occurs in e
+        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
             for env in match(lhs, e):
                 if not _within_proof(rule, env):
                     continue
