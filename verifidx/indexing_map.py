@@ -354,6 +354,19 @@ class IndexingMap:
             self.is_known_empty,
         )
 
+    def linked_variables(self, seed: set[Variable]) -> set[Variable]:
+        """`seed` plus every variable a constraint links to it, transitively."""
+        linked = set(seed)
+        changed = True
+        while changed:
+            changed = False
+            for e in self.constraints:
+                vs = e.variables()
+                if vs & linked and not vs <= linked:
+                    linked |= vs
+                    changed = True
+        return linked
+
     def _removable(self, candidates: set[Variable]) -> tuple[set[Variable], dict[Expr, Interval]]:
         """Variables among `candidates` that can go, and the constraints that go with them.
 
@@ -363,14 +376,7 @@ class IndexingMap:
         staying = set(self.variables) - candidates
         for e in self.results:
             staying |= e.variables()
-        changed = True
-        while changed:
-            changed = False
-            for e in self.constraints:
-                vs = e.variables()
-                if vs & staying and not vs <= staying:
-                    staying |= vs
-                    changed = True
+        staying = self.linked_variables(staying)
         leaving = set(self.variables) - staying
         dropped = {e: iv for e, iv in self.constraints.items() if not e.variables() & staying}
         if dropped and not self._satisfiable(dropped, leaving):

@@ -51,7 +51,9 @@ class Token:
     offset: int
 
 
-def tokenize(text: str, source: str = "<string>") -> list[Token]:
+def tokenize(text: str, source: str = "<string>", pattern: re.Pattern[str] = _TOKEN
+             ) -> list[Token]:
+    """Tokens of `pattern`'s groups (`int`, `name`, `punct`), each with its offset."""
     tokens: list[Token] = []
     pos, n = 0, len(text)
     while True:
@@ -59,7 +61,7 @@ def tokenize(text: str, source: str = "<string>") -> list[Token]:
             pos += 1
         if pos >= n:
             break
-        m = _TOKEN.match(text, pos)
+        m = pattern.match(text, pos)
         if m is None:
             line, col = locate(text, pos)
             raise ParseError(f"unexpected character {text[pos]!r}", line, col, source)

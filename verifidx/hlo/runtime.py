@@ -126,14 +126,7 @@ def _staying_rt(m: IndexingMap) -> list[int]:
     staying = set(m.variables[: m.num_dims])
     for e in m.results:
         staying |= e.variables()
-    changed = True
-    while changed:
-        changed = False
-        for e in m.constraints:
-            vs = e.variables()
-            if vs & staying and not vs <= staying:
-                staying |= vs
-                changed = True
+    staying = m.linked_variables(staying)
     return [k for k in range(m.num_rt_vars) if RtVar(k) in staying]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ParseError, locate
 from ..expr import Const, Expr, Mul
-from ..syntax import Token, _Parser
+from ..syntax import Token, _Parser, tokenize
 from .model import FUNCTIONS, BoolOp, Call, Compare, Condition, ConstVar, Membership, Not, \
     Rule, TermVar, Truth
 
@@ -38,22 +38,7 @@ def _strip_comments(text: str) -> str:
 
 
 def _tokenize(text: str, source: str) -> list[Token]:
-    tokens: list[Token] = []
-    pos, n = 0, len(text)
-    while True:
-        while pos < n and text[pos].isspace():
-            pos += 1
-        if pos >= n:
-            break
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            line, col = locate(text, pos)
-            raise ParseError(f"unexpected character {text[pos]!r}", line, col, source)
-        kind = m.lastgroup or "punct"
-        tokens.append(Token(kind, m.group(kind), pos))
-        pos = m.end()
-    tokens.append(Token("end", "", n))
-    return tokens
+    return tokenize(text, source, _TOKEN)
 
 
 class _RuleParser(_Parser):
