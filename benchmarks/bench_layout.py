@@ -73,11 +73,11 @@ def main() -> None:
     for text in SHAPES:
         s = parse_shape(text)
         fresh = parse_shape(text)
-        _, t_maps = timed(lambda: (fresh.to_physical_map(), fresh.to_logical_map(),
-                                   fresh.offset_map(), fresh.from_offset_map()))
+        _, t_maps = timed(lambda f=fresh: (f.to_physical_map(), f.to_logical_map(),
+                                           f.offset_map(), f.from_offset_map()))
         ours, t_ours = timed(s.offsets)
-        ref, t_ref = timed(lambda: numpy_offsets(s))
-        proof, t_proof = timed(lambda: check_layout(s, timeout_ms=60_000))
+        ref, t_ref = timed(lambda s=s: numpy_offsets(s))
+        proof, t_proof = timed(lambda s=s: check_layout(s, timeout_ms=60_000))
         print(f"{text:44} {math.prod(s.dims):>9} {s.buffer_elements:>9} {t_maps * 1e3:>8.1f} "
               f"{t_ours * 1e3:>10.1f} {t_ref * 1e3:>9.1f} {str(ours == ref):>5} "
               f"{t_proof * 1e3:>9.1f} {str(proof.holds):>6}")

@@ -83,7 +83,8 @@ def main() -> int:
         start = time.perf_counter()
         results = prove_rules([m for _, m in found], jobs=args.jobs)
         counts = Counter((kind, r.verdict) for (kind, _), r in zip(found, results))
-        rows.append((f"{len(found)} mutants of the rule base", f"{time.perf_counter() - start:.1f} s",
+        took = f"{time.perf_counter() - start:.1f} s"
+        rows.append((f"{len(found)} mutants of the rule base", took,
                      ", ".join(f"{k}/{v} {n}" for (k, v), n in sorted(counts.items()))))
 
     width = max(len(r[0]) for r in rows)

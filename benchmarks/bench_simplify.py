@@ -236,7 +236,8 @@ def measure(name: str, fn, corpus, exact_check) -> list[str]:  # type: ignore[no
         elif expected is not None and exact_check(out, expected):
             exact += 1
     with_expected = sum(1 for _, e in corpus if e is not None)
-    share = f"{exact}/{with_expected} ({100 * exact / with_expected:.0f}%)" if with_expected else "-"
+    share = (f"{exact}/{with_expected} ({100 * exact / with_expected:.0f}%)"
+             if with_expected else "-")
     return [name, fmt_us(statistics.median(times)), share, str(failed)]
 
 

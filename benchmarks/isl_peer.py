@@ -6,7 +6,18 @@ Optional: every benchmark runs without islpy and says so in its table.
 from __future__ import annotations
 
 from verifidx.expr import (
-    Add, CeilDiv, Const, Dim, Expr, FloorDiv, Max, Min, Mod, Mul, RtVar, Symbol,
+    Add,
+    CeilDiv,
+    Const,
+    Dim,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    RtVar,
+    Symbol,
 )
 from verifidx.indexing_map import IndexingMap
 

@@ -12,8 +12,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-
 from conformance import CORPORA, cases_of, load, map_texts
+
 from verifidx import compose, parse_expr, parse_map
 from verifidx.interval import Interval
 from verifidx.smt import equal

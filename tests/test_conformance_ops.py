@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from conformance import cases_of, load
+
 from verifidx import smt
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input

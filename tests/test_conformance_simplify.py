@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from conformance import cases_of
+
 from verifidx import compose, parse_map
 from verifidx.simplifier import default_simplifier
 from verifidx.smt import equal

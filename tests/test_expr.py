@@ -10,7 +10,18 @@ from hypothesis import strategies as st
 
 from verifidx.errors import EvaluationError
 from verifidx.expr import (
-    Add, Const, Dim, Mul, Symbol, add, ceildiv, floordiv, maximum, minimum, mod, mul,
+    Add,
+    Const,
+    Dim,
+    Mul,
+    Symbol,
+    add,
+    ceildiv,
+    floordiv,
+    maximum,
+    minimum,
+    mod,
+    mul,
 )
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)

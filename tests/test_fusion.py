@@ -10,6 +10,7 @@ from typing import Any
 
 from conformance import cases_of
 from test_conformance_ops import FUSION_DIFFERENCES, ExpectedMap, _same_map, parse_expected
+
 from verifidx import smt
 from verifidx.fusion import (
     computation_graph,
@@ -230,7 +231,8 @@ def test_diamond_lattice_does_not_blow_up() -> None:
     params = fusion_output_to_input(module, module.entry)
     took = time.perf_counter() - start
     (maps,) = params.values()
-    assert [str(m.map) for m in maps] == ["(d0, d1) -> (d0, d1), domain: d0 in [0, 7], d1 in [0, 7]"]
+    assert [str(m.map) for m in maps] == [
+        "(d0, d1) -> (d0, d1), domain: d0 in [0, 7], d1 in [0, 7]"]
     assert took < 30, took  # 2^20 paths; the work follows the number of distinct maps
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-
 from strategies import maps
+
 from verifidx import IndexingMap, compose, parse_map
 from verifidx.expr import Dim, Symbol
 from verifidx.interval import Interval

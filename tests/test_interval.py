@@ -6,8 +6,8 @@ import itertools
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from strategies import expressions, intervals
+
 from verifidx.errors import EvaluationError
 from verifidx.expr import Dim, Symbol, floordiv, mod
 from verifidx.interval import Interval, range_of

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from verifidx import smt
 from verifidx.expr import Expr, RtVar
-from verifidx.hlo import parse_hlo
 from verifidx.hlo import computation_maps as cm
+from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import (
     ELEMENTWISE,
     OP_TABLE,

@@ -8,8 +8,8 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from strategies import maps, reshape_like_maps
+
 from verifidx import compose, parse_expr, parse_map
 from verifidx.canonical import canon
 from verifidx.expr import Dim, Symbol
@@ -75,7 +75,8 @@ def test_seed_document_constraint_behaviours() -> None:
         "(d0)[s0] -> (d0 + s0), domain: d0 in [0, 5], s0 in [1, 3]"
     # 3. constraint expressions are simplified like results
     assert s("(d0, d1) -> (d0), domain: d0 in [0, 6], d1 in [0, 14], "
-             "d0 + d1 floordiv 16 in [0, 3]") == "(d0, d1) -> (d0), domain: d0 in [0, 3], d1 in [0, 14]"
+             "d0 + d1 floordiv 16 in [0, 3]") == \
+        "(d0, d1) -> (d0), domain: d0 in [0, 3], d1 in [0, 14]"
 
 
 def test_stronger_than_xla_on_emptiness() -> None:

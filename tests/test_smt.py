@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-
 from strategies import map_pairs, maps
+
 from verifidx import parse_map
 from verifidx.expr import Symbol
 from verifidx.smt import equal, is_empty

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from strategies import maps
+
 from verifidx import ParseError, parse_map
 from verifidx.syntax import parse_affine_map, parse_expr, print_affine_map, print_map, same_text
 

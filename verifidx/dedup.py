@@ -87,7 +87,7 @@ class MapSet(Generic[T]):
         if (context, m) in self._keys:
             return False
         if self.prove:
-            for i, (other, om, ctx) in enumerate(self._items):
+            for i, (_other, om, ctx) in enumerate(self._items):
                 if ctx != context or not _same_domain(m, om):
                     continue
                 start = time.perf_counter()

@@ -147,7 +147,8 @@ def epilogue_input_to_output(module: HloModule | None, computation: HloComputati
     when `parent` is `root`."""
     module, comp = _resolve(module, computation)
     first = comp.instruction(parent)
-    current: tuple[OperandIndexing, ...] = (OperandIndexing(IndexingMap.identity(first.shape.dims)),)
+    identity = OperandIndexing(IndexingMap.identity(first.shape.dims))
+    current: tuple[OperandIndexing, ...] = (identity,)
     if parent == root:
         return current
     g = computation_graph(comp)

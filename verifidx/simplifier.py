@@ -34,10 +34,10 @@ from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
     Add,
+    CeilDiv,
     Const,
     Dim,
     Expr,
-    CeilDiv,
     FloorDiv,
     Max,
     Min,
@@ -368,7 +368,7 @@ class _ExprSimplifier:
                 out = self._expand_and_cancel(node, fuel)
             if out is None:
                 break
-            node = canon(out.map_children(lambda c: self.simplify(c, fuel)))
+            node = canon(out.map_children(lambda c, f=fuel: self.simplify(c, f)))
         self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from .errors import EvaluationError, ParseError, locate
 from .expr import (
+    FOLDING_BINARY,
+    RAW_BINARY,
     Add,
     CeilDiv,
     Const,
@@ -28,8 +30,6 @@ from .expr import (
     RtVar,
     Symbol,
     Variable,
-    FOLDING_BINARY,
-    RAW_BINARY,
     add,
     neg,
     raw_add,

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.indexing import (
     HloInstructionIndexing,
-    Maps,
     Malformed,
+    Maps,
     OpContext,
 )
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output

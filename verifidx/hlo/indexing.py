@@ -1565,23 +1565,23 @@ def _walk(start: frozenset[int], feeds: dict[int, set[int]], limit: int
     return seq, seen.get(cur, len(seq))
 
 
-def _walk_at(seq: list[frozenset[int]], j: int, l: int) -> frozenset[int]:
-    if l < len(seq):
-        return seq[l]
-    return seq[j + (l - j) % (len(seq) - j)]
+def _walk_at(seq: list[frozenset[int]], j: int, n: int) -> frozenset[int]:
+    if n < len(seq):
+        return seq[n]
+    return seq[j + (n - j) % (len(seq) - j)]
 
 
 def _walk_hull(start: frozenset[int], feeds: dict[int, set[int]], limit: int,
                pred: Callable[[frozenset[int]], bool]) -> tuple[int, int] | None:
     """Smallest and largest l in [0, limit] with `pred(R_l)`; None when there is none."""
     seq, j = _walk(start, feeds, limit)
-    hits = [l for l, r in enumerate(seq) if pred(r)]
+    hits = [n for n, r in enumerate(seq) if pred(r)]
     if not hits:
         return None
     if len(seq) > limit or j >= len(seq):
         return hits[0], hits[-1]
     period = len(seq) - j
-    return hits[0], max(l + ((limit - l) // period) * period if l >= j else l for l in hits)
+    return hits[0], max(n + ((limit - n) // period) * period if n >= j else n for n in hits)
 
 
 def _scan_o2i(ctx: OpContext, output_id: int) -> list[Maps]:

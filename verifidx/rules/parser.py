@@ -15,8 +15,19 @@ from pathlib import Path
 from ..errors import ParseError, locate
 from ..expr import Const, Expr, Mul
 from ..syntax import Token, _Parser, tokenize
-from .model import FUNCTIONS, BoolOp, Call, Compare, Condition, ConstVar, Membership, Not, \
-    Rule, TermVar, Truth
+from .model import (
+    FUNCTIONS,
+    BoolOp,
+    Call,
+    Compare,
+    Condition,
+    ConstVar,
+    Membership,
+    Not,
+    Rule,
+    TermVar,
+    Truth,
+)
 
 _TOKEN = re.compile(
     r"(?P<int>\d+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"

@@ -33,8 +33,19 @@ from ..errors import EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
 from ..syntax import print_expr
-from .model import BoolOp, Call, Compare, Condition, ConstVar, Membership, Not, Rule, TermVar, \
-    Truth, evaluate_condition
+from .model import (
+    BoolOp,
+    Call,
+    Compare,
+    Condition,
+    ConstVar,
+    Membership,
+    Not,
+    Rule,
+    TermVar,
+    Truth,
+    evaluate_condition,
+)
 from .parser import condition_exprs
 
 Z3_VERSION = z3.get_version_string()
