@@ -26,6 +26,7 @@ only when intervals and sampling cannot tell and constraints remain (`decide_emp
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,6 +46,9 @@ from .expr import (
     Mul,
     Variable,
     add,
+    ceil_div,
+    floor_div,
+    floor_mod,
     mul,
 )
 from .indexing_map import IndexingMap, Var, merge_residues
@@ -52,11 +56,14 @@ from .interval import Interval, range_of
 from .rules.matcher import match
 from .rules.model import (
     Call,
+    Compare,
+    Condition,
     ConstVar,
     Membership,
+    Not,
     Rule,
     TermVar,
-    evaluate_condition,
+    Truth,
 )
 
 RangeFn = Callable[[Expr], Interval]
@@ -126,6 +133,55 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
         iv = bound(arg)
         values[node] = iv.lo if node.fn == "lo" else iv.hi
     return values
+
+
+_CONDITIONS: dict[int, Callable[[Mapping[Expr, int]], bool]] = {}
+
+
+def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
+    """The rule's condition as Python code over the values of its constants and bounds: the
+    same truth value and the same errors as `evaluate_condition` (a test checks both agree),
+    without walking the expression tree at every match."""
+    hit = _CONDITIONS.get(id(rule))
+    if hit is None:
+        keys: list[Expr] = []
+
+        def expr(e: Expr) -> str:
+            if isinstance(e, Const):
+                return f"({e.value})"
+            if isinstance(e, ConstVar) or (isinstance(e, Call) and e.fn in ("lo", "hi")):
+                if e not in keys:
+                    keys.append(e)
+                return f"v[K[{keys.index(e)}]]"
+            if isinstance(e, Add):
+                return "(" + " + ".join(expr(t) for t in e.terms) + ")"
+            if isinstance(e, Call):
+                fn = {"gcd": "_gcd", "lcm": "_lcm", "abs": "abs"}[e.fn]
+                return f"{fn}({', '.join(expr(a) for a in e.args)})"
+            a, b = expr(e.lhs), expr(e.rhs)  # type: ignore[attr-defined]
+            op = {Mul: "{} * {}", FloorDiv: "_fd({}, {})", CeilDiv: "_cd({}, {})",
+                  Mod: "_fm({}, {})", Min: "min({}, {})", Max: "max({}, {})"}[type(e)]
+            return "(" + op.format(a, b) + ")"
+
+        def cond(c: Condition) -> str:
+            if isinstance(c, Truth):
+                return str(c.value)
+            if isinstance(c, Compare):
+                return f"({expr(c.lhs)} {c.op} {expr(c.rhs)})"
+            if isinstance(c, Not):
+                return f"(not {cond(c.arg)})"
+            return "(" + f" {c.op} ".join(cond(a) for a in c.args) + ")"
+
+        body = cond(rule.condition)
+        scope: dict[str, object] = {"K": keys, "_fd": floor_div, "_cd": ceil_div,
+                                    "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
+        exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
+        hit = _CONDITIONS[id(rule)] = scope["_cond"]  # type: ignore[assignment]
+    return hit
+
+
+def _lcm(a: int, b: int) -> int:
+    return abs(a * b) // math.gcd(a, b) if a and b else 0
 
 
 _CALLS: dict[int, list[Call]] = {}
@@ -243,7 +299,7 @@ class RuleEngine:
         for env in self._decompositions(rule, e):
             try:
                 values = _condition_env(rule, env, bound)
-                if not evaluate_condition(rule.condition, values):
+                if not compiled_condition(rule)(values):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
             except (_NoValue, EvaluationError):
@@ -293,7 +349,7 @@ class RuleEngine:
                             if canon(_instantiate(lhs.expr, env2, bound)) is not e:
                                 continue
                             values = _condition_env(rule, env2, bound)
-                            if not evaluate_condition(rule.condition, values):
+                            if not compiled_condition(rule)(values):
                                 continue
                             new_e = canon(_instantiate(rhs.expr, env2, bound))
                             lo = _instantiate(rhs.lo, env2, bound)
