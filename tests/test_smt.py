@@ -12,10 +12,20 @@ from verifidx.smt import equal, is_empty
 
 
 def _check_counterexample(v, f, g) -> None:
-    """A refutation names a point whose tuple is in one relation and not in the other."""
+    """A refutation names a point of one map whose tuple (runtime values, dims, results) the
+    other map's relation lacks; the reported value is the map's own value at that point."""
     assert v.counterexample is not None
-    rel_f, rel_g = f.relation(), g.relation()
-    assert rel_f != rel_g
+    owner, other = (f, g) if v.message.startswith("the first") else (g, f)
+    point = v.counterexample
+    dims = [point[f"d{i}"] for i in range(owner.num_dims)]
+    syms = [point[f"s{i}"] for i in range(owner.num_range_vars)]
+    rts = [point[f"rt{i}"] for i in range(owner.num_rt_vars)]
+    result = owner.evaluate(dims, syms + rts)
+    assert owner.constraints_satisfied(dims, syms + rts)
+    assert all(x in info.bounds for x, info in zip(dims + syms + rts, owner.all_vars))
+    assert (tuple(rts), tuple(dims), result) in owner.relation()
+    assert (tuple(rts), tuple(dims), result) not in other.relation()
+    assert result == (v.lhs_value if owner is f else v.rhs_value)
 
 
 @given(map_pairs(max_syms=2, max_rts=1))
