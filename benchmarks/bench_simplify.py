@@ -241,9 +241,22 @@ def measure(name: str, fn, corpus, exact_check) -> list[str]:  # type: ignore[no
     return [name, fmt_us(statistics.median(times)), share, str(failed)]
 
 
+def validate(corpus) -> str:  # type: ignore[no-untyped-def]
+    """Translation validation of every verifidx result (outside the timings)."""
+    from verifidx.smt import equal
+
+    counts = {True: 0, False: 0, None: 0}
+    for text, _expected in corpus:
+        m = parse_map(text)
+        counts[equal(m, default_simplifier().simplify(m), timeout_ms=10_000).holds] += 1
+    return f"{counts[True]} equal, {counts[False]} WRONG, {counts[None]} unknown"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller generated corpora")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the Z3 check that every verifidx result equals its input")
     args = ap.parse_args()
     n = 40 if args.quick else 200
     corpora = {
@@ -262,6 +275,8 @@ def main() -> None:
         print(f"\n{title}: {len(corpus)} maps (median time per map, first sight)")
         rows = [measure(name, fn, corpus, ex) for name, fn, ex in tools]
         print_table(["tool", "median", "exact", "failed"], rows)
+        if not args.no_check:
+            print("verifidx results checked by Z3 against their inputs: " + validate(corpus))
 
 
 if __name__ == "__main__":
