@@ -320,7 +320,7 @@ class IndexingMap:
         nd, nr = self.num_dims, self.num_range_vars
         cons = list(self.constraints.items())
         for point in itertools.product(*ranges):
-            env = dict(zip(self.variables, point))
+            env: dict[Expr, int] = dict(zip(self.variables, point))
             if all(e.evaluate(env) in iv for e, iv in cons):
                 res = tuple(r.evaluate(env) for r in self.results)
                 yield point[:nd], point[nd : nd + nr], point[nd + nr :], res
@@ -395,7 +395,7 @@ class IndexingMap:
         if size > ENUMERATION_LIMIT:
             return False
         for point in itertools.product(*[range(bounds[v].lo, bounds[v].hi + 1) for v in involved]):
-            env = dict(zip(involved, point))
+            env: dict[Expr, int] = dict(zip(involved, point))
             try:
                 if all(e.evaluate(env) in iv for e, iv in cons.items()):
                     return True

@@ -47,7 +47,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, overload
 
 from .errors import ParseError, UnsupportedError, locate
 from .expr import (
@@ -271,7 +271,14 @@ class TiledShape:
         return f"{self.element_type}[{dims}]" + ("" if layout == "{}" else layout)
 
     # -- concrete evaluation ----------------------------------------------------------------
-    def _forward(self, index: Sequence[IndexValue]) -> list[IndexValue]:
+    @overload
+    def _forward(self, index: Sequence[int]) -> Sequence[int]: ...
+    @overload
+    def _forward(self, index: Sequence[Expr]) -> Sequence[Expr | int]: ...  # padding adds 0s
+    @overload
+    def _forward(self, index: Sequence[IndexValue]) -> Sequence[IndexValue]: ...
+
+    def _forward(self, index: Sequence[IndexValue]) -> Sequence[IndexValue]:
         """The document's pad-reshape-transpose on one index; works on ints and on Exprs."""
         cur: list[IndexValue] = [index[d] for d in self.layout.major_to_minor]
         for st in self.steps:
@@ -808,7 +815,7 @@ def map_is_injective(m: IndexingMap, timeout_ms: int = 2000) -> Verdict:
     seconds = 0.0
     for k in range(n):
         # dims: x_0..x_{n-1}, then y_k..y_{n-1}; y_j is x_j for j < k
-        ys = {Dim(j): (Dim(j) if j < k else Dim(n + j - k)) for j in range(n)}
+        ys: dict[Expr, Expr] = {Dim(j): (Dim(j) if j < k else Dim(n + j - k)) for j in range(n)}
         dims = [v.bounds for v in (*m.dims, *m.dims[k:])]  # unnamed: witnesses read d0, d1...
         hi = m.dims[k].bounds.size - 1
         if hi < 1:

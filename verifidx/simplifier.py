@@ -30,11 +30,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
     Add,
+    Binary,
     CeilDiv,
     Const,
     Dim,
@@ -158,7 +160,8 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
             if isinstance(e, Call):
                 fn = {"gcd": "_gcd", "lcm": "_lcm", "abs": "abs"}[e.fn]
                 return f"{fn}({', '.join(expr(a) for a in e.args)})"
-            a, b = expr(e.lhs), expr(e.rhs)  # type: ignore[attr-defined]
+            assert isinstance(e, Binary)
+            a, b = expr(e.lhs), expr(e.rhs)
             op = {Mul: "{} * {}", FloorDiv: "_fd({}, {})", CeilDiv: "_cd({}, {})",
                   Mod: "_fm({}, {})", Min: "min({}, {})", Max: "max({}, {})"}[type(e)]
             return "(" + op.format(a, b) + ")"
@@ -176,7 +179,9 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
         scope: dict[str, object] = {"K": keys, "_fd": floor_div, "_cd": ceil_div,
                                     "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
         exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
-        hit = _CONDITIONS[id(rule)] = scope["_cond"]  # type: ignore[assignment]
+        compiled = cast(Callable[[Mapping[Expr, int]], bool], scope["_cond"])
+        _CONDITIONS[id(rule)] = compiled
+        return compiled
     return hit
 
 
@@ -213,7 +218,7 @@ def _calls(rule: Rule) -> list[Call]:
 
 
 _MATCH_CACHE_LIMIT = 200_000
-_KIND_BITS = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
+_KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
 _KINDS: dict[Expr, int] = {}
 
 
@@ -410,11 +415,14 @@ class _ExprSimplifier:
     def __call__(self, e: Expr) -> Expr:
         return self.simplify(canon(e), _FUEL)
 
+    def _simplify_with(self, fuel: int) -> Callable[[Expr], Expr]:
+        return lambda c: self.simplify(c, fuel)
+
     def simplify(self, e: Expr, fuel: int) -> Expr:
         hit = self.memo.get(e)
         if hit is not None:
             return hit
-        node = canon(e.map_children(lambda c: self.simplify(c, fuel)))
+        node = canon(e.map_children(self._simplify_with(fuel)))
         first = node
         while fuel > 0:
             fuel -= 1
@@ -424,7 +432,7 @@ class _ExprSimplifier:
                 out = self._expand_and_cancel(node, fuel)
             if out is None:
                 break
-            node = canon(out.map_children(lambda c, f=fuel: self.simplify(c, f)))
+            node = canon(out.map_children(self._simplify_with(fuel)))
         self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
 

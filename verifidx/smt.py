@@ -122,7 +122,7 @@ def floor_div_term(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
 class _MapEncoding:
     """A map's membership predicate and results over given Z3 variables."""
 
-    def __init__(self, m: IndexingMap, env: Mapping[Variable, z3.ArithRef]) -> None:
+    def __init__(self, m: IndexingMap, env: Mapping[Expr, z3.ArithRef]) -> None:
         self.map = m
         self.enc = Encoder(env)
         self.results = [self.enc(r) for r in m.results]
@@ -139,9 +139,9 @@ class _MapEncoding:
         self.defined = z3.And(self.enc.defined) if self.enc.defined else z3.BoolVal(True)
 
 
-def _vars(m: IndexingMap, prefix: str, shared: Mapping[Variable, z3.ArithRef] | None = None
-          ) -> dict[Variable, z3.ArithRef]:
-    env: dict[Variable, z3.ArithRef] = dict(shared or {})
+def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None = None
+          ) -> dict[Expr, z3.ArithRef]:
+    env: dict[Expr, z3.ArithRef] = dict(shared or {})
     for v in m.variables:
         if v not in env:
             env[v] = z3.Int(f"{prefix}{v.prefix}{v.index}")
@@ -177,7 +177,7 @@ def _undefined_point(m: IndexingMap, timeout_ms: int) -> Verdict | None:
     return Verdict(None, message=f"could not decide whether the map divides by zero ({r})")
 
 
-def _named_point(m: IndexingMap, model: z3.ModelRef, env: Mapping[Variable, z3.ArithRef]
+def _named_point(m: IndexingMap, model: z3.ModelRef, env: Mapping[Expr, z3.ArithRef]
                  ) -> dict[str, int]:
     from .syntax import variable_names
 
@@ -275,7 +275,8 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
     """Sufficient check: with g's range variable perm[i] set to f's i-th, both maps have the
     same domain and results. Quantifier-free."""
     env_f = _vars(f, "")
-    shared = {v: env_f[v] for v in f.variables if not isinstance(v, Symbol)}
+    shared: dict[Expr, z3.ArithRef] = {v: env_f[v] for v in f.variables
+                                       if not isinstance(v, Symbol)}
     for i, j in enumerate(perm):
         shared[Symbol(j)] = env_f[Symbol(i)]
     env_g = _vars(g, "g_", shared)
@@ -306,7 +307,8 @@ def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_M
 def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Verdict:
     """Is every tuple of a's relation in b's? Refutation gives a concrete tuple."""
     env_a = _vars(a, "a_")
-    shared = {v: env_a[v] for v in a.variables if isinstance(v, (Dim, RtVar))}
+    shared: dict[Expr, z3.ArithRef] = {v: env_a[v] for v in a.variables
+                                       if isinstance(v, (Dim, RtVar))}
     ea = _MapEncoding(a, env_a)
     s = _solver(timeout_ms)
     s.add(ea.member)
@@ -337,7 +339,7 @@ def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Ve
 
 
 def _counterexample(a: IndexingMap, b: IndexingMap, which: str, model: z3.ModelRef,
-                    env_a: Mapping[Variable, z3.ArithRef]) -> Verdict:
+                    env_a: Mapping[Expr, z3.ArithRef]) -> Verdict:
     values = [_value(model, env_a[v]) for v in a.variables]
     nd, nr = a.num_dims, a.num_range_vars
     dims, syms = values[:nd], values[nd:]

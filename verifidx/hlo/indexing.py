@@ -669,6 +669,7 @@ def _bitcast_map(src: Shape, dst: Shape) -> IndexingMap:
     s_phys = [s_dims[k] for k in s_m2m]
     d_phys = [d_dims[k] for k in d_m2m]
     values = [Dim(k) for k in s_m2m]  # physical index of src, from its logical index
+    phys: list[Expr]
     if s_phys == d_phys:
         phys = list(values)
     else:
@@ -1014,7 +1015,7 @@ def _conv_layout(ctx: OpContext) -> _ConvLayout:
     nsp = len(labels.input_spatial)
     _need(len(lhs) == len(rhs) == len(out) == nsp + 2, "convolution ranks disagree")
     _need(len(labels.kernel_spatial) == len(labels.output_spatial) == nsp, "dim_labels")
-    window = inst.window
+    window: Sequence[WindowDim] | None = inst.window
     if window is None and nsp == 0:
         window = ()
     window = _check_window(window, nsp, "convolution")
@@ -1142,6 +1143,7 @@ def _offset_sources(ctx: OpContext, first: int, rank: int, domain: IndexingMap
     """Provenance of the start indices of dynamic-(update-)slice: one scalar operand per
     dimension, or (older form) one rank-1 operand holding all of them."""
     n = ctx.num_operands - first
+    sources: list[tuple[int, list[Expr]]]
     if n == rank and all(not ctx.in_dims(first + k) for k in range(rank)):
         sources = [(first + k, []) for k in range(rank)]
     elif n == 1 and ctx.in_dims(first) == (rank,):
@@ -1607,6 +1609,14 @@ def _scan_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
 
     feeds = {c: set(carries_of(n_out + c)) for c in range(nc)}
 
+    def feeds_input(i: int) -> Callable[[frozenset[int]], bool]:
+        """`_walk_hull` predicate: some carry of the set feeds input i."""
+        return lambda r: any(i in inputs_of(n_out + c) for c in r)
+
+    def has_carry(c: int) -> Callable[[frozenset[int]], bool]:
+        """`_walk_hull` predicate: carry c is in the set."""
+        return lambda r: c in r
+
     def step_to_pos(step: Expr) -> Expr:
         return add(neg(step), length - 1) if reverse else step
 
@@ -1655,13 +1665,12 @@ def _scan_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
             group: Maps = []
             if i in inputs_of(output_id):
                 group.append(input_map(i, (t, 0, 0), out))
-            hull = _walk_hull(start, feeds, length - 1,
-                              lambda r, i=i: any(i in inputs_of(n_out + c) for c in r))
+            hull = _walk_hull(start, feeds, length - 1, feeds_input(i))
             if hull is not None:  # through carries: read at step t - 1 - l
                 group.append(input_map(i, (t, hull[0] + 1, hull[1] + 1), out))
             maps.append(group)
         for c in range(nc):
-            hull = _walk_hull(start, feeds, length - 1, lambda r, c=c: c in r)
+            hull = _walk_hull(start, feeds, length - 1, has_carry(c))
             maps.append([init_map(c, out, hull)] if hull is not None else [])
         return maps
     c_out = output_id - n_out
@@ -1670,8 +1679,7 @@ def _scan_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
                                             for c in range(nc)]
     start = frozenset({c_out})
     for i in range(n_in):
-        hull = _walk_hull(start, feeds, length - 1,
-                          lambda r, i=i: any(i in inputs_of(n_out + c) for c in r))
+        hull = _walk_hull(start, feeds, length - 1, feeds_input(i))
         if hull is None:
             maps.append([])
             continue

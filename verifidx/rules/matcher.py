@@ -148,7 +148,7 @@ def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bin
     ) and not rest:
         yield {**b, first: _expr(remaining)}  # the rest of the sum, possibly 0
         return
-    seen: set[tuple[int, ...]] = set()
+    seen: set[tuple[tuple[int, int], ...]] = set()
     for b1, left in _candidates(first, remaining, b):
         key = (id(left),) if False else tuple(sorted((id(k), v) for k, v in left.items()))
         sig = key + tuple(sorted((id(k), id(v)) for k, v in b1.items()))
@@ -173,11 +173,12 @@ def _without(remaining: Terms, base: Expr, coeff: int) -> Terms | None:
 
 
 def _subtract(remaining: Terms, part: Terms) -> Terms | None:
-    out: Terms | None = remaining
+    out = remaining
     for base, coeff in part.items():
-        out = _without(out, base, coeff)
-        if out is None:
+        smaller = _without(out, base, coeff)
+        if smaller is None:
             return None
+        out = smaller
     return out
 
 
@@ -196,11 +197,11 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
     if scaled is not None:
         var_terms, factor_pattern = scaled
         for k in _factor_candidates(var_terms, remaining, b, factor_pattern):
-            left = _subtract(remaining, {base: c * k for base, c in var_terms.items()})
-            if left is None:
+            left_over = _subtract(remaining, {base: c * k for base, c in var_terms.items()})
+            if left_over is None:
                 continue
             for b1 in _match(factor_pattern, Const(k), b) if factor_pattern is not None else [b]:
-                yield b1, left
+                yield b1, left_over
         return
     # one term of the sum
     for base, coeff in remaining.items():

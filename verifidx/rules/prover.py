@@ -332,7 +332,7 @@ def explain(rule: Rule) -> str:
 # -- solving -----------------------------------------------------------------------------------
 
 
-def _solver(tactic: bool, timeout_ms: int) -> z3.Solver:
+def _solver(tactic: bool, timeout_ms: float) -> z3.Solver:
     s = z3.Then("simplify", "solve-eqs", "smt").solver() if tactic else z3.Solver()
     s.set("timeout", max(1, int(timeout_ms)))
     return s
@@ -346,7 +346,7 @@ class _Answer:
 
 
 def _check(formula: z3.BoolRef, leaves: Mapping[str, z3.ArithRef], tactic: bool,
-           timeout_ms: int, extra: Sequence[z3.BoolRef] = ()) -> _Answer:
+           timeout_ms: float, extra: Sequence[z3.BoolRef] = ()) -> _Answer:
     s = _solver(tactic, timeout_ms)
     s.add(formula, *extra)
     r = s.check()
@@ -451,6 +451,8 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
             b = env[node]
             if t is not None and (b > t if name.startswith("lo") else b < t):
                 return None
+    lv: int | bool | None  # a value, or a membership's truth
+    rv: int | bool | None
     if isinstance(rule.lhs, Membership) and isinstance(rule.rhs, Membership):
         lv, lwhy = _membership(rule.lhs, env)
         rv, rwhy = _membership(rule.rhs, env)
@@ -525,8 +527,8 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
     names = {t: t.name for t in terms}  # type: ignore[attr-defined]
     domain = []
     for t in terms:
-        lo = env.get(Call("lo", [t]), env[t])
-        hi = env.get(Call("hi", [t]), env[t])
+        lo: int | None = env.get(Call("lo", [t]), env[t])
+        hi: int | None = env.get(Call("hi", [t]), env[t])
         domain.append(f"{names[t]} in [{lo}, {hi}]")
     compound = dict.fromkeys(n.args[0] for n in nodes.values()  # type: ignore[attr-defined]
                              if _is_bound(n) and not isinstance(n.args[0], TermVar))  # type: ignore[attr-defined]
