@@ -269,7 +269,7 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[int, Expr], list[dict[Expr, Expr]]] = {}
+        self._matches: dict[tuple[Expr, Expr], list[dict[Expr, Expr]]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -317,19 +317,25 @@ class RuleEngine:
         return None
 
     def _decompositions(self, rule: Rule, e: Expr) -> list[dict[Expr, Expr]]:
-        """Bindings under which the rule's left side *is* `e` (canonical identity). They do not
-        depend on intervals, so they are computed once per (rule, expression)."""
-        key = (id(rule), e)
+        """Bindings under which the rule's left side *is* `e` (canonical identity), within the
+        constants its proof covers."""
+        lhs = rule.lhs
+        assert isinstance(lhs, Expr)
+        found = self._pattern_decompositions(lhs, e)
+        if rule.max_constant is None:
+            return found
+        return [env for env in found if _within_proof(rule, env)]
+
+    def _pattern_decompositions(self, lhs: Expr, e: Expr) -> list[dict[Expr, Expr]]:
+        """They depend neither on intervals nor on the rule (patterns are interned, and rules
+        often share a left side), so they are computed once per (pattern, expression)."""
+        key = (lhs, e)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        lhs = rule.lhs
-        assert isinstance(lhs, Expr)
         found: list[dict[Expr, Expr]] = []
         if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
             for env in match(lhs, e):
-                if not _within_proof(rule, env):
-                    continue
                 try:
                     if canon(_instantiate(lhs, env, _no_bounds)) is e:
                         found.append(env)
