@@ -273,7 +273,13 @@ def main() -> None:
     default_simplifier()  # load and index the rule base outside the timings
     for title, corpus in corpora.items():
         print(f"\n{title}: {len(corpus)} maps (median time per map, first sight)")
-        rows = [measure(name, fn, corpus, ex) for name, fn, ex in tools]
+        rows = []
+        for name, fn, ex in tools:
+            sample = corpus
+            if name.startswith("sympy") and len(corpus) > 50:
+                # sympy.simplify needs minutes on some chain maps (205 s seen): 1 map in 5
+                sample, name = corpus[::5], f"{name} (1 map in 5)"
+            rows.append(measure(name, fn, sample, ex))
         print_table(["tool", "median", "exact", "failed"], rows)
         if not args.no_check:
             print("verifidx results checked by Z3 against their inputs: " + validate(corpus))
