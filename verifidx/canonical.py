@@ -29,7 +29,6 @@ from .expr import (
     RtVar,
     Symbol,
     Variable,
-    add,
     mul,
 )
 
@@ -114,18 +113,3 @@ def canon(e: Expr) -> Expr:
     return out
 
 
-def coefficient_gcd(coeffs: Iterable[int]) -> int:
-    from math import gcd
-
-    g = 0
-    for c in coeffs:
-        g = gcd(g, c)
-    return g
-
-
-def scale_sum(coeffs: dict[Expr, int], constant: int, factor: int) -> Expr:
-    """(sum) * factor, canonical."""
-    return from_linear({b: c * factor for b, c in coeffs.items()}, constant * factor)
-
-
-__all__ = ["canon", "order_key", "linear_form", "from_linear", "coefficient_gcd", "add"]

@@ -413,10 +413,6 @@ def as_expr(x: ExprLike) -> Expr:
     return Const(x)
 
 
-def const_value(e: Expr) -> int | None:
-    return e.value if isinstance(e, Const) else None
-
-
 def add(*operands: ExprLike) -> Expr:
     """Sum; nested sums are flattened, constants merged at the first constant's place, 0 dropped."""
     terms: list[Expr] = []
@@ -535,19 +531,7 @@ FOLDING_BINARY: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
 }
 
 
-def linear_coefficient(term: Expr) -> tuple[Expr, int]:
-    """Split a summand into (base, constant multiplier): `x * 3` -> (x, 3), `x` -> (x, 1)."""
-    if isinstance(term, Mul) and isinstance(term.rhs, Const):
-        return term.lhs, term.rhs.value
-    if isinstance(term, Const):
-        return Const(1), term.value
-    return term, 1
-
-
 def summands(e: Expr) -> tuple[Expr, ...]:
     return e.terms if isinstance(e, Add) else (e,)
 
 
-def interned_count() -> int:
-    """How many distinct nodes exist (for benchmarks and memory checks)."""
-    return len(_TABLE)

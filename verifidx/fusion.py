@@ -14,14 +14,14 @@ tuple roots give one set per output leaf, and every merge is recorded for `--exp
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from .dedup import Merge
 from .errors import UnsupportedError
-from .hlo.computation_maps import _Walker, computation_indexing
+from .hlo.computation_maps import ComputationWalker, simplify_indexing
 from .hlo.indexing import output_to_input as instruction_output_to_input
 from .hlo.module import HloComputation, HloInstruction, HloModule
 from .hlo.runtime import OperandIndexing, compose_indexing
@@ -101,7 +101,7 @@ def grouped_output_to_input(
     module, comp = _resolve(module, computation)
     g = computation_graph(comp)
     first = comp.instruction(start) if start is not None else comp.root
-    walker = _Walker(module, comp)
+    walker = ComputationWalker(module, comp)
     reached = walker.walk_output_to_input(first, output_leaf, members, users_first(comp, g))
     return GroupedIndexing(first.name, {k: tuple(v) for k, v in reached.items()},
                            tuple(walker.merges), tuple(dict.fromkeys(walker.notes)))
@@ -152,7 +152,7 @@ def epilogue_input_to_output(module: HloModule | None, computation: HloComputati
     if parent == root:
         return current
     g = computation_graph(comp)
-    walker = _Walker(module, comp)
+    walker = ComputationWalker(module, comp)
     node = first
     while node.name != root:
         users = list(g.successors(node.name))
@@ -170,31 +170,7 @@ def epilogue_input_to_output(module: HloModule | None, computation: HloComputati
                         step.append(composed)
         current = tuple(step)
         node = user
-    from .hlo.computation_maps import _simplify
-
-    return tuple(_simplify(m) for m in current)
-
-
-@dataclass(frozen=True)
-class FusionReport:
-    """Root-to-parameter maps of one computation with the record of merges (for the CLI)."""
-
-    computation: str
-    role: str
-    outputs: tuple[str, ...]
-    maps: dict[int, dict[str, tuple[OperandIndexing, ...]]]
-    merges: tuple[Merge, ...]
-    notes: tuple[str, ...]
-
-
-def fusion_report(module: HloModule, computation: HloComputation | str) -> FusionReport:
-    _, comp = _resolve(module, computation)
-    ci = computation_indexing(module, comp, "out2in")
-    per_output: dict[int, dict[str, tuple[OperandIndexing, ...]]] = {}
-    for o in range(len(ci.outputs)):
-        per_output[o] = {p.name: ci.maps_for(o, p.parameter_number or 0) for p in comp.parameters}
-    return FusionReport(comp.name, ci.role, tuple(str(s) for s in ci.outputs), per_output,
-                        ci.merges, ci.notes)
+    return tuple(simplify_indexing(m) for m in current)
 
 
 # -- drawing -------------------------------------------------------------------------------------
@@ -227,5 +203,3 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def merges_text(merges: Iterable[Merge]) -> str:
-    return "\n".join(str(m) for m in merges)

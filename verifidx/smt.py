@@ -114,11 +114,6 @@ class Encoder:
         return z3.If(b > 0, a / b, (-a) / (-b))
 
 
-def floor_div_term(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
-    """Exact floor division for symbolic divisors (the caller guarantees b != 0)."""
-    return z3.If(b > 0, a / b, (-a) / (-b))
-
-
 class _MapEncoding:
     """A map's membership predicate and results over given Z3 variables."""
 

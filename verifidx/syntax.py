@@ -524,13 +524,6 @@ def same_text(a: str, b: str) -> bool:
     return strip_whitespace(a) == strip_whitespace(b)
 
 
-def parse_interval(text: str) -> Interval:
-    p = _Parser(text, "<string>")
-    iv = p.interval()
-    p.expect_end()
-    return iv
-
-
 def names_for(m: IndexingMap) -> dict[str, Expr]:
     """Name -> variable table of a map (for parsing expressions over its variables)."""
     return {name: v for v, name in variable_names(m).items()}

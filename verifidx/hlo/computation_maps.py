@@ -78,7 +78,8 @@ def get_simplifier() -> Simplifier:
     return _simplifier
 
 
-def _simplify(m: OperandIndexing) -> OperandIndexing:
+def simplify_indexing(m: OperandIndexing) -> OperandIndexing:
+    """The chosen simplifier applied to a map, its provenance maps and its replica map."""
     fn = _simplifier
     if fn is _identity_simplifier or m.is_undefined:
         return m
@@ -180,7 +181,7 @@ class _Bucket:
         return self.set.values()
 
 
-class _Walker:
+class ComputationWalker:
     def __init__(self, module: HloModule | None, comp: HloComputation) -> None:
         self.module = module
         self.comp = comp
@@ -347,7 +348,7 @@ class _Walker:
                             inst.operands[j])
                     for f in arrived:
                         for g in op_maps:
-                            target.add(_simplify(compose_indexing(f, g)))
+                            target.add(simplify_indexing(compose_indexing(f, g)))
         return reached
 
     def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
@@ -385,7 +386,7 @@ class _Walker:
                             target = pending[(user.name, k)] = self.bucket(user.name)
                         for f in arrived:
                             for g in op_maps:
-                                target.add(_simplify(compose_indexing(f, g)))
+                                target.add(simplify_indexing(compose_indexing(f, g)))
         return found
 
 
@@ -436,7 +437,7 @@ _IN_PROGRESS: set[tuple[int, int, str, str]] = set()
 
 def _compute(module: HloModule | None, computation: HloComputation, direction: str
              ) -> ComputationIndexing:
-    walker = _Walker(module, computation)
+    walker = ComputationWalker(module, computation)
     outputs = computation.root.shape.leaves()
     maps: dict[tuple[int, int, int], tuple[OperandIndexing, ...]] = {}
     if direction == "out2in":
