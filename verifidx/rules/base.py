@@ -8,6 +8,7 @@ it is, so that an unproven rule can never change a map.
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,8 +23,12 @@ class UnprovenRuleWarning(UserWarning):
 
 
 def package_rule_dir() -> Path:
-    """The rule base shipped with verifidx (not `./rules` of the current directory)."""
-    return Path(__file__).resolve().parents[2] / "rules"
+    """The rule base shipped with verifidx (not `./rules` of the current directory): beside the
+    checkout for a source or editable install, under `<prefix>/share/verifidx` for a wheel."""
+    checkout = Path(__file__).resolve().parents[2] / "rules"
+    if checkout.is_dir():
+        return checkout
+    return Path(sys.prefix) / "share" / "verifidx" / "rules"
 
 
 def proven_rule_base(paths: Sequence[str | Path] | None = None,
