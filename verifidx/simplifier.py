@@ -287,6 +287,8 @@ class RuleEngine:
             table.setdefault(type(root), []).append(r)
             if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
                 table.setdefault(Add, []).append(r)
+            compiled_condition(r)  # once, when the rule base is loaded
+            _rule_calls(r)
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
