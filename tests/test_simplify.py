@@ -167,11 +167,12 @@ def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
     """The simplifier evaluates rule conditions through generated code; same truth values and
     same errors as `evaluate_condition` on random values of constants and bounds."""
     from verifidx.errors import EvaluationError
-    from verifidx.rules.model import ConstVar, evaluate_condition
+    from verifidx.rules.model import ConstVar, evaluate_condition, rule_exprs
     from verifidx.simplifier import _rule_calls, compiled_condition
 
     for rule in default_simplifier().engine.rules:
-        keys = [*{n for n in _leaves(rule) if isinstance(n, ConstVar)}, *_rule_calls(rule)]
+        constants = {n for e in rule_exprs(rule) for n in e.walk() if isinstance(n, ConstVar)}
+        keys = [*constants, *_rule_calls(rule)]
         values = {k: data.draw(st.integers(-20, 20)) for k in keys}
         try:
             expected: object = evaluate_condition(rule.condition, values)
@@ -183,14 +184,3 @@ def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
             got = EvaluationError
         assert got == expected, rule.name
 
-
-def _leaves(rule):  # type: ignore[no-untyped-def]
-    from verifidx.rules.model import Membership
-
-    sides = [rule.lhs, rule.rhs]
-    out = []
-    for side in sides:
-        exprs = [side.expr, side.lo, side.hi] if isinstance(side, Membership) else [side]
-        for e in exprs:
-            out.extend(e.walk())
-    return out

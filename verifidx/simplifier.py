@@ -66,6 +66,7 @@ from .rules.model import (
     Rule,
     TermVar,
     Truth,
+    rule_exprs,
 )
 
 RangeFn = Callable[[Expr], Interval]
@@ -200,21 +201,13 @@ def _rule_calls(rule: Rule) -> list[Call]:
 
 
 def _calls(rule: Rule) -> list[Call]:
-    found: list[Call] = []
-    stack: list[object] = [rule.condition, rule.lhs, rule.rhs]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Expr):
-            for n in item.walk():
-                if isinstance(n, Call) and n.fn in ("lo", "hi") and n not in found:
-                    found.append(n)
-        elif isinstance(item, Membership):
-            stack += [item.expr, item.lo, item.hi]
-        elif hasattr(item, "__dataclass_fields__"):
-            stack += [getattr(item, f) for f in item.__dataclass_fields__]  # type: ignore[union-attr]
-        elif isinstance(item, tuple):
-            stack += list(item)
-    return found
+    """The interval bounds `lo(t)`/`hi(t)` a rule uses, in a stable order."""
+    found: dict[Call, None] = {}
+    for e in rule_exprs(rule):
+        for n in e.walk():
+            if isinstance(n, Call) and n.fn in ("lo", "hi"):
+                found[n] = None
+    return list(found)
 
 
 _MATCH_CACHE_LIMIT = 200_000

@@ -208,3 +208,23 @@ class Rule:
     def normalized_text(self) -> str:
         """Whitespace-normalised source of the rule; its sha256 keys the certificate."""
         return " ".join(self.text.split())
+
+
+def condition_exprs(cond: Condition) -> list[Expr]:
+    """The expressions compared in a condition."""
+    if isinstance(cond, Compare):
+        return [cond.lhs, cond.rhs]
+    if isinstance(cond, Not):
+        return condition_exprs(cond.arg)
+    if isinstance(cond, BoolOp):
+        return [e for c in cond.args for e in condition_exprs(c)]
+    return []
+
+
+def side_exprs(side: Expr | Membership) -> list[Expr]:
+    return [side.expr, side.lo, side.hi] if isinstance(side, Membership) else [side]
+
+
+def rule_exprs(rule: Rule) -> list[Expr]:
+    """Every expression of a rule: both sides and the condition."""
+    return [*side_exprs(rule.lhs), *side_exprs(rule.rhs), *condition_exprs(rule.condition)]

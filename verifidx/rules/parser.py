@@ -27,6 +27,7 @@ from .model import (
     Rule,
     TermVar,
     Truth,
+    condition_exprs,
 )
 
 _TOKEN = re.compile(
@@ -288,16 +289,6 @@ def _outside_calls(e: Expr) -> Iterable[Expr]:
         yield n
         if not (isinstance(n, Call) and n.fn in ("lo", "hi")):
             stack.extend(n.children)
-
-
-def condition_exprs(cond: Condition) -> list[Expr]:
-    if isinstance(cond, Compare):
-        return [cond.lhs, cond.rhs]
-    if isinstance(cond, Not):
-        return condition_exprs(cond.arg)
-    if isinstance(cond, BoolOp):
-        return [e for c in cond.args for e in condition_exprs(c)]
-    return []
 
 
 def condition_uses(cond: Condition) -> set[Expr]:

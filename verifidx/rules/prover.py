@@ -44,9 +44,11 @@ from .model import (
     Rule,
     TermVar,
     Truth,
+    condition_exprs,
     evaluate_condition,
+    rule_exprs,
+    side_exprs,
 )
-from .parser import condition_exprs
 
 Z3_VERSION = z3.get_version_string()
 
@@ -112,14 +114,6 @@ class ProofResult:
 
 
 # -- the parts of a rule -----------------------------------------------------------------------
-
-
-def side_exprs(side: Expr | Membership) -> list[Expr]:
-    return [side.expr, side.lo, side.hi] if isinstance(side, Membership) else [side]
-
-
-def rule_exprs(rule: Rule) -> list[Expr]:
-    return [*side_exprs(rule.lhs), *side_exprs(rule.rhs), *condition_exprs(rule.condition)]
 
 
 def conjuncts(cond: Condition) -> list[Condition]:

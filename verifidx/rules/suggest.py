@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 
 import z3
 
-from .model import BoolOp, Condition, ConstVar, Rule, TermVar, Truth
+from .model import BoolOp, Condition, ConstVar, Rule, TermVar, Truth, side_exprs
 from .parser import parse_condition
-from .prover import PROVED, ProverConfig, _RuleEncoder, prove_rule, rule_leaves, side_exprs
+from .prover import PROVED, ProverConfig, _RuleEncoder, prove_rule, rule_leaves
 
 
 @dataclass
