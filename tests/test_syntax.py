@@ -79,8 +79,13 @@ BAD = [
     ("(d0) -> (d1), domain: d0 in [0, 9]", 1, 10),
     ("(d0) -> (d0)\n, domain: d0 in [0, 9], d0 in [1, 2]", 2, 25),
     ("(d0, d0) -> (d0)", 1, 6),
-    ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 13),
-    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 13),
+    # divisors: the error points at the divisor, which must be an integer constant
+    ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 17),
+    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 22),
+    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 9], d1 in [1, 2]", 1, 27),
+    ("(d0) -> (d0 mod -3), domain: d0 in [0, 9]", 1, 17),
+    ("(d0) -> (d0), domain: d0 in [0, 9], d0 ceildiv (d0 + 1) in [0, 0]", 1, 49),
+    ("(d0)[s0] -> (5 mod s0), domain: d0 in [0, 9], s0 in [1, 2]", 1, 20),
     ("(d0) -> (d0 $ 2)", 1, 13),
     ("(d0) -> (d0), domain: d0 in [0, 9] junk", 1, 36),
     ("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9]", 1, 44),
@@ -122,3 +127,19 @@ def test_mutated_map_text_raises_only_parse_error(m, data) -> None:
 
 def test_same_text_ignores_whitespace() -> None:
     assert same_text("(d0) -> (d0),\n domain: d0 in [0, 3]", "(d0)->(d0),domain:d0 in[0,3]")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 3], d1 in [0, 3]",
+     "1:26: expected a nonzero integer constant as the divisor of floordiv, found 'd1'"),
+    ("(d0) -> (d0 mod 0), domain: d0 in [0, 3]",
+     "1:17: expected a positive integer constant as the divisor of mod, found '0'"),
+    ("(d0) -> (d0 mod -3), domain: d0 in [0, 3]",
+     "1:17: expected a positive integer constant as the divisor of mod, found '-3'"),
+    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 3]",
+     "1:22: expected a nonzero integer constant as the divisor of floordiv, found '0'"),
+])
+def test_divisor_errors_say_what_was_expected(text: str, expected: str) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_map(text)
+    assert str(info.value) == "<string>:" + expected

@@ -16,6 +16,11 @@ from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, p
 
 __version__ = "0.1.0"
 
+# The laws the expression constructors fold apply only with a current proof (verifidx.laws).
+from .rules.base import gate_laws as _gate_laws  # noqa: E402
+
+_gate_laws()
+
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
     """Prove rules (a path to a rule file or directory, a rule text, or Rule objects)."""

@@ -13,10 +13,11 @@ Every rewrite of an expression is the application of a rule from `rules/` whose 
 instantiated left side is the matched expression (canonical forms are interned, so this is an
 identity test) and that the rule's condition holds on the intervals at the match site, then
 builds the right side. Canonical sums (`verifidx.canonical`) implement the laws of
-`rules/canonical.rules`. Two steps work on several constraints at once and are written here, with
-their facts proven in the tests: merging `x mod a = i`, `x mod b = j` into one constraint modulo
-lcm(a, b), and tightening a variable's bounds to the nearest values that satisfy its mod
-constraint.
+`rules/canonical.rules`. Two steps work on several constraints at once, which no rule can state:
+merging `x mod a = i`, `x mod b = j` into one constraint modulo lcm(a, b) (intersected with any
+constraint already there), and tightening a variable's bounds to the nearest values that satisfy
+its mod constraint. Each instance is proven where it is made, by checking every residue of one
+period (exact, since both sides are periodic), and shows in `--trace`.
 
 The engine never calls a solver on its hot path. `simplify(m, verify=True)` asks Z3 afterwards
 whether the result equals the input (translation validation), and emptiness is decided by Z3
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
 
+from . import laws
 from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
@@ -138,14 +140,16 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
     return values
 
 
-_CONDITIONS: dict[int, Callable[[Mapping[Expr, int]], bool]] = {}
+#: Keyed by the rule itself (a frozen, hashable value), never by `id()`: an id is reused once
+#: its object dies, and a cache keyed by it would run another rule's condition (issue 10).
+_CONDITIONS: dict[Rule, Callable[[Mapping[Expr, int]], bool]] = {}
 
 
 def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     """The rule's condition as Python code over the values of its constants and bounds: the
     same truth value and the same errors as `evaluate_condition` (a test checks both agree),
     without walking the expression tree at every match."""
-    hit = _CONDITIONS.get(id(rule))
+    hit = _CONDITIONS.get(rule)
     if hit is None:
         keys: list[Expr] = []
 
@@ -181,7 +185,7 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
                                     "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
         exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
         compiled = cast(Callable[[Mapping[Expr, int]], bool], scope["_cond"])
-        _CONDITIONS[id(rule)] = compiled
+        _CONDITIONS[rule] = compiled
         return compiled
     return hit
 
@@ -190,13 +194,13 @@ def _lcm(a: int, b: int) -> int:
     return abs(a * b) // math.gcd(a, b) if a and b else 0
 
 
-_CALLS: dict[int, list[Call]] = {}
+_CALLS: dict[Rule, list[Call]] = {}
 
 
 def _rule_calls(rule: Rule) -> list[Call]:
-    hit = _CALLS.get(id(rule))
+    hit = _CALLS.get(rule)
     if hit is None:
-        hit = _CALLS[id(rule)] = _calls(rule)
+        hit = _CALLS[rule] = _calls(rule)
     return hit
 
 
@@ -442,8 +446,8 @@ class _ExprSimplifier:
         divisions: expand, simplify, and keep the outcome only if it is smaller. One-shot, so
         the expansion phase cannot cycle."""
         expansions = self.engine.expansions.get(Mod, ())
-        if not expansions:
-            return None
+        if not expansions or not laws.ON.canonical_sums:
+            return None  # rebuilding the sum from its linear form relies on those laws
         coeffs, constant = linear_form(node)
         mods = [b for b in coeffs if isinstance(b, Mod)]
         divs = [b for b in coeffs if b.kind in ("floordiv", "mod")]
@@ -469,11 +473,49 @@ class _ExprSimplifier:
 # -- maps ----------------------------------------------------------------------------------------
 
 
-def _tighten_to_residue(iv: Interval, modulus: int, residue: int) -> Interval:
-    """Smallest interval inside `iv` holding every x in `iv` with x mod modulus == residue."""
-    lo = iv.lo + (residue - iv.lo) % modulus
-    hi = iv.hi - (iv.hi - residue) % modulus
-    return Interval(lo, hi)
+#: Largest period over which a merge of mod constraints is checked point by point.
+MERGE_PERIOD_LIMIT = 1 << 16
+
+
+def checked_residue_merge(m1: int, r1: int, m2: int, r2: int
+                          ) -> tuple[int, int] | None | bool:
+    """(M, R) such that, for every integer v, `v mod m1 == r1 and v mod m2 == r2` iff
+    `v mod M == R`; None when no v satisfies both; False when the instance was not proven
+    (period over MERGE_PERIOD_LIMIT). The candidate comes from the Chinese remainder theorem;
+    it is then proven by checking every residue of the common period L = lcm(m1, m2, M),
+    which decides the claim because both sides depend only on v mod L."""
+    period = math.lcm(m1, m2)
+    if period > MERGE_PERIOD_LIMIT:
+        return False
+    if not (0 <= r1 < m1 and 0 <= r2 < m2):
+        candidate = None  # a residue out of range: no v satisfies it
+    else:
+        candidate = merge_residues(m1, r1, m2, r2)
+    if candidate is not None:
+        period = math.lcm(period, candidate[0])
+    for v in range(period):
+        left = v % m1 == r1 and v % m2 == r2
+        right = candidate is not None and v % candidate[0] == candidate[1]
+        if left != right:
+            return False
+    return candidate
+
+
+def checked_residue_bounds(iv: Interval, modulus: int, residue: int) -> Interval | None:
+    """The smallest interval inside `iv` holding every x of `iv` with x mod modulus ==
+    residue (empty if none), or None when the modulus is over MERGE_PERIOD_LIMIT. Every value
+    cut off is checked to violate the residue, so the variable keeps exactly its points."""
+    if iv.is_empty or modulus > MERGE_PERIOD_LIMIT:
+        return None
+    lo = iv.lo
+    while lo <= iv.hi and lo % modulus != residue:
+        lo += 1
+        if lo - iv.lo > modulus:
+            return Interval(1, 0)  # a full period without the residue: none has it
+    hi = iv.hi
+    while hi >= lo and hi % modulus != residue:
+        hi -= 1
+    return Interval(lo, hi) if lo <= hi else Interval(1, 0)
 
 
 @dataclass
@@ -525,41 +567,65 @@ class Simplifier:
                 new = new.add_constraint(e2, iv2)
                 if new.is_known_empty:
                     return new
-            new = self._merge_mod_constraints(new)
+            new = self._merge_mod_constraints(new, trace)
             if new.is_known_empty or new == before:
                 return new
             m = new
         return m
 
-    def _merge_mod_constraints(self, m: IndexingMap) -> IndexingMap:
-        """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b);
-        a variable's bounds shrink to the nearest values with the right residue."""
+    def _merge_mod_constraints(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
+        """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b)
+        (Chinese remainder), intersected with any constraint already on that expression; a
+        variable's bounds shrink to the nearest values with the right residue.
+
+        No rule can state a fact about two constraints, so each instance is proven where it is
+        made: both memberships depend only on `x mod L` (L the lcm of the moduli), so checking
+        every residue in [0, L) decides the equivalence exactly (`checked_residue_merge`).
+        Instances with L over `MERGE_PERIOD_LIMIT` are left alone. Each step is traced."""
         residues: dict[Expr, list[tuple[Expr, int, int]]] = {}
         for e, iv in m.constraints.items():
             if isinstance(e, Mod) and isinstance(e.rhs, Const) and iv.is_point:
                 residues.setdefault(e.lhs, []).append((e, e.rhs.value, iv.lo))
-        if not residues:
-            return m
-        cons = dict(m.constraints)
         out = m
         for x, items in residues.items():
+            modulus, residue = items[0][1], items[0][2]
             if len(items) > 1:
-                modulus, residue = items[0][1], items[0][2]
+                merged_all = True
                 for _e, mi, ri in items[1:]:
-                    merged = merge_residues(modulus, residue, mi, ri)
+                    merged = checked_residue_merge(modulus, residue, mi, ri)
+                    if merged is False:
+                        merged_all = False
+                        break
                     if merged is None:
-                        return m.replace(is_known_empty=True)
+                        if trace is not None:
+                            trace.append(Step("mod_constraints_merge", items[0][0], Const(0), {
+                                f"{e}": Interval(ri, ri) for e, _m, ri in items}))
+                        return out.replace(is_known_empty=True)
                     modulus, residue = merged
-                for e, _mi, _ri in items:
-                    del cons[e]
-                cons[canon(Mod(x, Const(modulus)))] = Interval(residue, residue)
-                items = [(Mod(x, Const(modulus)), modulus, residue)]
-            out = out.replace(constraints=cons)
+                if not merged_all:
+                    continue
+                cons = {e: iv for e, iv in out.constraints.items()
+                        if e not in {item[0] for item in items}}
+                target = Mod(x, Const(modulus))
+                out = out.replace(constraints=cons).add_constraint(target, (residue, residue))
+                if trace is not None:
+                    trace.append(Step("mod_constraints_merge", items[0][0], target, {
+                        **{f"{e}": Interval(ri, ri) for e, _m, ri in items},
+                        "becomes": Interval(residue, residue)}))
+                if out.is_known_empty:
+                    return out
+                iv = out.constraints.get(target)
+                if iv is None or not iv.is_point:
+                    continue
+                residue = iv.lo
             if isinstance(x, Variable):
-                _e, mi, ri = items[0]
                 info = out.var_info(x)
-                tight = _tighten_to_residue(info.bounds, mi, ri)
-                if tight != info.bounds:
+                tight = checked_residue_bounds(info.bounds, modulus, residue)
+                if tight is not None and tight != info.bounds:
+                    if trace is not None:
+                        trace.append(Step("mod_constraint_bounds", x, x, {
+                            f"{x} mod {modulus} in [{residue}, {residue}]: {x}": info.bounds,
+                            "becomes": tight}))
                     out = out._with_var(x, Var(tight, info.name))
                     if tight.is_empty:
                         return out.replace(is_known_empty=True)
@@ -600,6 +666,15 @@ class Simplifier:
 # -- rule base and public API ------------------------------------------------------------------
 
 _DEFAULT: Simplifier | None = None
+
+
+def _forget_default() -> None:
+    """Its caches were filled under another set of proven laws."""
+    global _DEFAULT
+    _DEFAULT = None
+
+
+laws.on_change(_forget_default)
 
 
 def default_simplifier() -> Simplifier:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import EvaluationError, ParseError, locate
+from .errors import DivisorError, EvaluationError, ParseError, locate
 from .expr import (
     FOLDING_BINARY,
     RAW_BINARY,
@@ -156,12 +156,25 @@ class _Parser:
         while self.tok.text in _OPERATOR_WORDS and self.tok.kind != "end":
             op_tok = self.tok
             self.pos += 1
+            divisor = self.tok
             rhs = self.unary()
+            op = _OPERATOR_WORDS[op_tok.text]
             try:
-                e = self.binary(_OPERATOR_WORDS[op_tok.text], e, rhs)
+                e = self.binary(op, e, rhs)
+            except DivisorError:
+                raise self.divisor_error(op, divisor) from None
             except EvaluationError as err:
                 raise self.error(str(err), op_tok) from None
         return e
+
+    def divisor_error(self, op: str, start: Token) -> ParseError:
+        """Divisors are integer constants (docs/semantics.md): say so where the divisor is."""
+        need = "a positive" if op == "mod" else "a nonzero"
+        extra = " or a constant of the rule (c0)" if not self.fold else ""
+        written = " ".join(self.text[start.offset : self.tok.offset].split()) or "end of input"
+        line, col = locate(self.text, start.offset)
+        return ParseError(f"expected {need} integer constant{extra} as the divisor of {op}, "
+                          f"found {written!r}", line, col, self.source)
 
     def unary(self) -> Expr:
         if self.accept("-"):

@@ -58,6 +58,9 @@ class TermVar(PatternLeaf):
     kind = "termvar"
     tag = "tv"
 
+    def _constancy(self) -> bool | None:
+        return False
+
 
 class ConstVar(PatternLeaf):
     """Matches a constant node only."""
@@ -91,6 +94,9 @@ class Call(Expr):
     @property
     def children(self) -> tuple[Expr, ...]:
         return self.args
+
+    def _constancy(self) -> bool | None:
+        return True if self.fn in ("lo", "hi") else None
 
     def rebuild(self, children: Sequence[Expr]) -> Expr:
         return Call(self.fn, children)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..errors import EvaluationError
+from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
 from ..syntax import print_expr
@@ -515,7 +515,10 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
     terms = [n for n in nodes.values() if isinstance(n, TermVar)]
     parts = [e for side in (rule.lhs, rule.rhs) for e in
              ([side.expr] if isinstance(side, Membership) else [side])]
-    results = [_instantiate(e, env) for e in parts]
+    try:
+        results = [_instantiate(e, env) for e in parts]
+    except DivisorError:
+        return None  # the counterexample makes a divisor invalid: no map can show that
     if any(r is None for r in results):
         return None
     names = {t: t.name for t in terms}  # type: ignore[attr-defined]
@@ -530,7 +533,10 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
         value, _ = _value(arg, env)
         lo = env.get(Call("lo", [arg]), value)
         hi = env.get(Call("hi", [arg]), value)
-        inst = _instantiate(arg, env)
+        try:
+            inst = _instantiate(arg, env)
+        except DivisorError:
+            return None
         if lo is None or hi is None or inst is None:
             return None
         domain.append(f"{print_expr(inst)} in [{lo}, {hi}]")
