@@ -41,6 +41,17 @@ class DivisorError(EvaluationError, ValueError):
     expression is built, so no map ever holds a term that is undefined somewhere."""
 
 
+class DepthError(VerifidxError, ValueError):
+    """An expression nested deeper than `verifidx.expr.MAX_DEPTH` levels (docs/semantics.md)."""
+
+    def __init__(self, depth: int) -> None:
+        from .expr import MAX_DEPTH
+
+        self.depth = depth
+        super().__init__(f"expression nested {depth} levels deep; verifidx handles at most "
+                         f"{MAX_DEPTH}")
+
+
 class UnsupportedError(VerifidxError):
     """A feature that verifidx does not handle (yet); never a silent wrong answer."""
 

@@ -23,9 +23,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar, Union
 
 from . import laws as _laws
-from .errors import DivisorError, EvaluationError
+from .errors import DepthError, DivisorError, EvaluationError
 
 ExprLike = Union["Expr", int]
+
+#: The deepest expression verifidx builds (docs/semantics.md). XLA's maps are a few levels
+#: deep; the bound lets every walker (parser, printer, simplifier, solver encoding) recurse
+#: without ever meeting Python's recursion limit. Deeper input is a clear error, never a crash.
+MAX_DEPTH = 64
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
 
@@ -53,11 +58,12 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
+    _depth: int
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
@@ -75,6 +81,11 @@ class Expr:
     @property
     def children(self) -> tuple[Expr, ...]:
         return ()
+
+    @property
+    def depth(self) -> int:
+        """Levels of operators (a leaf is 1); at most MAX_DEPTH."""
+        return self._depth
 
     @property
     def size(self) -> int:
@@ -207,7 +218,7 @@ class Const(Expr):
 
         def init(n: Expr) -> None:
             n.value = value  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern(("c", value), init)  # type: ignore[return-value]
 
@@ -232,7 +243,7 @@ class Variable(Expr):
 
         def init(n: Expr) -> None:
             n.index = index  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
 
@@ -283,10 +294,15 @@ class Add(Expr):
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
 
+        depth = 1 + max(t._depth for t in terms)
+        if depth > MAX_DEPTH:
+            raise DepthError(depth)
+
         def init(n: Expr) -> None:
             n.terms = terms  # type: ignore[attr-defined]
             n._size = 1 + sum(t._size for t in terms)
             n._total = all(t._total for t in terms)
+            n._depth = depth
 
         return cls._intern(("+", terms), init)  # type: ignore[return-value]
 
@@ -314,11 +330,15 @@ class Binary(Expr):
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
         cls._check_operands(rhs)
+        depth = 1 + max(lhs._depth, rhs._depth)
+        if depth > MAX_DEPTH:
+            raise DepthError(depth)
 
         def init(n: Expr) -> None:
             n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
             n._size = 1 + lhs._size + rhs._size
             n._total = lhs._total and rhs._total and cls._total_with(rhs)
+            n._depth = depth
 
         return cls._intern((cls.tag, lhs, rhs), init)  # type: ignore[return-value]
 

@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import DivisorError, EvaluationError, ParseError, locate
+from .errors import DepthError, DivisorError, EvaluationError, ParseError, locate
 from .expr import (
     FOLDING_BINARY,
+    MAX_DEPTH,
     RAW_BINARY,
     Add,
     CeilDiv,
@@ -138,18 +139,38 @@ class _Parser:
         return sign * v
 
     # expressions
+    nesting = 0
+
+    def nest(self, tok: Token) -> None:
+        """One more level of `(`, unary minus or min/max: bounded like the expressions built
+        from it (MAX_DEPTH), so that this recursive parser never meets the recursion limit."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            line, col = locate(self.text, tok.offset)
+            raise ParseError(f"expected an expression nested at most {MAX_DEPTH} levels deep",
+                             line, col, self.source)
+
     def expr(self) -> Expr:
         start = self.tok
         try:
             e = self.term()
             while self.at("+") or self.at("-"):
-                op = self.tok.text
+                op_tok = self.tok
                 self.pos += 1
                 rhs = self.term()
-                e = self.plus(e, rhs) if op == "+" else self.plus(e, self.negate(rhs))
+                try:
+                    e = self.plus(e, rhs) if op_tok.text == "+" else \
+                        self.plus(e, self.negate(rhs))
+                except DepthError as err:
+                    raise self.depth_error(err, op_tok) from None
             return e
         except EvaluationError as err:
             raise self.error(str(err), start) from None
+
+    def depth_error(self, err: DepthError, tok: Token) -> ParseError:
+        line, col = locate(self.text, tok.offset)
+        return ParseError(f"expected an expression nested at most {MAX_DEPTH} levels deep "
+                          f"(this one reaches {err.depth})", line, col, self.source)
 
     def term(self) -> Expr:
         e = self.unary()
@@ -163,6 +184,8 @@ class _Parser:
                 e = self.binary(op, e, rhs)
             except DivisorError:
                 raise self.divisor_error(op, divisor) from None
+            except DepthError as err:
+                raise self.depth_error(err, op_tok) from None
             except EvaluationError as err:
                 raise self.error(str(err), op_tok) from None
         return e
@@ -177,9 +200,15 @@ class _Parser:
                           f"found {written!r}", line, col, self.source)
 
     def unary(self) -> Expr:
+        t = self.tok
         if self.accept("-"):
+            self.nest(t)
             inner = self.unary()
-            return Const(-inner.value) if isinstance(inner, Const) else self.negate(inner)
+            self.nesting -= 1
+            try:
+                return Const(-inner.value) if isinstance(inner, Const) else self.negate(inner)
+            except DepthError as err:
+                raise self.depth_error(err, t) from None
         return self.atom()
 
     def atom(self) -> Expr:
@@ -188,20 +217,27 @@ class _Parser:
             self.pos += 1
             return Const(int(t.text))
         if self.accept("("):
+            self.nest(t)
             e = self.expr()
             self.expect(")", "')' to close '('")
+            self.nesting -= 1
             return e
         if t.kind == "name":
             if self.tokens[self.pos + 1].text == "(" and (
                 t.text in ("min", "max") or self.functions is not None
             ):
                 self.pos += 2
+                self.nest(t)
                 args = [self.expr()]
                 while self.accept(","):
                     args.append(self.expr())
                 self.expect(")", f"')' to close {t.text}(")
+                self.nesting -= 1
                 if t.text in ("min", "max") and len(args) == 2:
-                    return self.binary(t.text, args[0], args[1])
+                    try:
+                        return self.binary(t.text, args[0], args[1])
+                    except DepthError as err:
+                        raise self.depth_error(err, t) from None
                 if self.functions is None:
                     raise self.error(f"{t.text} takes two operands", t)
                 return self.functions(t.text, args, t)
@@ -458,7 +494,8 @@ class _Printer:
         if isinstance(e, Mul):
             if _is_negation(e):
                 return "-" + self.atomic(e.lhs)
-            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, Mul)}"
+            # products group to the left when parsed: a product on the right keeps its parentheses
+            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"
         if not isinstance(e, (FloorDiv, CeilDiv, Mod)):
             return str(e)  # pattern leaves and function calls of the rule language
         word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]

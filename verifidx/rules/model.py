@@ -34,7 +34,7 @@ class PatternLeaf(Expr):
     def __new__(cls, name: str) -> PatternLeaf:
         def init(n: Expr) -> None:
             n.name = name  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern((cls.tag, name), init)  # type: ignore[return-value]
 
@@ -88,6 +88,7 @@ class Call(Expr):
             n.fn, n.args = fn, args  # type: ignore[attr-defined]
             n._size = 1 + sum(a._size for a in args)
             n._total = all(a._total for a in args)
+            n._depth = 1 + max((a._depth for a in args), default=0)
 
         return cls._intern(("call", fn, args), init)  # type: ignore[return-value]
 
