@@ -4,7 +4,14 @@ The public API (DESIGN.md): parse/print/compose maps, simplify them with proven 
 decide equality and emptiness with Z3, derive maps from HLO, prove rules.
 """
 
-from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
+from .errors import (
+    DepthError,
+    DivisorError,
+    EvaluationError,
+    ParseError,
+    UnsupportedError,
+    VerifidxError,
+)
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
 from .hlo.computation_maps import input_to_output, output_to_input, set_simplifier
@@ -30,7 +37,8 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
+    "AffineMap", "Const", "DepthError", "Dim", "DivisorError", "EvaluationError", "Expr",
+    "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
     "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
