@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conformance import NON_CONSTANT_DIVISOR_CASES, CORPORA, cases_of, load, map_texts
+from conformance import CORPORA, NON_CONSTANT_DIVISOR_CASES, cases_of, load, map_texts
 
 from verifidx import ParseError, compose, parse_expr, parse_map
 from verifidx.interval import Interval

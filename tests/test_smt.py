@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from strategies import map_pairs, maps
-
-import pytest
 
 from verifidx import ParseError, parse_map
 from verifidx.expr import Symbol

@@ -82,9 +82,9 @@ BAD = [
     # divisors: the error points at the divisor, which must be an integer constant
     ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 17),
     ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 22),
-    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 9], d1 in [1, 2]", 1, 27),
+    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 9], d1 in [1, 2]", 1, 26),
     ("(d0) -> (d0 mod -3), domain: d0 in [0, 9]", 1, 17),
-    ("(d0) -> (d0), domain: d0 in [0, 9], d0 ceildiv (d0 + 1) in [0, 0]", 1, 49),
+    ("(d0) -> (d0), domain: d0 in [0, 9], d0 ceildiv (d0 + 1) in [0, 0]", 1, 48),
     ("(d0)[s0] -> (5 mod s0), domain: d0 in [0, 9], s0 in [1, 2]", 1, 20),
     ("(d0) -> (d0 $ 2)", 1, 13),
     ("(d0) -> (d0), domain: d0 in [0, 9] junk", 1, 36),

@@ -34,6 +34,30 @@ class Laws:
     """One boolean per law, plus `canonical_sums` (every law of CANONICAL_SUM_LAWS is on)."""
 
     __slots__ = (*NAMES, "canonical_sums")
+    fold_add: bool
+    fold_mul: bool
+    fold_floordiv: bool
+    fold_ceildiv: bool
+    fold_mod: bool
+    fold_min: bool
+    fold_max: bool
+    add_zero: bool
+    mul_one: bool
+    mul_zero: bool
+    floordiv_one: bool
+    ceildiv_one: bool
+    mod_one: bool
+    mul_const_right: bool
+    mul_const_assoc: bool
+    add_assoc: bool
+    add_comm: bool
+    like_terms: bool
+    like_terms_unit: bool
+    add_self: bool
+    mul_distribute: bool
+    min_comm: bool
+    max_comm: bool
+    canonical_sums: bool
 
     def __init__(self, enabled: Iterable[str] = ()) -> None:
         on = set(enabled)

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import cast
+from typing import Literal, cast
 
 from . import laws
 from .canonical import canon, linear_form
@@ -478,7 +478,7 @@ MERGE_PERIOD_LIMIT = 1 << 16
 
 
 def checked_residue_merge(m1: int, r1: int, m2: int, r2: int
-                          ) -> tuple[int, int] | None | bool:
+                          ) -> tuple[int, int] | None | Literal[False]:
     """(M, R) such that, for every integer v, `v mod m1 == r1 and v mod m2 == r2` iff
     `v mod M == R`; None when no v satisfies both; False when the instance was not proven
     (period over MERGE_PERIOD_LIMIT). The candidate comes from the Chinese remainder theorem;
@@ -614,10 +614,10 @@ class Simplifier:
                         "becomes": Interval(residue, residue)}))
                 if out.is_known_empty:
                     return out
-                iv = out.constraints.get(target)
-                if iv is None or not iv.is_point:
+                now = out.constraints.get(target)
+                if now is None or not now.is_point:
                     continue
-                residue = iv.lo
+                residue = now.lo
             if isinstance(x, Variable):
                 info = out.var_info(x)
                 tight = checked_residue_bounds(info.bounds, modulus, residue)

@@ -131,7 +131,6 @@ class _MapEncoding:
         self.member = z3.And(conds) if conds else z3.BoolVal(True)
         if m.is_known_empty:
             self.member = z3.BoolVal(False)
-        self.defined = z3.And(self.enc.defined) if self.enc.defined else z3.BoolVal(True)
 
 
 def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None = None
@@ -153,25 +152,6 @@ def _value(model: z3.ModelRef, x: z3.ArithRef) -> int:
     return model.eval(x, model_completion=True).as_long()  # type: ignore[no-any-return]
 
 
-def _undefined_point(m: IndexingMap, timeout_ms: int) -> Verdict | None:
-    """A verdict explaining where `m` is undefined, or None when it is defined everywhere."""
-    if all(e.is_total for e in (*m.results, *m.constraints)):
-        return None
-    env = _vars(m, "")
-    enc = _MapEncoding(m, env)
-    box = z3.And([z3.And(env[v] >= i.bounds.lo, env[v] <= i.bounds.hi)
-                  for v, i in zip(m.variables, m.all_vars)] or [z3.BoolVal(True)])
-    s = _solver(timeout_ms)
-    s.add(box, z3.Not(enc.defined))
-    r = s.check()
-    if r == z3.unsat:
-        return None
-    if r == z3.sat:
-        point = _named_point(m, s.model(), env)
-        return Verdict(None, point, message=f"an operation of the map is undefined at {point}")
-    return Verdict(None, message=f"could not decide whether the map divides by zero ({r})")
-
-
 def _named_point(m: IndexingMap, model: z3.ModelRef, env: Mapping[Expr, z3.ArithRef]
                  ) -> dict[str, int]:
     from .syntax import variable_names
@@ -187,9 +167,6 @@ def is_empty(m: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
         return Verdict(None, message="an UNDEFINED map has no domain")
     if m.is_known_empty or any(v.bounds.is_empty for v in m.all_vars):
         return Verdict(True, message="known empty", seconds=time.perf_counter() - start)
-    bad = _undefined_point(m, timeout_ms)
-    if bad is not None:
-        return bad
     env = _vars(m, "")
     enc = _MapEncoding(m, env)
     s = _solver(timeout_ms)
@@ -238,10 +215,6 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
                        message="both UNDEFINED" if same else "an UNDEFINED map has no relation")
     if f == g:
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
-    for m in (f, g):
-        bad = _undefined_point(m, timeout_ms)
-        if bad is not None:
-            return bad
     mismatch = _shape_mismatch(f, g)
     if mismatch:
         f_empty, g_empty = is_empty(f, timeout_ms), is_empty(g, timeout_ms)
@@ -289,10 +262,6 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
 def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
     """Whether every tuple of a's relation is in b's (holds=False comes with a tuple of a that
     b lacks). Used for over-approximation checks: `includes(exact, map)`."""
-    for m in (a, b):
-        bad = _undefined_point(m, timeout_ms)
-        if bad is not None:
-            return bad
     mismatch = _shape_mismatch(a, b)
     if mismatch:
         return Verdict(None, message=mismatch)

@@ -97,7 +97,7 @@ def _expr(rng: random.Random, names: list[str], depth: int, bad: bool = False) -
 
 def _deep(rng: random.Random, names: list[str], levels: int) -> str:
     e = rng.choice(names) if names else "1"
-    for i in range(levels):
+    for _ in range(levels):
         step = rng.choice(["mod", "div", "neg", "min", "add"])
         if step == "mod":
             e = f"({e} * 3 + 1) mod 7"
