@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from ..errors import EvaluationError
@@ -210,6 +210,15 @@ class Rule:
     #: Set by the rule base from a bounded certificate: the rule is proven only when every
     #: constant it binds has |value| <= max_constant, so the simplifier applies it only then.
     max_constant: int | None = None
+
+    def __hash__(self) -> int:
+        """Computed once: the simplifier keys its per-rule caches by the rule itself."""
+        try:
+            return self.__dict__["_hash"]  # type: ignore[no-any-return]
+        except KeyError:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+            return h
 
     @property
     def normalized_text(self) -> str:
