@@ -97,9 +97,10 @@ def gate_laws(rule_dir: str | Path | None = None, proofs: str | Path | None = No
     for name in laws.NAMES:
         if name not in enabled and name not in problems:
             problems[name] = f"no rule states it in {folder}"
-    for name, why in problems.items():
-        warnings.warn(f"law {name} is not applied when expressions are built ({why}); "
-                      f"`verifidx prove` repairs its certificate", UnprovenLawWarning,
-                      stacklevel=2)
+    if problems:
+        listed = "; ".join(f"{name} ({why})" for name, why in problems.items())
+        warnings.warn(f"{len(problems)} law(s) not applied when expressions are built: "
+                      f"{listed}; `verifidx prove` repairs their certificates",
+                      UnprovenLawWarning, stacklevel=2)
     laws.set_enabled(enabled)
     return enabled
