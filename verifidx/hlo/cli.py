@@ -2,7 +2,7 @@
 
 Without `--instruction`, every computation that is the entry, a fusion body or a `call` target
 is reported with its root-to-parameter maps (`--direction out2in`, the default) or
-parameter-to-root maps (`in2out`), composed along the graph (`verifidx.hlo.computation_maps`).
+parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computation_maps`).
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from verifidx.cli import COMMANDS, UsageError
-from verifidx.hlo.computation_maps import (
+from verifidx.computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
@@ -154,7 +154,7 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
-    from verifidx.hlo.computation_maps import set_proven_dedup
+    from verifidx.computation_maps import set_proven_dedup
 
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)

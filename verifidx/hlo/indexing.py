@@ -44,6 +44,8 @@ from verifidx.hlo.runtime import (
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap, Var
 from verifidx.interval import Interval, range_of
+from verifidx.layout import bitcast_map as layout_bitcast_map
+from verifidx.layout import physical_mode_map
 
 if TYPE_CHECKING:
     from verifidx.expr import Variable
@@ -657,11 +659,7 @@ def _bitcast_map(src: Shape, dst: Shape) -> IndexingMap:
         raise Malformed("bitcast between element types of different sizes")
     if (src.layout and src.layout.tiles) or (dst.layout and dst.layout.tiles):
         try:  # tiled layouts: the layout module knows the offsets
-            from verifidx import layout
-
-            return layout.bitcast_map(src, dst)
-        except ImportError:
-            raise Malformed("bitcast with tiled layouts needs verifidx.layout") from None
+            return layout_bitcast_map(src, dst)
         except (UnsupportedError, ValueError) as err:
             raise Malformed(f"bitcast with tiled layouts: {err}") from None
     s_dims, d_dims = _static(src), _static(dst)
@@ -1748,16 +1746,31 @@ def _scan_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
 # -- called computations -----------------------------------------------------------------------
 
 
-def _called_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
-    from verifidx.hlo.computation_maps import called_output_to_input
+_called: tuple[Builder, Builder] | None = None
 
-    return called_output_to_input(ctx, output_id)
+
+def register_called_computations(out2in: Builder, in2out: Builder) -> None:
+    """The seam for `fusion` and `call`: their maps are compositions along the called
+    computation, which the analysis `verifidx.computation_maps` (two layers up, built on this
+    table) computes. It registers its two builders here when it loads; importing the `verifidx`
+    package loads it."""
+    global _called
+    _called = (out2in, in2out)
+
+
+def _called_builders() -> tuple[Builder, Builder]:
+    if _called is None:
+        raise Malformed("maps through a called computation need verifidx.computation_maps, "
+                        "which is not loaded (import verifidx)")
+    return _called
+
+
+def _called_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    return _called_builders()[0](ctx, output_id)
 
 
 def _called_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
-    from verifidx.hlo.computation_maps import called_input_to_output
-
-    return called_input_to_output(ctx, input_id)
+    return _called_builders()[1](ctx, input_id)
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -1891,11 +1904,6 @@ def _physical(indexing: HloInstructionIndexing, ctx: OpContext, index: int
               ) -> HloInstructionIndexing:
     """XLA's `use_physical_layout`: maps between physical (layout-ordered) indices, as
     `verifidx.layout.physical_mode_map` defines them (tiles ignored, as XLA does)."""
-    try:
-        from verifidx import layout
-    except ImportError:
-        raise UnsupportedError("use_physical_layout needs verifidx.layout") from None
-
     out_shape = ctx.out_leaves
     groups: list[tuple[OperandIndexing, ...]] = []
     for i, group in enumerate(indexing.maps):
@@ -1909,8 +1917,7 @@ def _physical(indexing: HloInstructionIndexing, ctx: OpContext, index: int
                 src, dst = out_shape[index], ctx.operand_shapes[i]
             else:
                 src, dst = ctx.operand_shapes[index], out_shape[i]
-            new.append(OperandIndexing(layout.physical_mode_map(m.map, src, dst,
-                                                                include_tiling=False)))
+            new.append(OperandIndexing(physical_mode_map(m.map, src, dst, include_tiling=False)))
         groups.append(tuple(new))
     return HloInstructionIndexing(tuple(groups), indexing.direction, indexing.notes)
 
