@@ -15,11 +15,27 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import COMMANDS, UsageError
-from .model import Rule
-from .parser import default_rule_dir, parse_rule
-from .prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
-from .store import check_files, gate_failure, load_files, prove_files, result_text, summary
+from ..rules.model import Rule
+from ..rules.parser import default_rule_dir, parse_rule
+from ..rules.prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
+from ..rules.store import (
+    check_files,
+    gate_failure,
+    load_files,
+    prove_files,
+    result_text,
+    summary,
+)
+from ..rules.suggest import suggest
+from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command
+
+
+def register(sub: Subparsers) -> None:
+    _configure_prove(add_command(
+        sub, "prove", "prove rewrite rules with Z3 and write proof certificates", _run_prove))
+    _configure_check(add_command(
+        sub, "check", "CI gate: every rule has a current proof certificate and is proven",
+        _run_check))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -85,8 +101,6 @@ def _run_prove(args: argparse.Namespace) -> int:
                           write=not args.no_write, log=True)
     suggestions: dict[int, str] = {}
     if args.suggest:
-        from .suggest import suggest
-
         for i, res in enumerate(results):
             if res.verdict == REFUTED and res.rule is not None:
                 print(f"searching side conditions for {res.name}...", file=sys.stderr)
@@ -102,7 +116,7 @@ def _run_prove(args: argparse.Namespace) -> int:
             if i in suggestions:
                 print(f"    suggestion: {suggestions[i]}")
         print(_summary_line(results))
-    return 0 if all(r.verdict == PROVED for r in results) else 1
+    return EXIT_OK if all(r.verdict == PROVED for r in results) else EXIT_FAILED
 
 
 def _explain(which: str, rules: Sequence[Rule]) -> int:
@@ -143,7 +157,7 @@ def _run_check(args: argparse.Namespace) -> int:
         for r in results:
             print(result_text(r, failures.get(id(r))))
         print(_summary_line(results))
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else EXIT_OK
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -198,8 +212,3 @@ def _github(r: ProofResult, why: str) -> str:
     return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
             f"{_escape(body)}")
 
-
-COMMANDS["prove"] = ("prove rewrite rules with Z3 and write proof certificates",
-                     _configure_prove, _run_prove)
-COMMANDS["check"] = ("CI gate: every rule has a current proof certificate and is proven",
-                     _configure_check, _run_check)
