@@ -44,12 +44,11 @@ class DivisorError(EvaluationError, ValueError):
 class DepthError(VerifidxError, ValueError):
     """An expression nested deeper than `verifidx.expr.MAX_DEPTH` levels (docs/semantics.md)."""
 
-    def __init__(self, depth: int) -> None:
-        from .expr import MAX_DEPTH
-
+    def __init__(self, depth: int, limit: int) -> None:
         self.depth = depth
+        self.limit = limit
         super().__init__(f"expression nested {depth} levels deep; verifidx handles at most "
-                         f"{MAX_DEPTH}")
+                         f"{limit}")
 
 
 class UnsupportedError(VerifidxError):

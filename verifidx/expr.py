@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar, Union
 
 from . import laws as _laws
-from .errors import DepthError, DivisorError, EvaluationError
+from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
 
 ExprLike = Union["Expr", int]
 
@@ -33,6 +33,16 @@ ExprLike = Union["Expr", int]
 MAX_DEPTH = 64
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
+
+_printer: Callable[[Expr], str] | None = None
+
+
+def register_printer(printer: Callable[[Expr], str]) -> None:
+    """The seam behind `str(expr)`: the text layer (`verifidx.syntax`) imports this module and
+    registers its printer here when it loads, so printing needs no import upwards. Importing the
+    `verifidx` package loads the text layer, so the printer is there for every user."""
+    global _printer
+    _printer = printer
 
 
 def floor_div(a: int, b: int) -> int:
@@ -198,14 +208,15 @@ class Expr:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        from .syntax import print_expr
-
-        return f"Expr({print_expr(self)!r})"
+        if _printer is None:
+            return f"<{type(self).__name__} expression>"
+        return f"Expr({_printer(self)!r})"
 
     def __str__(self) -> str:
-        from .syntax import print_expr
-
-        return print_expr(self)
+        if _printer is None:
+            raise UnsupportedError("no expression printer registered; `import verifidx` "
+                                   "registers verifidx.syntax's")
+        return _printer(self)
 
 
 class Const(Expr):
@@ -296,7 +307,7 @@ class Add(Expr):
 
         depth = 1 + max(t._depth for t in terms)
         if depth > MAX_DEPTH:
-            raise DepthError(depth)
+            raise DepthError(depth, MAX_DEPTH)
 
         def init(n: Expr) -> None:
             n.terms = terms  # type: ignore[attr-defined]
@@ -332,7 +343,7 @@ class Binary(Expr):
         cls._check_operands(rhs)
         depth = 1 + max(lhs._depth, rhs._depth)
         if depth > MAX_DEPTH:
-            raise DepthError(depth)
+            raise DepthError(depth, MAX_DEPTH)
 
         def init(n: Expr) -> None:
             n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
