@@ -10,7 +10,6 @@ import sys
 
 from .cli import COMMANDS, UsageError, read_text
 from .fusion import to_dot
-from .hlo import parse_hlo
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -23,7 +22,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     text, source = read_text(args.file, "HLO module")
-    module = parse_hlo(text, source)
+    from .stablehlo import parse_module
+
+    module = parse_module(text, source)
     name = args.computation.removeprefix("%") if args.computation else None
     if name is not None and name not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")

@@ -24,7 +24,6 @@ from verifidx.hlo.computation_maps import (
 )
 from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.syntax import print_map
 
@@ -158,7 +157,9 @@ def _run(args: argparse.Namespace) -> int:
 
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
-    module = parse_hlo(text, source)
+    from verifidx.stablehlo import parse_module
+
+    module = parse_module(text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
