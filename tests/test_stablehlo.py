@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (MLIR test programs keep one op per line)
 """StableHLO in: the same maps as the HLO text of the same program, parametric maps for dynamic
 dimensions that hold at every size, refinement proven, and one-line errors.
 

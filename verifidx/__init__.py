@@ -36,6 +36,6 @@ __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map", "prove", "range_of",
-    "set_simplifier", "simplify",
+    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
+    "prove", "range_of", "set_simplifier", "simplify",
 ]
