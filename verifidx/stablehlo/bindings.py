@@ -84,11 +84,44 @@ def parse(text: str, source: str = "<string>") -> tuple[Any, Any]:
     return ctx, module
 
 
-def run_passes(ctx: Any, module: Any, pipeline: str, source: str = "<string>") -> None:
-    """Run a textual pass pipeline (`builtin.module(...)`) in place."""
+def run_passes(ctx: Any, module: Any, pipeline: str, source: str = "<string>",
+               verify_each: bool = True) -> None:
+    """Run a textual pass pipeline (`builtin.module(...)`) in place; with `verify_each` off,
+    the module is verified once, after the last pass."""
     m = mlir()
     with ctx:
         try:
-            m["passmanager"].PassManager.parse(pipeline).run(module.operation)
+            pm = m["passmanager"].PassManager.parse(pipeline)
+            pm.enable_verifier(verify_each)
+            pm.run(module.operation)
+            module.operation.verify()
         except Exception as err:
             raise parse_error(err, source) from None
+
+
+def drop_bounds(ctx: Any, module: Any) -> None:
+    """Removes `#stablehlo.bounds` encodings from every type in the module, in place (the
+    result may not verify until shapes are refined)."""
+    ir = mlir()["ir"]
+
+    def plain(t: Any) -> Any:
+        if isinstance(t, ir.RankedTensorType) and t.encoding is not None:
+            return ir.RankedTensorType.get(list(t.shape), t.element_type)
+        return t
+
+    def walk(op: Any) -> None:
+        for r in op.results:
+            r.set_type(plain(r.type))
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    arg.set_type(plain(arg.type))
+                for inner in block.operations:
+                    walk(inner.operation)
+        if op.name == "func.func":
+            ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+                [plain(t) for t in ft.inputs], [plain(t) for t in ft.results]))
+
+    with ctx, ir.Location.unknown():
+        walk(module.operation)

@@ -2,12 +2,14 @@
 
 `refine(text, types)` runs StableHLO's own refinement passes through the bindings
 (`stablehlo-refine-arguments` with one type per argument of the public function,
-`stablehlo-refine-shapes`, `stablehlo-canonicalize-dynamism`; `#stablehlo.bounds` encodings are
-dropped first, because `stablehlo-refine-shapes` leaves bounded types alone) and converts the
-static program. `compare(dynamic, static, sizes)` instantiates the parametric maps of the entry
-computation at the refined sizes and asks Z3 whether they equal the static program's maps: each
-map of one side must be proven equal to a map of the other. A refutation comes with the solver's
-counterexample; an unknown answer is never reported as a proof.
+`stablehlo-refine-shapes`, `stablehlo-canonicalize-dynamism`) and converts the static program.
+`#stablehlo.bounds` encodings are dropped first, because `stablehlo-refine-shapes` leaves
+bounded types alone; they are dropped in the parsed module, which no longer verifies until the
+passes have refined it, so the verifier runs once, after the passes.
+`compare(dynamic, static, sizes)` instantiates the parametric maps of the entry computation at
+the refined sizes and asks Z3 whether they equal the static program's maps: each map of one side
+must be proven equal to a map of the other. A refutation comes with the solver's counterexample;
+an unknown answer is never reported as a proof.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from verifidx.errors import ParseError
 from verifidx.hlo.computation_maps import computation_indexing
@@ -24,7 +27,6 @@ from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap
 from verifidx.smt import Verdict, equal
 
-_BOUNDS = re.compile(r",\s*#stablehlo\.bounds<[^>]*>")
 _TYPE = re.compile(r"tensor<[^<>]*(?:<[^<>]*>[^<>]*)*>")
 
 
@@ -38,16 +40,25 @@ def split_types(text: str, source: str = "<argument>") -> list[str]:
     return types
 
 
-def refine(text: str, types: Sequence[str], source: str = "<string>") -> HloModule:
-    """The static program: refinement passes run on `text` for argument `types`."""
-    from verifidx.stablehlo.bindings import parse, run_passes
-    from verifidx.stablehlo.convert import convert_module
+def refined_module(text: str, types: Sequence[str], source: str = "<string>"
+                   ) -> tuple[Any, Any]:
+    """(context, MLIR module) of `text` refined to argument `types` by StableHLO's passes."""
+    from verifidx.stablehlo.bindings import drop_bounds, parse, run_passes
 
-    ctx, module = parse(_BOUNDS.sub("", text), source)
+    ctx, module = parse(text, source)
+    drop_bounds(ctx, module)
     pipeline = ("builtin.module(stablehlo-refine-arguments{types=" + ",".join(types) + "},"
                 "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism),"
                 "func.func(chlo-legalize-to-stablehlo))")
-    run_passes(ctx, module, pipeline, source)
+    run_passes(ctx, module, pipeline, source, verify_each=False)
+    return ctx, module
+
+
+def refine(text: str, types: Sequence[str], source: str = "<string>") -> HloModule:
+    """The static program: refinement passes run on `text` for argument `types`."""
+    from verifidx.stablehlo.convert import convert_module
+
+    ctx, module = refined_module(text, types, source)
     with ctx:
         return convert_module(module, source)
 
