@@ -5,7 +5,8 @@ norm, GELU MLP) lowered by JAX; the peer is the same module's HLO text, read by 
 parser, measured in the same run. A third row is a 2-layer version exported by `jax.export` with
 symbolic batch and sequence sizes (StableHLO only: HLO text has no symbolic sizes).
 Each row runs the whole `verifidx indexing FILE --json` command in-process (parse, convert,
-per-computation maps with proven deduplication, JSON), median of 3 runs, caches cleared.
+per-computation maps with proven deduplication, JSON), median of 3 runs, every cache
+(computations, solver verdicts) cleared before each run.
 
 Run: .venv/bin/python benchmarks/bench_stablehlo.py  (needs: pip install -e '.[stablehlo]')
 Target: StableHLO within 2x of the HLO text.
@@ -78,12 +79,14 @@ def transformer_texts(layers: int = LAYERS) -> tuple[str, str, str]:
 
 def indexing_seconds(path: str) -> tuple[float, int]:
     """Median seconds of `verifidx indexing PATH --json` in-process, and the JSON's size."""
+    from verifidx import computation_maps as cm
+    from verifidx import dedup
     from verifidx.cli import main
-    from verifidx.hlo import computation_maps as cm
 
     times, size = [], 0
     for _ in range(3):
-        cm._CACHE.clear()
+        cm._CACHE.clear()  # every run from scratch, as a fresh process would
+        dedup._VERDICTS.clear()
         out = io.StringIO()
         start = time.perf_counter()
         with contextlib.redirect_stdout(out):

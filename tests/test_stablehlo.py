@@ -18,16 +18,17 @@ import pytest
 
 import verifidx as vx
 from verifidx.cli import main
+from verifidx.computation_maps import computation_indexing
 from verifidx.dedup import MapSet
-from verifidx.hlo.computation_maps import computation_indexing
-from verifidx.hlo.dynamic import SizeVar, SymSize, restrict, size_source
+from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict, size_source
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap
 
 pytest.importorskip("jax")
 
+from verifidx.refinement import compare  # noqa: E402
 from verifidx.stablehlo import is_mlir_text, parse_module, parse_stablehlo  # noqa: E402
-from verifidx.stablehlo.refine import argument_sizes, compare, refine  # noqa: E402
+from verifidx.stablehlo.refine import argument_sizes, refine  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "stablehlo"

@@ -280,11 +280,11 @@ def substitute_runtime(indexing: OperandIndexing, values: Mapping[int, Expr]) ->
 
 
 def is_size_source(inst: HloInstruction) -> bool:
-    """True for the synthetic source of a dynamic dimension's size (`verifidx.hlo.dynamic`)."""
+    """True for the synthetic source of a dynamic dimension's size (`verifidx.hlo.dynamic_dims`)."""
     return inst.opcode == "get-dimension-size" and "size_of" in inst.raw_attributes
 
 
-# -- size variables of dynamic dimensions (verifidx.hlo.dynamic) -----------------------------
+# -- size variables of dynamic dimensions (verifidx.hlo.dynamic_dims) -----------------------------
 
 
 def merge_size_vars(ind: OperandIndexing) -> OperandIndexing:

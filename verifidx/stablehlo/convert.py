@@ -10,7 +10,7 @@ means the same (`stablehlo.transpose` -> `transpose`, `dot_general` -> `dot`,
 `shape_assertion` custom call) define no value and are skipped. An op verifidx has no map for
 keeps its MLIR name as opcode, so its maps say "unknown op stablehlo.xyz".
 
-Dynamic dimensions (`?`) get symbolic sizes (`verifidx.hlo.dynamic`): a function argument's
+Dynamic dimensions (`?`) get symbolic sizes (`verifidx.hlo.dynamic_dims`): a function argument's
 dimension is a size variable; sizes flow through ops, and integer shape values
 (`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products by a
 constant) are followed so that `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and
@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from verifidx.errors import ParseError
-from verifidx.hlo.dynamic import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,

@@ -38,7 +38,7 @@ from verifidx.indexing_map import IndexingMap, Var
 from verifidx.interval import Interval, range_of
 
 if TYPE_CHECKING:
-    from verifidx.hlo.indexing import HloInstructionIndexing, OpContext
+    from verifidx.hlo.ops.common import OpContext
 
 UNBOUNDED_SIZE = 2**31 - 1
 """The upper bound assumed for a dynamic dimension without a stated bound (`?` with no
@@ -290,27 +290,27 @@ listed are prefix-consistent by their definition (elementwise, transpose, reduce
 pad, reduce-window, convolution, sort, iota, the routing ops, calls)."""
 
 
-def restrict_to_sizes(ctx: OpContext, result: HloInstructionIndexing, index: int
-                      ) -> HloInstructionIndexing:
-    """The per-op maps of an instruction with dynamic dimensions, valid at every size (see
-    the module docstring); unchanged when no dynamic dimension is involved."""
-    from verifidx.hlo.indexing import HloInstructionIndexing
+Groups = tuple[tuple[OperandIndexing, ...], ...]
 
+
+def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int
+                      ) -> tuple[Groups, tuple[str, ...]]:
+    """The per-op maps (one group per operand for out2in, per output leaf for in2out) of an
+    instruction with dynamic dimensions, valid at every size (see the module docstring), and
+    the notes to add; unchanged when no dynamic dimension is involved."""
     inst = ctx.instruction
     operand_sizes = [leaf_sizes(o) if o is not None else None for o in ctx.operands]
     if not has_dynamic_sizes(inst) and not any(operand_sizes):
-        return result
+        return maps, ()
     check = CHECKS.get(inst.opcode)
     why = check(ctx) if check is not None else None
     if why is not None:
         note = f"{inst.name} ({inst.opcode}): {why} is not supported"
-        return HloInstructionIndexing(
-            tuple((OperandIndexing.undefined(note),) for _ in result.maps), result.direction,
-            (*result.notes, note))
+        return tuple((OperandIndexing.undefined(note),) for _ in maps), (note,)
     keep_operand = inst.opcode == "set-dimension-size"
     groups = []
-    for i, group in enumerate(result.maps):
-        if result.direction == "out2in":
+    for i, group in enumerate(maps):
+        if direction == "out2in":
             domain = leaf_sizes(inst, index)
             target = None if keep_operand and i == 0 else (
                 operand_sizes[i] if i < len(operand_sizes) else None)
@@ -318,7 +318,7 @@ def restrict_to_sizes(ctx: OpContext, result: HloInstructionIndexing, index: int
             domain = operand_sizes[index] if index < len(operand_sizes) else None
             target = leaf_sizes(inst, i)
         groups.append(tuple(restrict(m, domain, target) for m in group))
-    return HloInstructionIndexing(tuple(groups), result.direction, result.notes)
+    return tuple(groups), ()
 
 
 def size_var_of(rv: RuntimeVar) -> SizeVar | None:
