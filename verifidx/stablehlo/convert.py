@@ -257,6 +257,9 @@ class Converter:
         self.copies: dict[str, int] = {}
         self.region_count = 0
         self.opaque = 0
+        # one naming state for the module: value.get_name() alone renumbers the whole function
+        # on every call
+        self.asm = mlir()["ir"].AsmState(module.operation)
 
     def convert(self) -> HloModule:
         op = self.module.operation
@@ -380,7 +383,7 @@ class OpConverter:
     def result_name(self, k: int = 0) -> str:
         res = self.op.results
         try:
-            base = res[k].get_name() if len(res) == 1 else f"{self.short}"
+            base = res[k].get_name(self.conv.asm) if len(res) == 1 else f"{self.short}"
         except Exception:
             base = self.short
         return self.fn.fresh(base)
