@@ -312,3 +312,40 @@ def test_graph_reads_stablehlo(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "graph", str(DATA / "softmax.mlir"))
     assert code == 0, err
     assert out.startswith('digraph "main"')
+
+
+def test_set_dimension_size_takes_the_size_it_is_given() -> None:
+    text = """
+func.func @main(%x: tensor<4x3xf32>, %y: tensor<?xf32, #stablehlo.bounds<4>>) -> tensor<?x3xf32, #stablehlo.bounds<4, ?>> {
+  %n = stablehlo.get_dimension_size %y, dim = 0 : (tensor<?xf32, #stablehlo.bounds<4>>) -> tensor<i32>
+  %0 = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4x3xf32>, tensor<i32>) -> tensor<?x3xf32, #stablehlo.bounds<4, ?>>
+  return %0 : tensor<?x3xf32, #stablehlo.bounds<4, ?>>
+}
+"""
+    module = parse_module(text)
+    maps = entry_maps(module)
+    (m,) = maps[(0, 0)]
+    assert (0, 1) not in maps or maps[(0, 1)] == []  # the size, not an element of %y
+    assert m.num_rt_vars == 1 and m.rt_vars[0].bounds == vx.Interval(1, 4)
+    ci = computation_indexing(module, module.entry, "out2in")
+    (ind,) = ci.maps[(0, 0, 0)]
+    assert ind.runtime[0].label == "size of dimension 0 of parameter(1) in main"
+    for n in range(1, 5):
+        rel = {(d, r) for _rt, d, r in m.relation() if _rt == (n,)}
+        assert rel == {((i, j), (i, j)) for i in range(n) for j in range(3)}
+
+
+def test_refine_refuted_exits_1_with_a_counterexample(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exit path of a refutation: the proof is asked at a size the passes did not choose."""
+    import verifidx.stablehlo.refine as refine_module
+
+    real = refine_module.argument_sizes
+    monkeypatch.setattr(refine_module, "argument_sizes",
+                        lambda d, s: {k: v + 1 for k, v in real(d, s).items()})
+    path = tmp_path / "add_one_dynamic.mlir"
+    path.write_text(ADD_ONE_DYNAMIC)
+    code, out, err = run(capsys, "indexing", str(path), "--refine", "tensor<16xf32>")
+    assert code == 1
+    assert "REFUTED" in out and err.startswith("error: ") and err.count("\n") == 1
