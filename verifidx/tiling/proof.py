@@ -1,0 +1,350 @@
+"""Z3 proofs about symbolic tiles, for every tile size at once (sizes are solver variables).
+
+* soundness: for all tile sizes within the dimension bounds that satisfy the tile's constraints,
+  every runtime value and every point of the output tile (`0 <= d_i < t_i`, inside the map's
+  domain), each result `f_j` is `offset_j + stride_j * k` for some `k in [0, size_j)`, and every
+  operation of the tile's expressions is defined;
+* exactness: conversely, every element of the tile is read by some point of the output tile.
+
+Queries are nonlinear (size times stride, `n mod d0`): each runs under a timeout, and `unknown` is
+reported as such, never as proven. Refutations come with a counterexample that is re-checked by
+evaluating the expressions in Python. Verdicts are cached by the tile's text.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import z3
+
+from ..expr import Const, Dim, Expr, RtVar, Symbol
+from ..smt import Encoder
+from .constraints import ConstraintExpression
+from .symbolic_tile import SymbolicTile
+
+DEFAULT_TIMEOUT_MS = 5000
+PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
+
+
+@dataclass(frozen=True)
+class TileProof:
+    """`verdict` is `proved`, `refuted` (with `counterexample`) or `unknown` (with `message`)."""
+
+    verdict: str
+    counterexample: dict[str, int] | None = None
+    message: str = ""
+    smtlib: str = field(default="", repr=False, compare=False)
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict == PROVED
+
+
+_CACHE: dict[tuple[str, str, int], TileProof] = {}
+
+
+def _constraint_term(c: ConstraintExpression, enc: Encoder) -> z3.BoolRef:
+    if c.is_always_satisfied:
+        return z3.BoolVal(True)
+    return z3.Or([z3.And([z3.And(enc(e) >= iv.lo, enc(e) <= iv.hi) for e, iv in conj])
+                  for conj in c.conjunctions] or [z3.BoolVal(False)])
+
+
+def _in_tile(y: z3.ArithRef, size: z3.ArithRef, stride: z3.ArithRef) -> z3.BoolRef:
+    """`y == stride * k` for some `k in [0, size)` (Z3's `%`/`/` are exact on multiples)."""
+    return z3.If(stride == 0, z3.And(y == 0, size >= 1),
+                 z3.And(y % stride == 0, y / stride >= 0, y / stride < size))
+
+
+class _Setting:
+    """Z3 variables for tile sizes (`t`), output indices (`d`), range and runtime variables."""
+
+    def __init__(self, tile: SymbolicTile) -> None:
+        src = tile.source
+        self.t = [z3.Int(f"t{i}") for i in range(tile.num_tile_sizes)]
+        self.d = [z3.Int(f"d{i}") for i in range(src.num_dims)]
+        self.s = [z3.Int(f"s{i}") for i in range(src.num_range_vars)]
+        self.rt = [z3.Int(f"rt{i}") for i in range(src.num_rt_vars)]
+        tile_env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.t)}
+        tile_env.update({RtVar(i): x for i, x in enumerate(self.rt)})
+        map_env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.d)}
+        map_env.update({Symbol(i): x for i, x in enumerate(self.s)})
+        map_env.update({RtVar(i): x for i, x in enumerate(self.rt)})
+        self.tile_enc = Encoder(tile_env)
+        self.map_enc = Encoder(map_env)
+        hyp = []
+        for x, b in zip(self.t, tile.tile_size_bounds):
+            hyp += [x >= b.lo, x <= b.hi]
+        for x, v in zip(self.rt, src.rt_vars):
+            hyp += [x >= v.bounds.lo, x <= v.bounds.hi]
+        self.tile_sizes_ok = z3.And(hyp + [_constraint_term(tile.constraints, self.tile_enc)])
+        point = []
+        for x, t, v in zip(self.d, self.t, src.dims):
+            point += [x >= v.bounds.lo, x <= v.bounds.hi, x >= 0, x < t]
+        for x, v in zip(self.s, src.range_vars):
+            point += [x >= v.bounds.lo, x <= v.bounds.hi]
+        for e, iv in src.constraints.items():
+            point += [self.map_enc(e) >= iv.lo, self.map_enc(e) <= iv.hi]
+        self.read_point = z3.And(point) if point else z3.BoolVal(True)
+        self.offsets = [self.tile_enc(e) for e in tile.offsets]
+        self.sizes = [self.tile_enc(e) for e in tile.sizes]
+        self.strides = [self.tile_enc(e) for e in tile.strides]
+        self.results = [self.map_enc(e) for e in src.results]
+
+    def model_values(self, model: z3.ModelRef, groups: Sequence[Sequence[z3.ArithRef]]
+                     ) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for g in groups:
+            for x in g:
+                out[str(x)] = model.eval(x, model_completion=True).as_long()
+        return out
+
+
+def _solver(timeout_ms: int, logic: str | None = None) -> z3.Solver:
+    s = z3.SolverFor(logic) if logic else z3.Solver()
+    s.set("timeout", timeout_ms)
+    return s
+
+
+def _solve(s: z3.Solver) -> tuple[z3.CheckSatResult, str]:
+    r = s.check()
+    return r, ("" if r != z3.unknown else s.reason_unknown())
+
+
+def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
+    st = _Setting(tile)
+    defined = z3.And(st.tile_enc.defined + st.map_enc.defined) if (
+        st.tile_enc.defined or st.map_enc.defined) else z3.BoolVal(True)
+    outside = z3.Or([z3.Not(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
+                     zip(st.results, st.offsets, st.sizes, st.strides)] + [z3.Not(defined)])
+    s = _solver(timeout_ms, "QF_NIA")
+    s.add(st.tile_sizes_ok, st.read_point, outside)
+    r, why = _solve(s)
+    if r == z3.unsat:
+        out = TileProof(PROVED, smtlib=s.sexpr())
+    elif r == z3.sat:
+        cex = st.model_values(s.model(), [st.t, st.d, st.s, st.rt])
+        out = _confirm_unsound(tile, cex)
+    else:
+        out = TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
+    return out
+
+
+def _confirm_unsound(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
+    """Re-evaluate the solver's witness with verifidx's own evaluator before calling it refuted."""
+    n = tile.num_tile_sizes
+    sizes = [cex[f"t{i}"] for i in range(n)]
+    rt = [cex[f"rt{i}"] for i in range(tile.source.num_rt_vars)]
+    dims = [cex[f"d{i}"] for i in range(tile.source.num_dims)]
+    syms = [cex[f"s{i}"] for i in range(tile.source.num_range_vars)]
+    try:
+        read = tile.source.evaluate(dims, [*syms, *rt])
+        elems = tile.elements(sizes, rt)
+    except Exception as exc:  # an undefined operation is itself a refutation
+        return TileProof(REFUTED, dict(cex), message=f"undefined at the witness: {exc}")
+    if tuple(read) in elems:
+        return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
+    return TileProof(REFUTED, dict(cex),
+                     message=f"tile sizes {sizes} read {tuple(read)}, which is outside the tile")
+
+
+def _exact_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
+    st = _Setting(tile)
+    k = [z3.Int(f"k{j}") for j in range(tile.rank)]
+    elem_ok = z3.And([z3.And(kj >= 0, kj < sz) for kj, sz in zip(k, st.sizes)] or
+                     [z3.BoolVal(True)])
+    hits = z3.And([r == o + sd * kj for r, o, sd, kj in
+                   zip(st.results, st.offsets, st.strides, k)] or [z3.BoolVal(True)])
+    bound = st.d + st.s
+    never_read = z3.Not(z3.Exists(bound, z3.And(st.read_point, hits))) if bound else z3.Not(
+        z3.And(st.read_point, hits))
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(st.tile_sizes_ok, elem_ok, never_read)
+    r, why = _solve(s)
+    if r == z3.unsat:
+        out = TileProof(PROVED, smtlib=s.sexpr())
+    elif r == z3.sat:
+        cex = st.model_values(s.model(), [st.t, st.rt, k])
+        out = _confirm_inexact(tile, cex)
+    else:
+        out = TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
+    return out
+
+
+ENUMERATION_LIMIT = 200_000
+
+
+def _confirm_inexact(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
+    n = tile.num_tile_sizes
+    sizes = [cex[f"t{i}"] for i in range(n)]
+    rt = [cex[f"rt{i}"] for i in range(tile.source.num_rt_vars)]
+    offs = tile.evaluate_offsets(rt)
+    strides = tile.evaluate_strides(sizes)
+    elem = tuple(o + sd * cex[f"k{j}"] for j, (o, sd) in enumerate(zip(offs, strides)))
+    reads = read_set(tile, sizes, rt)
+    if reads is None:
+        return TileProof(REFUTED, dict(cex), message=f"element {elem} is never read (solver; "
+                         "output tile too large to re-check by enumeration)")
+    if elem in reads:
+        return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
+    return TileProof(REFUTED, dict(cex), message=f"tile sizes {sizes}: element {elem} of the "
+                     "tile is never read")
+
+
+def read_set(tile: SymbolicTile, sizes: Sequence[int], rt: Sequence[int] = ()
+             ) -> set[tuple[int, ...]] | None:
+    """The operand elements an output tile of `sizes` at the origin reads (brute force), or None
+    when the output tile has more than ENUMERATION_LIMIT points."""
+    src = tile.source
+    dim_ranges = [range(max(0, v.bounds.lo), min(t, v.bounds.hi + 1))
+                  for t, v in zip(sizes, src.dims)]
+    sym_ranges = [range(v.bounds.lo, v.bounds.hi + 1) for v in src.range_vars]
+    total = 1
+    for r in (*dim_ranges, *sym_ranges):
+        total *= max(1, len(r))
+    if total > ENUMERATION_LIMIT:
+        return None
+    out: set[tuple[int, ...]] = set()
+    for d in itertools.product(*dim_ranges):
+        for s in itertools.product(*sym_ranges):
+            if src.constraints_satisfied(d, [*s, *rt]):
+                out.add(tuple(src.evaluate(d, [*s, *rt])))
+    return out
+
+
+def equivalent(a: SymbolicTile, b: SymbolicTile, timeout_ms: int = DEFAULT_TIMEOUT_MS
+               ) -> TileProof:
+    """Whether two tiles describe the same element sets for every tile size in the bounds of
+    `a`: the constraints agree, and where they hold, offsets and sizes are equal and strides are
+    equal wherever the size exceeds 1 (a stride along one element is irrelevant)."""
+    if a.rank != b.rank or a.num_tile_sizes != b.num_tile_sizes:
+        return TileProof(REFUTED, message="different ranks or numbers of tile sizes")
+    t = [z3.Int(f"t{i}") for i in range(a.num_tile_sizes)]
+    rt = [z3.Int(f"rt{i}") for i in range(max(len(a.rt_vars), len(b.rt_vars)))]
+    env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(t)}
+    env.update({RtVar(i): x for i, x in enumerate(rt)})
+    ea, eb = Encoder(env), Encoder(env)
+    hyp = []
+    for x, bd in zip(t, a.tile_size_bounds):
+        hyp += [x >= bd.lo, x <= bd.hi]
+    for x, v in zip(rt, a.rt_vars):
+        hyp += [x >= v.bounds.lo, x <= v.bounds.hi]
+    ca, cb = _constraint_term(a.constraints, ea), _constraint_term(b.constraints, eb)
+    differs = [ca != cb]
+    for j in range(a.rank):
+        sa, sb = ea(a.sizes[j]), eb(b.sizes[j])
+        differs.append(z3.And(ca, z3.Or(
+            ea(a.offsets[j]) != eb(b.offsets[j]), sa != sb,
+            z3.And(sa > 1, ea(a.strides[j]) != eb(b.strides[j])))))
+    defined = ea.defined + eb.defined
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*hyp)
+    s.add(z3.Or(differs + ([z3.Not(z3.And(defined))] if defined else [])))
+    r, why = _solve(s)
+    if r == z3.unsat:
+        return TileProof(PROVED)
+    if r == z3.sat:
+        m = s.model()
+        return TileProof(REFUTED, {str(x): m.eval(x, model_completion=True).as_long()
+                                   for x in (*t, *rt)})
+    return TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
+
+
+def _cases(tile: SymbolicTile) -> list[SymbolicTile]:
+    """One tile per conjunction of the constraints, with the tile sizes it pins substituted:
+    smaller, often linear queries whose conjunction is the original claim."""
+    if tile.constraints.is_always_satisfied or tile.constraints.is_unsatisfiable:
+        return [tile]
+    out = []
+    for conj in tile.constraints.conjunctions:
+        pinned = {e: Const(iv.lo) for e, iv in conj if isinstance(e, Dim) and iv.is_point}
+        bounds = list(tile.tile_size_bounds)
+        for e, iv in conj:
+            if isinstance(e, Dim):
+                bounds[e.index] = bounds[e.index].intersect(iv)
+        if any(b.is_empty for b in bounds):
+            continue
+        out.append(replace(
+            tile, offsets=tuple(e.substitute(pinned) for e in tile.offsets),
+            sizes=tuple(e.substitute(pinned) for e in tile.sizes),
+            strides=tuple(e.substitute(pinned) for e in tile.strides),
+            tile_size_bounds=tuple(bounds), constraints=ConstraintExpression((conj,))))
+    return out
+
+
+def _combine(parts: list[TileProof]) -> TileProof:
+    for p in parts:
+        if p.verdict == REFUTED:
+            return p
+    for p in parts:
+        if p.verdict == UNKNOWN:
+            return p
+    return TileProof(PROVED, message=parts[0].message if parts else "")
+
+
+#: Tile-size boxes up to this many points may be checked exhaustively when the solver gives up:
+#: every tile size is covered, so the verdict is a proof, not a sample.
+EXHAUSTIVE_LIMIT = 2048
+
+
+def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
+    if tile.rt_vars:
+        return None
+    boxes = [range(b.lo, b.hi + 1) for b in tile.tile_size_bounds]
+    total = 1
+    for r in boxes:
+        total *= len(r)
+    if total > EXHAUSTIVE_LIMIT:
+        return None
+    for sizes in itertools.product(*boxes):
+        if not tile.satisfied_by(sizes):
+            continue
+        reads = read_set(tile, sizes)
+        if reads is None:
+            return None
+        try:
+            elems = tile.elements(sizes)
+        except Exception as exc:
+            return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
+                             message=f"undefined: {exc}")
+        missing = reads - elems if not exact else elems - reads
+        if missing:
+            what = "read outside the tile" if not exact else "in the tile but never read"
+            return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
+                             message=f"tile sizes {list(sizes)}: {sorted(missing)[0]} is {what}")
+    return TileProof(PROVED, message=f"exhaustive over all {total} tile sizes")
+
+
+def _prove(kind: str, tile: SymbolicTile, timeout_ms: int) -> TileProof:
+    key = (kind, _key(tile), timeout_ms)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    query = _sound_query if kind == "sound" else _exact_query
+    out = _combine([query(c, timeout_ms) for c in _cases(tile)])
+    if out.verdict == UNKNOWN:
+        out = _exhaustive(tile, kind == "exact") or out
+    _CACHE[key] = out
+    return out
+
+
+def prove_sound(tile: SymbolicTile, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> TileProof:
+    """Every element the output tile reads lies in the operand tile, for all valid tile sizes."""
+    return _prove("sound", tile, timeout_ms)
+
+
+def prove_exact(tile: SymbolicTile, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> TileProof:
+    """Every element of the operand tile is read by the output tile, for all valid tile sizes."""
+    return _prove("exact", tile, timeout_ms)
+
+
+def _key(tile: SymbolicTile) -> str:
+    return tile.to_text() + "\n" + str(tile.source)
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
