@@ -1,7 +1,7 @@
 """Constraints on tile sizes: a disjunction of conjunctions of `expr in [lo, hi]`.
 
-Symbolic tiles are only valid for some tile sizes (a `mod` of the tile needs the size to divide or be
-a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA writes
+Symbolic tiles are only valid for some tile sizes (a `mod` of the tile needs the size to divide or
+be a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA writes
 these as a disjunctive normal form and prints it sorted; this module keeps the same shape so the
 text matches, and evaluates it exactly so proofs and tests can use it.
 """
@@ -130,5 +130,5 @@ def conjunction_of(items: Iterable[tuple[Expr, int, int]]) -> ConstraintExpressi
 
 
 def rename_dims(c: ConstraintExpression, dims: Sequence[Expr]) -> ConstraintExpression:
-    """Replace `d<i>` by `dims[i]` (tile sizes of one instruction become expressions of another's)."""
+    """Replace `d<i>` by `dims[i]` (one instruction's tile sizes in terms of another's)."""
     return c.substitute({Dim(i): e for i, e in enumerate(dims)})
