@@ -1,8 +1,8 @@
 """Constraints on tile sizes: a disjunction of conjunctions of `expr in [lo, hi]`.
 
 Symbolic tiles are only valid for some tile sizes (a `mod` of the tile needs the size to divide or
-be a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA writes
-these as a disjunctive normal form and prints it sorted; this module keeps the same shape so the
+be a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA
+writes these as a disjunctive normal form and prints it sorted; this module keeps the same shape so the
 text matches, and evaluates it exactly so proofs and tests can use it.
 """
 

@@ -261,7 +261,8 @@ def _cases(tile: SymbolicTile) -> list[SymbolicTile]:
         return [tile]
     out = []
     for conj in tile.constraints.conjunctions:
-        pinned: dict[Expr, Expr] = {e: Const(iv.lo) for e, iv in conj if isinstance(e, Dim) and iv.is_point}
+        pinned: dict[Expr, Expr] = {e: Const(iv.lo) for e, iv in conj
+                                     if isinstance(e, Dim) and iv.is_point}
         bounds = list(tile.tile_size_bounds)
         for e, iv in conj:
             if isinstance(e, Dim):
