@@ -2,8 +2,8 @@
 
 Symbolic tiles are only valid for some tile sizes (a `mod` of the tile needs the size to divide or
 be a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA
-writes these as a disjunctive normal form and prints it sorted; this module keeps the same shape so the
-text matches, and evaluates it exactly so proofs and tests can use it.
+writes these as a disjunctive normal form and prints it sorted; this module keeps the same shape so
+the text matches, and evaluates it exactly so proofs and tests can use it.
 """
 
 from __future__ import annotations
