@@ -15,6 +15,7 @@ whether exactness was proven.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,7 @@ class TiledComputation:
     constraints: ConstraintExpression
     num_programs: int
     instructions: tuple[TiledInstruction, ...]
+    roots: tuple[str, ...] = ()
 
     def tiles_of(self, name: str) -> list[TiledInstruction]:
         return [t for t in self.instructions if t.name == name]
@@ -145,26 +147,124 @@ def _contracting_count(module: HloModule, comp: HloComputation, root: HloInstruc
     return max((m.map.num_range_vars for g in per_op.maps for m in g), default=0)
 
 
-def _below_contraction(module: HloModule, comp: HloComputation, root: HloInstruction,
-                       space_sizes: tuple[int, ...]
-                       ) -> list[tuple[str, IndexingMap, IndexingMap, tuple[int, ...]]]:
-    """Values under a dot root live in the space (output dims, contracting dims): its programs
-    also walk the contraction, minor-most, so each operand tile is one step of the K loop."""
+def _below_contraction(module: HloModule, comp: HloComputation, root: HloInstruction
+                       ) -> list[tuple[str, IndexingMap]]:
+    """Values under a dot root live in the space (output dims, contracting dims): programs also
+    walk the contraction, minor-most, so each operand tile is one step of the K loop."""
     per_op = instruction_output_to_input(root, comp, 0, module=module)
-    out: list[tuple[str, IndexingMap, IndexingMap, tuple[int, ...]]] = []
-    programs: IndexingMap | None = None
+    out: list[tuple[str, IndexingMap]] = []
     for operand, maps in zip(root.operands, per_op.maps):
         for oi in maps:
             m = oi.map.convert_range_variables_to_dimensions(range(oi.map.num_range_vars))
-            if m.num_dims != len(space_sizes):
-                raise TilingError(f"{comp.name}: operand {operand} of {root.name} does not "
-                                  "read through every contracting dimension")
-            if programs is None:
-                programs = program_id_map([v.bounds.hi + 1 for v in m.dims], space_sizes)
-            out.append((operand, m, programs, space_sizes))
+            out.append((operand, m))
             for name, below in _reached(module, comp, operand):
-                out.append((name, compose(m, below).simplify(), programs, space_sizes))
+                out.append((name, compose(m, below).simplify()))
     return out
+
+
+@dataclass(frozen=True)
+class SymbolicEntry:
+    """One access pattern of one value: the map from the tiling space and its symbolic tile.
+    `contraction` says the space includes a dot root's contracting dimensions."""
+
+    name: str
+    opcode: str
+    shape: str
+    indexing: IndexingMap
+    tile: SymbolicTile
+    contraction: bool
+
+
+@dataclass(frozen=True)
+class SymbolicTiling:
+    """Symbolic tiles of every value of a fused computation, before tile sizes are chosen.
+    Tiling parameters, in XLA's order: the contracting dimensions of a dot root, then the
+    root's output dimensions. In constraints, `d<i>` numbers the output dimensions first, then
+    the contracting ones (the order of the space the maps are written over)."""
+
+    computation: str
+    roots: tuple[str, ...]
+    output_dims: tuple[int, ...]
+    contracting_dims: tuple[int, ...]
+    entries: tuple[SymbolicEntry, ...]
+    constraints: ConstraintExpression
+
+    @property
+    def num_parameters(self) -> int:
+        return len(self.contracting_dims) + len(self.output_dims)
+
+    def space_sizes(self, tile_sizes: Sequence[int]) -> tuple[int, ...]:
+        """XLA-ordered tile sizes -> (output sizes, contracting sizes)."""
+        if len(tile_sizes) != self.num_parameters:
+            hidden = len(self.contracting_dims)
+            what = f" ({hidden} contracting sizes first, then the output's)" if hidden else ""
+            raise TilingError(f"{self.computation}: root {self.roots[0]} needs "
+                              f"{self.num_parameters} tile sizes{what}, got {len(tile_sizes)}")
+        k = len(self.contracting_dims)
+        return tuple(tile_sizes[k:]) + tuple(tile_sizes[:k])
+
+    def satisfied_by(self, tile_sizes: Sequence[int]) -> bool:
+        space = self.space_sizes(tile_sizes)
+        return self.constraints.holds({Dim(i): v for i, v in enumerate(space)})
+
+    def valid_tilings(self) -> list[tuple[int, ...]]:
+        """Every candidate tiling (XLA's: powers of two below each extent, and the extent)
+        that satisfies the constraints, in lexicographic order of XLA's parameter order."""
+        dims = self.contracting_dims + self.output_dims
+        return [t for t in flat_tilings(dims) if self.satisfied_by(t)]
+
+
+def candidate_tile_sizes(extent: int) -> list[int]:
+    """Powers of two smaller than `extent`, then `extent` itself."""
+    out, p = [], 1
+    while p < extent:
+        out.append(p)
+        p *= 2
+    return [*out, extent]
+
+
+def flat_tilings(dims: Sequence[int]) -> list[tuple[int, ...]]:
+    """The cartesian product of `candidate_tile_sizes` over `dims` (last dimension fastest)."""
+    return [tuple(t) for t in itertools.product(*(candidate_tile_sizes(d) for d in dims))]
+
+
+def analyze(module: HloModule, computation: str | None = None) -> SymbolicTiling:
+    """Symbolic tiles of every value of `computation` (default: the fused computation of the
+    entry's root fusion); TilingError names the first value without one."""
+    comp = _resolve(module, computation)
+    roots = [comp.root]
+    if comp.root.opcode == "tuple":
+        roots = [comp.instruction(n) for n in comp.root.operands]
+    root = roots[0]
+    if root.shape.is_tuple:
+        raise TilingError(f"{comp.name}: nested tuple roots are not yet supported")
+    dims = tuple(root.shape.dims)
+    pending: list[tuple[str, IndexingMap, bool]] = [(root.name, IndexingMap.identity(dims), False)]
+    contracting: tuple[int, ...] = ()
+    if _contracting_count(module, comp, root):
+        below = _below_contraction(module, comp, root)
+        contracting = tuple(v.bounds.hi + 1 for v in below[0][1].dims[len(dims):])
+        pending += [(n, m, True) for n, m in below]
+    else:
+        pending += [(n, m, False) for n, m in _reached(module, comp, root.name)]
+    entries = []
+    constraints = ConstraintExpression.always()
+    for name, m, in_contraction in pending:
+        inst = comp.instruction(name)
+        tile = symbolic_tile(m)
+        if isinstance(tile, NoTile):
+            raise TilingError(f"{comp.name}: {inst.opcode} {name} cannot be tiled: "
+                              f"{tile.reason}")
+        constraints = constraints & tile.constraints
+        entries.append(SymbolicEntry(name, inst.opcode, str(inst.shape), m, tile,
+                                     in_contraction))
+    reached = {e.name for e in entries}
+    for extra in roots[1:]:
+        if extra.name not in reached:
+            raise TilingError(f"{comp.name}: unsupported case of multi-output fusion: the extra "
+                              f"output {extra.name} is not read by the first root {root.name}")
+    return SymbolicTiling(comp.name, tuple(r.name for r in roots), dims, contracting,
+                          tuple(entries), constraints.simplified())
 
 
 def _resolve(module: HloModule, computation: str | None) -> HloComputation:
@@ -178,66 +278,46 @@ def _resolve(module: HloModule, computation: str | None) -> HloComputation:
 
 
 def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[int],
-              prove: bool = True, timeout_ms: int = 5000) -> TiledComputation:
+              prove: bool = True, timeout_ms: int = 5000, check_constraints: bool = True,
+              analysis: SymbolicTiling | None = None) -> TiledComputation:
     """Tiles of every value of `computation` (default: the fused computation of the entry's root
-    fusion) for the root tile sizes `tile_sizes`. Raises TilingError when it cannot be tiled."""
-    comp = _resolve(module, computation)
-    roots = [comp.root]
-    if comp.root.opcode == "tuple":
-        roots = [comp.instruction(n) for n in comp.root.operands]
-    root = roots[0]
-    if root.shape.is_tuple:
-        raise TilingError(f"{comp.name}: nested tuple roots are not yet supported")
-    dims = tuple(root.shape.dims)
-    hidden = _contracting_count(module, comp, root)
+    fusion) for the tile sizes (XLA's order: a dot root's contracting sizes, then the root's
+    output sizes). Raises TilingError when it cannot be tiled with them."""
+    sym = analysis if analysis is not None else analyze(module, computation)
+    comp = module.computation(sym.computation)
     given = tuple(tile_sizes)
-    if len(given) != hidden + len(dims):
-        what = f" ({hidden} contracting sizes first, then the output's)" if hidden else ""
-        raise TilingError(f"{comp.name}: root {root.name} needs {hidden + len(dims)} tile "
-                          f"sizes{what}, got {len(given)}")
+    space = sym.space_sizes(given)
     if any(t < 1 for t in given):
         raise TilingError(f"{comp.name}: tile sizes must be at least 1, got {list(given)}")
-    sizes = given[hidden:]
-    pid_map = program_id_map(dims, sizes)
-    # (value, root-space-to-value map, program map of that space, tile sizes of that space)
-    pending: list[tuple[str, IndexingMap, IndexingMap, tuple[int, ...]]] = [
-        (root.name, IndexingMap.identity(dims), pid_map, sizes)]
-    if hidden:
-        pending += _below_contraction(module, comp, root, sizes + given[:hidden])
-    else:
-        pending += [(n, m, pid_map, sizes) for n, m in _reached(module, comp, root.name)]
-    constraints = ConstraintExpression.always()
+    if check_constraints and not sym.satisfied_by(given):
+        raise TilingError(f"{comp.name}: tile sizes {list(given)} violate the tiling "
+                          f"constraints: {sym.constraints.to_text()}")
+    n_out = len(sym.output_dims)
+    pid_map = program_id_map(sym.output_dims, space[:n_out])
+    inner_pid = program_id_map(sym.output_dims + sym.contracting_dims, space)
     tiled: list[TiledInstruction] = []
     seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]] = set()
-    env: dict[Expr, int] = {}
-    for name, m, programs, space_sizes in pending:
-        inst = comp.instruction(name)
-        tile = symbolic_tile(m)
-        if isinstance(tile, NoTile):
-            raise TilingError(f"{comp.name}: {name} cannot be tiled: {tile.reason}")
-        constraints = constraints & tile.constraints
-        env.update({Dim(i): v for i, v in enumerate(space_sizes)})
-        offsets = tile_offsets(programs, tile.source)
-        t_sizes = tile.evaluate_sizes(space_sizes)
-        t_strides = tile.evaluate_strides(space_sizes)
-        key = (name, t_sizes, t_strides, str(offsets))
+    for e in sym.entries:
+        sizes_here = space if e.contraction else space[:n_out]
+        offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing)
+        t_sizes = e.tile.evaluate_sizes(sizes_here)
+        t_strides = e.tile.evaluate_strides(sizes_here)
+        key = (e.name, t_sizes, t_strides, str(offsets))
         if key in seen:
             continue
         seen.add(key)
         if prove:
-            sound, exact = prove_sound(tile, timeout_ms), prove_exact(tile, timeout_ms)
+            sound, exact = prove_sound(e.tile, timeout_ms), prove_exact(e.tile, timeout_ms)
         else:
             sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
-        tiled.append(TiledInstruction(name, inst.opcode, str(inst.shape), t_sizes, t_strides,
-                                      offsets, tile, sound, exact))
-    constraints = constraints.simplified()
-    if not constraints.holds(env):
-        raise TilingError(f"{comp.name}: tile sizes {list(given)} violate the tiling "
-                          f"constraints: {constraints.to_text()}")
+        tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
+                                      e.tile, sound, exact))
+    constraints = sym.constraints
     total = pid_map.dims[0].bounds.hi + 1
-    for extra in roots[1:]:
-        _check_extra_output(comp.name, extra.name, tuple(extra.shape.dims), tiled, total)
-    return TiledComputation(comp.name, sizes, constraints, total, tuple(tiled))
+    for extra in sym.roots[1:]:
+        dims = tuple(comp.instruction(extra).shape.dims)
+        _check_extra_output(comp.name, extra, dims, tiled, total)
+    return TiledComputation(comp.name, given, constraints, total, tuple(tiled), sym.roots)
 
 
 __all__ = ["TiledComputation", "TiledInstruction", "TilingError", "program_id_map", "propagate",
