@@ -161,8 +161,8 @@ def _check_tiled_instruction(case: dict[str, Any]) -> str:
         verdict = vx.equal(t.tile_offsets_indexing, vx.parse_map(exp["tile_offsets_indexing"]))
         if verdict.holds:
             return "proven equal"
-    raise AssertionError(f"no tile of {case['subject_hlo']} matches {exp}: "
-                         f"{[(t.tile_sizes, t.tile_strides, str(t.tile_offsets_indexing)) for t in tiles]}")
+    got = [(t.tile_sizes, t.tile_strides, str(t.tile_offsets_indexing)) for t in tiles]
+    raise AssertionError(f"no tile of {case['subject_hlo']} matches {exp}: {got}")
 
 
 def _check(case: dict[str, Any]) -> str:  # noqa: C901 - one branch per expectation kind
