@@ -1,0 +1,169 @@
+"""`verifidx tile` and `verifidx coalescing` (docs/tiling.md has the JSON contracts).
+
+    verifidx tile "(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 63]"
+    verifidx tile fusion.hlo --tile-sizes 1,10 [--computation NAME] [--json] [--no-prove]
+    verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128]
+
+`tile MAP` prints the symbolic tile (XLA's layout) and its proofs; exit 0 with a tile, 1 when no
+tile exists (the reason is printed). `tile FILE.hlo` prints every value's tile; a fusion that cannot
+be tiled with those sizes is one `error:` line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .cli import COMMANDS, UsageError, read_text
+from .syntax import parse_map
+from .tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
+from .tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
+from .tiling.propagation import propagate
+from .tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+
+
+def _configure_tile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="map text (or @file), or an HLO file (.hlo / starting with "
+                                 "HloModule)")
+    p.add_argument("--tile-sizes", help="tile sizes of the root, comma-separated (HLO input); a "
+                                        "dot root takes its contracting sizes first")
+    p.add_argument("--computation", help="the fused computation to tile (default: the one the "
+                                         "entry's root fusion calls)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-prove", action="store_true",
+                   help="skip the Z3 proofs (every proof is reported as unknown)")
+    p.add_argument("--timeout-ms", type=int, default=5000, help="per solver query")
+
+
+def _sizes(text: str | None) -> list[int]:
+    if text is None:
+        raise UsageError("an HLO input needs --tile-sizes, e.g. --tile-sizes 1,10")
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--tile-sizes takes comma-separated integers, got {text!r}") from None
+    if not sizes or any(s < 1 for s in sizes):
+        raise UsageError(f"--tile-sizes must be positive integers, got {text!r}")
+    return sizes
+
+
+def _is_hlo(text: str) -> bool:
+    return text.lstrip().startswith("HloModule")
+
+
+def _proof_json(p: TileProof) -> dict[str, Any]:
+    return {"verdict": p.verdict, "counterexample": p.counterexample, "message": p.message}
+
+
+def _tile_json(tile: SymbolicTile, sound: TileProof, exact: TileProof) -> dict[str, Any]:
+    return {
+        "offset_map": tile.offset_map_text, "size_map": tile.size_map_text,
+        "stride_map": tile.stride_map_text,
+        "rt_vars": [[v.bounds.lo, v.bounds.hi] for v in tile.rt_vars],
+        "constraints": tile.constraints.to_text(), "text": tile.to_text(),
+        "proof": sound.verdict, "exact": exact.proved,
+        "soundness": _proof_json(sound), "exactness": _proof_json(exact),
+    }
+
+
+def _run_map(text: str, source: str, args: argparse.Namespace) -> int:
+    m = parse_map(text, source)
+    tile = symbolic_tile(m)
+    if isinstance(tile, NoTile):
+        if args.json:
+            print(json.dumps({"tile": None, "reason": tile.reason}))
+        else:
+            print(f"no tile: {tile.reason}")
+        return 1
+    if args.no_prove:
+        sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
+    else:
+        sound, exact = prove_sound(tile, args.timeout_ms), prove_exact(tile, args.timeout_ms)
+    if args.json:
+        print(json.dumps({"tile": _tile_json(tile, sound, exact)}, indent=2))
+        return 0
+    print(tile.to_text())
+    for label, p in (("soundness", sound), ("exactness", exact)):
+        extra = f": {p.message}" if p.message else ""
+        print(f"{label}: {p.verdict}{extra}")
+    return 0
+
+
+def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
+    from .hlo import parse_hlo
+
+    module = parse_hlo(text, source)
+    try:
+        tiled = propagate(module, args.computation, _sizes(args.tile_sizes),
+                          prove=not args.no_prove, timeout_ms=args.timeout_ms)
+    except KeyError as err:
+        raise UsageError(f"{source}: no computation {err.args[0]!r}") from None
+    if args.json:
+        print(json.dumps(tiled.to_json(), indent=2))
+        return 0
+    print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}, "
+          f"{tiled.num_programs} programs")
+    print(f"constraints: {tiled.constraints.to_text()}")
+    for t in tiled.instructions:
+        print(f"{t.name} = {t.opcode} {t.shape}: sizes {list(t.tile_sizes)}, strides "
+              f"{list(t.tile_strides)}, offsets {t.tile_offsets_indexing}, "
+              f"exact {str(t.exact).lower()}, proof {t.proof.verdict}")
+    return 0
+
+
+def _run_tile(args: argparse.Namespace) -> int:
+    arg = args.input
+    if arg.endswith(".hlo") and not arg.startswith("@"):
+        from .hlo.cli import _read
+
+        text, source = _read(arg)
+    else:
+        text, source = read_text(arg)
+    if _is_hlo(text):
+        return _run_hlo(text, source, args)
+    if args.tile_sizes or args.computation:
+        raise UsageError("--tile-sizes and --computation apply to HLO input only")
+    return _run_map(text, source, args)
+
+
+def _configure_coalescing(p: argparse.ArgumentParser) -> None:
+    p.add_argument("hlo", help="an HLO module file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--warp-size", type=int, default=WARP_SIZE)
+    p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
+    p.add_argument("--unroll", type=int, default=1,
+                   help="output elements per thread in the loop emitter's order")
+
+
+def _run_coalescing(args: argparse.Namespace) -> int:
+    from .hlo import parse_hlo
+    from .hlo.cli import _read
+
+    for name, v in (("--warp-size", args.warp_size),
+                    ("--transaction-bytes", args.transaction_bytes), ("--unroll", args.unroll)):
+        if v < 1:
+            raise UsageError(f"{name} must be at least 1, got {v}")
+    text, source = _read(args.hlo)
+    module = parse_hlo(text, source)
+    results = coalescing(module, args.warp_size, args.transaction_bytes,
+                         loop_thread_order(args.unroll))
+    if args.json:
+        print(json.dumps({"fusions": [f.to_json() for f in results]}, indent=2))
+        return 0
+    if not results:
+        print("no fusions")
+    for f in results:
+        print(f"{f.name} (calls {f.computation}):")
+        for o in f.operands:
+            state = "coalesced" if o.coalesced else "not coalesced"
+            print(f"  operand {o.operand_index} ({o.parameter_name}): {state}, "
+                  f"{o.transactions_per_warp} transactions per warp load "
+                  f"(ideal {o.ideal_transactions})")
+    return 0
+
+
+COMMANDS["tile"] = ("symbolic tiles of a map, or tiles of every value of a fusion, proven",
+                    _configure_tile, _run_tile)
+COMMANDS["coalescing"] = ("whether each fusion operand's reads coalesce (loop-emitter order)",
+                          _configure_coalescing, _run_coalescing)
