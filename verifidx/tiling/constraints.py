@@ -72,8 +72,8 @@ class ConstraintExpression:
         return ConstraintExpression(self.conjunctions + other.conjunctions)
 
     def simplified(self) -> ConstraintExpression:
-        """Decide constant conjuncts, drop repeated conjunctions; a conjunction left empty makes
-        the whole expression always satisfied."""
+        """Decide constant conjuncts, drop repeated and absorbed conjunctions (`a || a && b` is
+        `a`); a conjunction left empty makes the whole expression always satisfied."""
         out: list[Conjunction] = []
         seen: set[frozenset[tuple[Expr, Interval]]] = set()
         for conj in self.conjunctions:
@@ -94,7 +94,10 @@ class ConstraintExpression:
             if key not in seen:
                 seen.add(key)
                 out.append(tuple(kept))
-        return ConstraintExpression(tuple(out))
+        # absorption: a conjunction that includes all the conjuncts of another adds nothing
+        sets = [frozenset(c) for c in out]
+        return ConstraintExpression(tuple(
+            c for c, cs in zip(out, sets) if not any(o < cs for o in sets)))
 
     def holds(self, env: Mapping[Expr, int]) -> bool:
         return any(all(e.evaluate(env) in iv for e, iv in conj) for conj in self.conjunctions)

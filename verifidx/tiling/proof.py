@@ -61,9 +61,13 @@ def _in_tile(y: z3.ArithRef, size: z3.ArithRef, stride: z3.ArithRef) -> z3.BoolR
 class _Setting:
     """Z3 variables for tile sizes (`t`), output indices (`d`), range and runtime variables."""
 
-    def __init__(self, tile: SymbolicTile) -> None:
+    def __init__(self, tile: SymbolicTile, translated: bool = False) -> None:
         src = tile.source
         self.t = [z3.Int(f"t{i}") for i in range(tile.num_tile_sizes)]
+        # the tile's origin: a multiple of the tile size (the program's place), or 0
+        self.k = [z3.Int(f"k{i}") for i in range(src.num_dims)] if translated else []
+        self.o = [k * t for k, t in zip(self.k, self.t)] if translated else [
+            z3.IntVal(0) for _ in range(src.num_dims)]
         self.d = [z3.Int(f"d{i}") for i in range(src.num_dims)]
         self.s = [z3.Int(f"s{i}") for i in range(src.num_range_vars)]
         self.rt = [z3.Int(f"rt{i}") for i in range(src.num_rt_vars)]
@@ -81,14 +85,26 @@ class _Setting:
             hyp += [x >= v.bounds.lo, x <= v.bounds.hi]
         self.tile_sizes_ok = z3.And(hyp + [_constraint_term(tile.constraints, self.tile_enc)])
         point = []
-        for x, t, v in zip(self.d, self.t, src.dims):
-            point += [x >= v.bounds.lo, x <= v.bounds.hi, x >= 0, x < t]
+        for k, o, v in zip(self.k, self.o, src.dims):
+            point += [k >= 0, o <= v.bounds.hi]
+        for x, t, o, v in zip(self.d, self.t, self.o, src.dims):
+            point += [x >= v.bounds.lo, x <= v.bounds.hi, x >= o, x < o + t]
         for x, v in zip(self.s, src.range_vars):
             point += [x >= v.bounds.lo, x <= v.bounds.hi]
         for e, iv in src.constraints.items():
             point += [self.map_enc(e) >= iv.lo, self.map_enc(e) <= iv.hi]
         self.read_point = z3.And(point) if point else z3.BoolVal(True)
-        self.offsets = [self.tile_enc(e) for e in tile.offsets]
+        if translated:
+            # offsets of the tile at the origin: the map at (origin, range variables lowest)
+            at_origin: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.o)}
+            at_origin.update({Symbol(i): z3.IntVal(v.bounds.lo)
+                              for i, v in enumerate(src.range_vars)})
+            at_origin.update({RtVar(i): x for i, x in enumerate(self.rt)})
+            self.origin_enc = Encoder(at_origin)
+            self.offsets = [self.origin_enc(e) for e in src.results]
+        else:
+            self.origin_enc = self.tile_enc
+            self.offsets = [self.tile_enc(e) for e in tile.offsets]
         self.sizes = [self.tile_enc(e) for e in tile.sizes]
         self.strides = [self.tile_enc(e) for e in tile.strides]
         self.results = [self.map_enc(e) for e in src.results]
@@ -114,9 +130,9 @@ def _solve(s: z3.Solver) -> tuple[z3.CheckSatResult, str]:
 
 
 def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
-    st = _Setting(tile)
-    defined = z3.And(st.tile_enc.defined + st.map_enc.defined) if (
-        st.tile_enc.defined or st.map_enc.defined) else z3.BoolVal(True)
+    st = _Setting(tile, translated=True)
+    conds = st.tile_enc.defined + st.map_enc.defined + st.origin_enc.defined
+    defined = z3.And(conds) if conds else z3.BoolVal(True)
     outside = z3.Or([z3.Not(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
                      zip(st.results, st.offsets, st.sizes, st.strides)] + [z3.Not(defined)])
     s = _solver(timeout_ms, "QF_NIA")
@@ -125,7 +141,7 @@ def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
     if r == z3.unsat:
         out = TileProof(PROVED, smtlib=s.sexpr())
     elif r == z3.sat:
-        cex = st.model_values(s.model(), [st.t, st.d, st.s, st.rt])
+        cex = st.model_values(s.model(), [st.t, st.k, st.d, st.s, st.rt])
         out = _confirm_unsound(tile, cex)
     else:
         out = TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
@@ -139,15 +155,17 @@ def _confirm_unsound(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
     rt = [cex[f"rt{i}"] for i in range(tile.source.num_rt_vars)]
     dims = [cex[f"d{i}"] for i in range(tile.source.num_dims)]
     syms = [cex[f"s{i}"] for i in range(tile.source.num_range_vars)]
+    origin = [cex.get(f"k{i}", 0) * sizes[i] for i in range(tile.source.num_dims)]
     try:
         read = tile.source.evaluate(dims, [*syms, *rt])
-        elems = tile.elements(sizes, rt)
+        elems = tile.elements_at(sizes, origin, rt)
     except Exception as exc:  # an undefined operation is itself a refutation
         return TileProof(REFUTED, dict(cex), message=f"undefined at the witness: {exc}")
     if tuple(read) in elems:
         return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
     return TileProof(REFUTED, dict(cex),
-                     message=f"tile sizes {sizes} read {tuple(read)}, which is outside the tile")
+                     message=f"tile sizes {sizes} at origin {origin} read {tuple(read)}, which is "
+                             "outside the tile")
 
 
 def _exact_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
@@ -194,13 +212,14 @@ def _confirm_inexact(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
                      "tile is never read")
 
 
-def read_set(tile: SymbolicTile, sizes: Sequence[int], rt: Sequence[int] = ()
-             ) -> set[tuple[int, ...]] | None:
-    """The operand elements an output tile of `sizes` at the origin reads (brute force), or None
-    when the output tile has more than ENUMERATION_LIMIT points."""
+def read_set(tile: SymbolicTile, sizes: Sequence[int], rt: Sequence[int] = (),
+             origin: Sequence[int] | None = None) -> set[tuple[int, ...]] | None:
+    """The operand elements an output tile of `sizes` at `origin` (default 0) reads (brute
+    force), or None when the output tile has more than ENUMERATION_LIMIT points."""
     src = tile.source
-    dim_ranges = [range(max(0, v.bounds.lo), min(t, v.bounds.hi + 1))
-                  for t, v in zip(sizes, src.dims)]
+    at = list(origin) if origin is not None else [0] * len(sizes)
+    dim_ranges = [range(max(o, v.bounds.lo), min(o + t, v.bounds.hi + 1))
+                  for o, t, v in zip(at, sizes, src.dims)]
     sym_ranges = [range(v.bounds.lo, v.bounds.hi + 1) for v in src.range_vars]
     total = 1
     for r in (*dim_ranges, *sym_ranges):
@@ -290,6 +309,7 @@ def _combine(parts: list[TileProof]) -> TileProof:
 #: Tile-size boxes up to this many points may be checked exhaustively when the solver gives up:
 #: every tile size is covered, so the verdict is a proof, not a sample.
 EXHAUSTIVE_LIMIT = 2048
+QUICK_TIMEOUT_MS = 500
 
 
 def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
@@ -301,22 +321,30 @@ def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
         total *= len(r)
     if total > EXHAUSTIVE_LIMIT:
         return None
+    checked = 0
     for sizes in itertools.product(*boxes):
         if not tile.satisfied_by(sizes):
             continue
-        reads = read_set(tile, sizes)
-        if reads is None:
-            return None
-        try:
-            elems = tile.elements(sizes)
-        except Exception as exc:
-            return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
-                             message=f"undefined: {exc}")
-        missing = reads - elems if not exact else elems - reads
-        if missing:
-            what = "read outside the tile" if not exact else "in the tile but never read"
-            return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
-                             message=f"tile sizes {list(sizes)}: {sorted(missing)[0]} is {what}")
+        origins = [[0] * len(sizes)] if exact else [list(o) for o in itertools.product(*(
+            range(0, v.bounds.hi + 1, t) for v, t in zip(tile.source.dims, sizes)))]
+        for origin in origins:
+            checked += 1
+            if checked > EXHAUSTIVE_LIMIT * 8:
+                return None
+            reads = read_set(tile, sizes, (), origin)
+            if reads is None:
+                return None
+            try:
+                elems = tile.elements_at(sizes, origin)
+            except Exception as exc:
+                return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
+                                 message=f"undefined: {exc}")
+            missing = reads - elems if not exact else elems - reads
+            if missing:
+                what = "read outside the tile" if not exact else "in the tile but never read"
+                return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
+                                 message=f"tile sizes {list(sizes)} at origin {origin}: "
+                                         f"{sorted(missing)[0]} is {what}")
     return TileProof(PROVED, message=f"exhaustive over all {total} tile sizes")
 
 
@@ -326,9 +354,15 @@ def _prove(kind: str, tile: SymbolicTile, timeout_ms: int) -> TileProof:
     if hit is not None:
         return hit
     query = _sound_query if kind == "sound" else _exact_query
-    out = _combine([query(c, timeout_ms) for c in _cases(tile)])
+    cases = _cases(tile)
+    # a short solver attempt first; then, for small tile-size boxes, the exhaustive check (a
+    # proof for every tile size too); then the solver with the full timeout
+    quick = min(timeout_ms, QUICK_TIMEOUT_MS)
+    out = _combine([query(c, quick) for c in cases])
     if out.verdict == UNKNOWN:
         out = _exhaustive(tile, kind == "exact") or out
+    if out.verdict == UNKNOWN and timeout_ms > quick:
+        out = _combine([query(c, timeout_ms) for c in cases])
     _CACHE[key] = out
     return out
 

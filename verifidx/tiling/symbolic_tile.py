@@ -119,6 +119,23 @@ class SymbolicTile:
         axes = [[o + st * k for k in range(sz)] for o, sz, st in zip(offs, sizes, strides)]
         return set(itertools.product(*axes))
 
+    def offsets_at(self, origin: Sequence[int], rt: Sequence[int] = ()) -> tuple[int, ...]:
+        """Offsets of the tile whose output tile starts at `origin` (a multiple of the tile
+        sizes): the map at the origin with range variables at their lower bounds."""
+        syms = [v.bounds.lo for v in self.source.range_vars]
+        return self.source.evaluate(list(origin), [*syms, *rt])
+
+    def elements_at(self, tile_sizes: Sequence[int], origin: Sequence[int],
+                    rt: Sequence[int] = ()) -> set[tuple[int, ...]]:
+        """Every operand index of the tile for the output tile at `origin`."""
+        import itertools
+
+        offs = self.offsets_at(origin, rt)
+        sizes = self.evaluate_sizes(tile_sizes)
+        strides = self.evaluate_strides(tile_sizes)
+        axes = [[o + st * k for k in range(sz)] for o, sz, st in zip(offs, sizes, strides)]
+        return set(itertools.product(*axes))
+
     # -- text ---------------------------------------------------------------------------------
     def _names(self) -> dict[Variable, str]:
         return {RtVar(i): f"s{i}" for i in range(len(self.rt_vars))}
@@ -200,7 +217,12 @@ def _from_floordiv(num: Expr, den: Expr) -> _SizeStride:
         raise _Fail(f"floordiv by something other than a positive constant: {den}")
     if not _is_dim(num):
         raise _Fail(f"floordiv of something other than a dimension: {num}")
-    return _SizeStride(floordiv(add(num, den.value - 1), den), Const(1))
+    # A tile of n values of d placed at a multiple of n meets ceil(n / c) quotients only when
+    # n divides c or c divides n (XLA has no constraint here; without it a tile of 3 at offset 6
+    # reads quotients 0 and 1 of `d floordiv 8` but holds one).
+    cons = (ConstraintExpression.of(mod(den, num), 0, 0)
+            | ConstraintExpression.of(mod(num, den), 0, 0))
+    return _SizeStride(floordiv(add(num, den.value - 1), den), Const(1), cons)
 
 
 def _range_size(size: Expr, dim_bounds: Sequence[Interval]) -> int:
