@@ -106,7 +106,7 @@ class _Setting:
             self.origin_enc = self.tile_enc
             self.offsets = [self.tile_enc(e) for e in tile.offsets]
         self.sizes = [self.tile_enc(e) for e in tile.sizes]
-        self.strides = [self.tile_enc(e) for e in tile.strides]
+        self.strides = [self.tile_enc(e) for e in tile.clamped_strides()]
         self.results = [self.map_enc(e) for e in src.results]
 
     def model_values(self, model: z3.ModelRef, groups: Sequence[Sequence[z3.ArithRef]]
@@ -378,7 +378,8 @@ def prove_exact(tile: SymbolicTile, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Til
 
 
 def _key(tile: SymbolicTile) -> str:
-    return tile.to_text() + "\n" + str(tile.source)
+    bounds = ",".join(f"[{b.lo},{b.hi}]" for b in tile.tile_size_bounds)
+    return f"{tile.to_text()}\n{tile.source}\n{bounds}"
 
 
 def clear_cache() -> None:

@@ -96,10 +96,18 @@ def program_id_map(dims: Sequence[int], tile_sizes: Sequence[int]) -> IndexingMa
     return IndexingMap.build(results, [Var(Interval(0, total - 1), "pid_0")])
 
 
-def tile_offsets(pid_map: IndexingMap, indexing: IndexingMap) -> IndexingMap:
+def tile_offsets(pid_map: IndexingMap, indexing: IndexingMap,
+                 tile_sizes: Sequence[int]) -> IndexingMap:
     """Offsets of a value's tile per program: the root-to-value map at the root tile's origin,
-    range variables at their lower bounds (the first element they read)."""
-    composed = compose(pid_map, indexing)
+    range variables at their lower bounds (the first element they read). A program takes part
+    when its output tile overlaps the map's domain (origin in [lo - t + 1, hi] per dimension),
+    not only when its origin lies inside; the map's other constraints (high padding of a
+    result) do not restrict programs."""
+    relaxed = indexing.replace(
+        dims=tuple(Var(Interval(v.bounds.lo - t + 1, v.bounds.hi), v.name)
+                   for v, t in zip(indexing.dims, tile_sizes)),
+        constraints={})
+    composed = compose(pid_map, relaxed)
     lows: dict[Expr, Expr] = {Symbol(i): Const(v.bounds.lo)
                               for i, v in enumerate(composed.range_vars)}
     out = composed.replace(results=tuple(r.substitute(lows) for r in composed.results))
@@ -255,6 +263,8 @@ def analyze(module: HloModule, computation: str | None = None) -> SymbolicTiling
         if isinstance(tile, NoTile):
             raise TilingError(f"{comp.name}: {inst.opcode} {name} cannot be tiled: "
                               f"{tile.reason}")
+        # proofs cover every tile size the root may use, not only the map's own extents
+        tile = tile.with_tile_size_limits(dims + contracting if in_contraction else dims)
         constraints = constraints & tile.constraints
         entries.append(SymbolicEntry(name, inst.opcode, str(inst.shape), m, tile,
                                      in_contraction))
@@ -299,7 +309,8 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]] = set()
     for e in sym.entries:
         sizes_here = space if e.contraction else space[:n_out]
-        offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing)
+        offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing,
+                               sizes_here)
         t_sizes = e.tile.evaluate_sizes(sizes_here)
         t_strides = e.tile.evaluate_strides(sizes_here)
         key = (e.name, t_sizes, t_strides, str(offsets))

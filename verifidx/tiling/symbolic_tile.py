@@ -82,6 +82,28 @@ class SymbolicTile:
         return len(self.offsets)
 
     @property
+    def dim_extents(self) -> tuple[int, ...]:
+        """`hi + 1` of each dimension of the source map: strides are evaluated with tile sizes
+        clamped to it."""
+        return tuple(v.bounds.hi + 1 for v in self.source.dims)
+
+    def clamped_strides(self) -> tuple[Expr, ...]:
+        """The stride expressions with each tile size `d<i>` replaced by `min(d<i>, extent)`."""
+        from ..expr import minimum
+
+        clamp: dict[Expr, Expr] = {Dim(i): minimum(Dim(i), e)
+                                   for i, e in enumerate(self.dim_extents)}
+        return tuple(e.substitute(clamp) for e in self.strides)
+
+    def with_tile_size_limits(self, limits: Sequence[int]) -> SymbolicTile:
+        """The same tile, its proofs to cover tile sizes up to `limits` (e.g. the root's extents
+        when the map's dimensions are narrower, as for a concatenate operand)."""
+        from dataclasses import replace
+
+        return replace(self, tile_size_bounds=tuple(
+            Interval(1, max(b.hi, lim)) for b, lim in zip(self.tile_size_bounds, limits)))
+
+    @property
     def num_tile_sizes(self) -> int:
         return len(self.tile_size_bounds)
 
@@ -98,7 +120,7 @@ class SymbolicTile:
     def evaluate_strides(self, tile_sizes: Sequence[int]) -> tuple[int, ...]:
         """Strides at `tile_sizes`; sizes beyond a dimension's extent are clamped to it first
         (XLA does the same: such a tile covers the whole dimension)."""
-        clamped = [min(v, b.hi) for v, b in zip(tile_sizes, self.tile_size_bounds)]
+        clamped = [min(v, e) for v, e in zip(tile_sizes, self.dim_extents)]
         env = self._env(clamped)
         return tuple(e.evaluate(env) for e in self.strides)
 
@@ -345,9 +367,16 @@ def symbolic_tile(indexing: IndexingMap, simplify: bool = True) -> SymbolicTile 
         sizes.append(ss.size)
         strides.append(ss.stride)
         cons = cons & ss.constraints
-    bounds = tuple(Interval(b.lo + 1, b.hi + 1) for b in dim_bounds)
+    bounds = tile_size_bounds(m)
     return SymbolicTile(tuple(offsets), tuple(sizes), tuple(strides), bounds, m.rt_vars,
                         cons.simplified(), m, ignored_constraints=bool(m.constraints))
+
+
+def tile_size_bounds(m: IndexingMap) -> tuple[Interval, ...]:
+    """Tile sizes along dimension i run from 1 to `hi_i + 1` (the tile starts at a multiple of
+    its size, from 0). XLA's [lo + 1, hi + 1] leaves out small tiles of a dimension that starts
+    above 0 (a concatenate operand), which propagation does use."""
+    return tuple(Interval(1, v.bounds.hi + 1) for v in m.dims)
 
 
 def _simplify_expr(e: Expr, reference: IndexingMap) -> Expr:
@@ -420,6 +449,6 @@ def tile_from_text(text: str, source: IndexingMap) -> SymbolicTile:
     strides, _ = _parse_results(fields["stride_map"], names)
     cons = (parse_constraints(fields["constraints"], names) if "constraints" in fields
             else ConstraintExpression.always())
-    bounds = tuple(Interval(v.bounds.lo + 1, v.bounds.hi + 1) for v in source.dims)
+    bounds = tile_size_bounds(source)
     return SymbolicTile(offsets, sizes, strides, bounds, source.rt_vars, cons, source,
                         ignored_constraints=bool(source.constraints))
