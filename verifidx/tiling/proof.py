@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 import z3
 
 from ..expr import Const, Dim, Expr, RtVar, Symbol
+from ..interval import Interval
 from ..smt import Encoder
-from .constraints import ConstraintExpression
+from .constraints import Conjunction, ConstraintExpression
 from .symbolic_tile import SymbolicTile
 
 DEFAULT_TIMEOUT_MS = 5000
@@ -273,26 +274,59 @@ def equivalent(a: SymbolicTile, b: SymbolicTile, timeout_ms: int = DEFAULT_TIMEO
     return TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
 
 
+#: A conjunction over tile sizes whose boxes hold at most this many combinations is split into
+#: one case per combination that satisfies it (each case then has constant sizes there).
+PIN_LIMIT = 256
+
+
+def _pin(tile: SymbolicTile, values: dict[int, int], conj: Conjunction) -> SymbolicTile | None:
+    pinned: dict[Expr, Expr] = {Dim(i): Const(v) for i, v in values.items()}
+    bounds = list(tile.tile_size_bounds)
+    for i, v in values.items():
+        bounds[i] = bounds[i].intersect(Interval(v, v))
+    for e, iv in conj:
+        if isinstance(e, Dim):
+            bounds[e.index] = bounds[e.index].intersect(iv)
+    if any(b.is_empty for b in bounds):
+        return None
+    return replace(
+        tile, offsets=tuple(e.substitute(pinned) for e in tile.offsets),
+        sizes=tuple(e.substitute(pinned) for e in tile.sizes),
+        strides=tuple(e.substitute(pinned) for e in tile.strides),
+        tile_size_bounds=tuple(bounds), constraints=ConstraintExpression((conj,)))
+
+
 def _cases(tile: SymbolicTile) -> list[SymbolicTile]:
-    """One tile per conjunction of the constraints, with the tile sizes it pins substituted:
-    smaller, often linear queries whose conjunction is the original claim."""
+    """Smaller queries whose conjunction is the original claim: one per conjunction of the
+    constraints, and within it one per combination of the tile sizes it mentions when there are
+    few (`16 mod d1 == 0` gives d1 in {1, 2, 4, 8, 16}): those sizes become constants, which
+    makes the products with them linear."""
     if tile.constraints.is_always_satisfied or tile.constraints.is_unsatisfiable:
         return [tile]
     out = []
     for conj in tile.constraints.conjunctions:
-        pinned: dict[Expr, Expr] = {e: Const(iv.lo) for e, iv in conj
-                                     if isinstance(e, Dim) and iv.is_point}
-        bounds = list(tile.tile_size_bounds)
-        for e, iv in conj:
-            if isinstance(e, Dim):
-                bounds[e.index] = bounds[e.index].intersect(iv)
-        if any(b.is_empty for b in bounds):
+        dims = sorted({v.index for e, _ in conj for v in e.variables() if isinstance(v, Dim)})
+        boxes = [range(tile.tile_size_bounds[i].lo, tile.tile_size_bounds[i].hi + 1)
+                 for i in dims]
+        total = 1
+        for b in boxes:
+            total *= len(b)
+        if dims and total <= PIN_LIMIT:
+            for combo in itertools.product(*boxes):
+                env: dict[Expr, int] = {Dim(i): v for i, v in zip(dims, combo)}
+                try:
+                    ok = all(e.evaluate(env) in iv for e, iv in conj)
+                except Exception:  # a divisor of 0 cannot occur for sizes >= 1; be safe
+                    ok = False
+                if ok:
+                    case = _pin(tile, dict(zip(dims, combo)), conj)
+                    if case is not None:
+                        out.append(case)
             continue
-        out.append(replace(
-            tile, offsets=tuple(e.substitute(pinned) for e in tile.offsets),
-            sizes=tuple(e.substitute(pinned) for e in tile.sizes),
-            strides=tuple(e.substitute(pinned) for e in tile.strides),
-            tile_size_bounds=tuple(bounds), constraints=ConstraintExpression((conj,))))
+        point = {e.index: iv.lo for e, iv in conj if isinstance(e, Dim) and iv.is_point}
+        case = _pin(tile, point, conj)
+        if case is not None:
+            out.append(case)
     return out
 
 
