@@ -62,6 +62,7 @@ def _tile_json(tile: SymbolicTile, sound: TileProof, exact: TileProof) -> dict[s
         "stride_map": tile.stride_map_text,
         "rt_vars": [[v.bounds.lo, v.bounds.hi] for v in tile.rt_vars],
         "constraints": tile.constraints.to_text(), "text": tile.to_text(),
+        "high_padding_ignored": tile.ignored_constraints,
         "proof": sound.verdict, "exact": exact.proved,
         "soundness": _proof_json(sound), "exactness": _proof_json(exact),
     }

@@ -8,10 +8,10 @@ the text matches, and evaluates it exactly so proofs and tests can use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..expr import Const, Dim, Expr, Variable
+from ..expr import Const, Expr, Variable
 from ..interval import Interval
 from ..syntax import print_expr
 
@@ -102,13 +102,6 @@ class ConstraintExpression:
     def holds(self, env: Mapping[Expr, int]) -> bool:
         return any(all(e.evaluate(env) in iv for e, iv in conj) for conj in self.conjunctions)
 
-    def substitute(self, mapping: Mapping[Expr, Expr]) -> ConstraintExpression:
-        return ConstraintExpression(tuple(
-            tuple((e.substitute(mapping), iv) for e, iv in conj) for conj in self.conjunctions))
-
-    def variables(self) -> set[Variable]:
-        return {v for conj in self.conjunctions for e, _ in conj for v in e.variables()}
-
     def to_text(self, names: Mapping[Variable, str] | None = None) -> str:
         """XLA's printing: conjuncts sorted as strings and joined by ` && `, conjunctions sorted
         and joined by ` || `."""
@@ -123,15 +116,3 @@ class ConstraintExpression:
 
     def __str__(self) -> str:
         return self.to_text()
-
-
-def conjunction_of(items: Iterable[tuple[Expr, int, int]]) -> ConstraintExpression:
-    out = ConstraintExpression.always()
-    for e, lo, hi in items:
-        out = out & ConstraintExpression.of(e, lo, hi)
-    return out
-
-
-def rename_dims(c: ConstraintExpression, dims: Sequence[Expr]) -> ConstraintExpression:
-    """Replace `d<i>` by `dims[i]` (one instruction's tile sizes in terms of another's)."""
-    return c.substitute({Dim(i): e for i, e in enumerate(dims)})

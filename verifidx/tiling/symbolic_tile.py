@@ -75,7 +75,6 @@ class SymbolicTile:
     #: the source map had constraints that were set aside (high padding): the tile may hold
     #: elements that are not read.
     ignored_constraints: bool = False
-    reason_notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def rank(self) -> int:
