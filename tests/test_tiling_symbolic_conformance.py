@@ -11,7 +11,7 @@ import pytest
 from tiling_conformance import load, record, same_text
 
 import verifidx as vx
-from verifidx.hlo.computation_maps import output_to_input
+from verifidx.computation_maps import output_to_input
 from verifidx.tiling import NoTile, SymbolicTile, symbolic_tile
 from verifidx.tiling.proof import equivalent, prove_sound
 from verifidx.tiling.symbolic_tile import tile_from_text

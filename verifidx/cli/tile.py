@@ -1,8 +1,9 @@
-"""`verifidx tile` and `verifidx coalescing` (docs/tiling.md has the JSON contracts).
+"""`verifidx tile`: symbolic tiles of a map, or the tiles of every value of a fusion, proven.
 
     verifidx tile "(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 63]"
     verifidx tile fusion.hlo --tile-sizes 1,10 [--computation NAME] [--json] [--no-prove]
-    verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128]
+
+docs/tiling.md has the JSON contract.
 
 `tile MAP` prints the symbolic tile (XLA's layout) and its proofs; exit 0 with a tile, 1 when no
 tile exists (the reason is printed). `tile FILE.hlo` prints every value's tile; a fusion that cannot
@@ -15,15 +16,18 @@ import argparse
 import json
 from typing import Any
 
-from .cli import COMMANDS, UsageError, read_text
-from .syntax import parse_map
-from .tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
-from .tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
-from .tiling.propagation import propagate
-from .tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+from ..hlo import parse_hlo
+from ..syntax import parse_map
+from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
+from ..tiling.propagation import propagate
+from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_text
+from .indexing import _read
 
 
-def _configure_tile(p: argparse.ArgumentParser) -> None:
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "tile", "symbolic tiles of a map, or the tiles of every value of a "
+                                 "fusion, proven", _run)
     p.add_argument("input", help="map text (or @file), or an HLO file (.hlo / starting with "
                                  "HloModule)")
     p.add_argument("--tile-sizes", help="tile sizes of the root, comma-separated (HLO input); a "
@@ -76,7 +80,7 @@ def _run_map(text: str, source: str, args: argparse.Namespace) -> int:
             print(json.dumps({"tile": None, "reason": tile.reason}))
         else:
             print(f"no tile: {tile.reason}")
-        return 1
+        return EXIT_FAILED
     if args.no_prove:
         sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
     else:
@@ -92,8 +96,6 @@ def _run_map(text: str, source: str, args: argparse.Namespace) -> int:
 
 
 def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
-    from .hlo import parse_hlo
-
     module = parse_hlo(text, source)
     try:
         tiled = propagate(module, args.computation, _sizes(args.tile_sizes),
@@ -113,11 +115,9 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_tile(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     arg = args.input
     if arg.endswith(".hlo") and not arg.startswith("@"):
-        from .hlo.cli import _read
-
         text, source = _read(arg)
     else:
         text, source = read_text(arg)
@@ -126,45 +126,3 @@ def _run_tile(args: argparse.Namespace) -> int:
     if args.tile_sizes or args.computation:
         raise UsageError("--tile-sizes and --computation apply to HLO input only")
     return _run_map(text, source, args)
-
-
-def _configure_coalescing(p: argparse.ArgumentParser) -> None:
-    p.add_argument("hlo", help="an HLO module file")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--warp-size", type=int, default=WARP_SIZE)
-    p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
-    p.add_argument("--unroll", type=int, default=1,
-                   help="output elements per thread in the loop emitter's order")
-
-
-def _run_coalescing(args: argparse.Namespace) -> int:
-    from .hlo import parse_hlo
-    from .hlo.cli import _read
-
-    for name, v in (("--warp-size", args.warp_size),
-                    ("--transaction-bytes", args.transaction_bytes), ("--unroll", args.unroll)):
-        if v < 1:
-            raise UsageError(f"{name} must be at least 1, got {v}")
-    text, source = _read(args.hlo)
-    module = parse_hlo(text, source)
-    results = coalescing(module, args.warp_size, args.transaction_bytes,
-                         loop_thread_order(args.unroll))
-    if args.json:
-        print(json.dumps({"fusions": [f.to_json() for f in results]}, indent=2))
-        return 0
-    if not results:
-        print("no fusions")
-    for f in results:
-        print(f"{f.name} (calls {f.computation}):")
-        for o in f.operands:
-            state = "coalesced" if o.coalesced else "not coalesced"
-            print(f"  operand {o.operand_index} ({o.parameter_name}): {state}, "
-                  f"{o.transactions_per_warp} transactions per warp load "
-                  f"(ideal {o.ideal_transactions})")
-    return 0
-
-
-COMMANDS["tile"] = ("symbolic tiles of a map, or tiles of every value of a fusion, proven",
-                    _configure_tile, _run_tile)
-COMMANDS["coalescing"] = ("whether each fusion operand's reads coalesce (loop-emitter order)",
-                          _configure_coalescing, _run_coalescing)
