@@ -103,9 +103,19 @@ class _Setting:
             at_origin.update({RtVar(i): x for i, x in enumerate(self.rt)})
             self.origin_enc = Encoder(at_origin)
             self.offsets = [self.origin_enc(e) for e in src.results]
+            # the tile's own offset expressions must be the map at the origin 0
+            at_zero: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(0) for i in range(src.num_dims)}
+            at_zero.update({Symbol(i): z3.IntVal(v.bounds.lo)
+                            for i, v in enumerate(src.range_vars)})
+            at_zero.update({RtVar(i): x for i, x in enumerate(self.rt)})
+            zero_enc = Encoder(at_zero)
+            self.offset_mismatch = z3.Or([self.tile_enc(e) != zero_enc(r)
+                                          for e, r in zip(tile.offsets, src.results)]
+                                         or [z3.BoolVal(False)])
         else:
             self.origin_enc = self.tile_enc
             self.offsets = [self.tile_enc(e) for e in tile.offsets]
+            self.offset_mismatch = z3.BoolVal(False)
         self.sizes = [self.tile_enc(e) for e in tile.sizes]
         self.strides = [self.tile_enc(e) for e in tile.clamped_strides()]
         self.results = [self.map_enc(e) for e in src.results]
@@ -137,7 +147,7 @@ def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
     outside = z3.Or([z3.Not(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
                      zip(st.results, st.offsets, st.sizes, st.strides)] + [z3.Not(defined)])
     s = _solver(timeout_ms, "QF_NIA")
-    s.add(st.tile_sizes_ok, st.read_point, outside)
+    s.add(st.tile_sizes_ok, st.read_point, z3.Or(outside, st.offset_mismatch))
     r, why = _solve(s)
     if r == z3.unsat:
         out = TileProof(PROVED, smtlib=s.sexpr())
@@ -162,6 +172,10 @@ def _confirm_unsound(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
         elems = tile.elements_at(sizes, origin, rt)
     except Exception as exc:  # an undefined operation is itself a refutation
         return TileProof(REFUTED, dict(cex), message=f"undefined at the witness: {exc}")
+    own, expected = tile.evaluate_offsets(rt), tile.offsets_at([0] * len(origin), rt)
+    if own != expected:
+        return TileProof(REFUTED, dict(cex), message=f"the tile's offsets {own} are not the "
+                         f"map at the origin {expected}")
     if tuple(read) in elems:
         return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
     return TileProof(REFUTED, dict(cex),
@@ -355,6 +369,8 @@ def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
         total *= len(r)
     if total > EXHAUSTIVE_LIMIT:
         return None
+    if not exact and tile.evaluate_offsets() != tile.offsets_at([0] * tile.source.num_dims):
+        return TileProof(REFUTED, message="the tile's offsets are not the map at the origin")
     checked = 0
     for sizes in itertools.product(*boxes):
         if not tile.satisfied_by(sizes):
