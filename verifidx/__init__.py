@@ -27,6 +27,14 @@ from .version import __version__ as __version__
 _gate_laws()
 
 
+def parse_module(text: str, source: str = "<string>"):  # type: ignore[no-untyped-def]
+    """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
+    `verifidx[stablehlo]` (jax, jaxlib)."""
+    from .stablehlo import parse_module as _parse_module
+
+    return _parse_module(text, source)
+
+
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
     """Prove rules (a path to a rule file or directory, a rule text, or Rule objects)."""
     from .rules import prove as _prove
@@ -39,6 +47,6 @@ __all__ = [
     "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
-    "set_simplifier", "simplify",
+    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
+    "prove", "range_of", "set_simplifier", "simplify",
 ]
