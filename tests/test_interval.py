@@ -29,6 +29,19 @@ def test_range_is_sound(e, a: Interval, b: Interval, c: Interval) -> None:
 
 
 @given(intervals(-20, 20, 15), intervals(-5, 5, 6))
+def test_division_by_a_variable_is_sound(a: Interval, b: Interval) -> None:
+    for e in (floordiv(d0, d1), mod(d0, d1)):
+        r = range_of(e, {d0: a, d1: b})
+        for x in range(a.lo, a.hi + 1):
+            for y in range(b.lo, b.hi + 1):
+                try:
+                    v = e.evaluate({d0: x, d1: y})
+                except EvaluationError:
+                    continue
+                assert v in r
+
+
+@given(intervals(-20, 20, 15), intervals(-5, 5, 6))
 def test_division_by_any_constant_is_sound(a: Interval, b: Interval) -> None:
     """Divisors are constants (docs/semantics.md); every nonzero one, negative included."""
     for y in range(b.lo, b.hi + 1):
@@ -50,6 +63,7 @@ def test_mod_and_div_within_one_period_are_exact() -> None:
 def test_empty_intervals_propagate() -> None:
     empty = Interval(1, 0)
     assert range_of(d0 + d1, {d0: empty, d1: Interval(0, 5)}).is_empty
+    assert range_of(mod(d0, d1), {d0: Interval(0, 5), d1: Interval(-3, 0)}).is_empty
     assert range_of(mod(d0, 4), {d0: Interval(3, 2)}).is_empty
     assert range_of(floordiv(d0, -2), {d0: Interval(3, 2)}).is_empty
 

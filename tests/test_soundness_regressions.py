@@ -138,7 +138,7 @@ def test_the_python_api_enforces_the_same_contract() -> None:
     with pytest.raises(vx.DivisorError):
         IndexingMap.build([Dim(0)], [(0, 9)], constraints=[(Dim(0) % Dim(0), (0, 0))])
     with pytest.raises(vx.DivisorError):
-        floordiv(Dim(0), Symbol(0))
+        IndexingMap.build([floordiv(Dim(0), Symbol(0))], [(0, 9)], [(1, 3)])
     with pytest.raises(vx.DivisorError):  # a rule's constant is no divisor of a map
         IndexingMap((FloorDiv(Dim(0), ConstVar("c0")),), (vx.Var(vx.Interval(0, 3)),))
 

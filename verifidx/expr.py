@@ -5,9 +5,11 @@ identity and hashing is O(1). That makes expressions cheap keys for the caches o
 and of the solver bridge.
 
 Semantics (docs/semantics.md): `floordiv` rounds toward negative infinity, `ceildiv` rounds up,
-`mod` lies in [0, b-1]. Divisors are integer constants, nonzero (positive for `mod`), as in XLA's
-indexing maps and MLIR affine maps: the constructors raise `DivisorError` for anything else, so
-every expression is defined at every point.
+`mod` lies in [0, b-1]. The divisors of a map are integer constants, nonzero (positive for
+`mod`): the constructors raise `DivisorError` for an invalid constant and maps for a divisor
+that is not a constant, so every expression of a map is defined at every point. Expressions
+outside maps (symbolic tile constraints) may divide by variables; evaluating them where a
+divisor is invalid raises `EvaluationError`.
 
 The smart constructors (`add`, `mul`, `floordiv`, ...) and the Python operators fold only a few
 laws, each stated and proven as a rule in `rules/canonical.rules` and applied only while its
@@ -382,10 +384,12 @@ class Mul(Binary):
 
 
 class _Division(Binary):
-    """`floordiv`, `ceildiv`, `mod`: the divisor is an integer constant (docs/semantics.md), so
-    every expression of a map is defined everywhere. In a rule pattern the divisor may be a
-    constant of the rule (`c0`, `c0 floordiv c1`, `lo(x)`); the prover makes its validity part
-    of the rule's obligation."""
+    """`floordiv`, `ceildiv`, `mod`. A constant divisor must be valid (nonzero; positive for
+    `mod`) wherever it is written. Maps accept only constant divisors (docs/semantics.md,
+    `indexing_map.check_map_expr`), so every expression of a map is defined everywhere; other
+    expressions (XLA's symbolic tile constraints, `6 mod s0`) may divide by variables. In a rule
+    pattern the divisor may be a constant of the rule (`c0`, `lo(x)`); the prover makes its
+    validity part of the rule's obligation."""
 
     __slots__ = ()
     positive_divisor: ClassVar[bool] = False
@@ -399,7 +403,7 @@ class _Division(Binary):
         if isinstance(rhs, Const):
             value = rhs.value
         elif not is_constant_valued(rhs):
-            raise DivisorError(f"the divisor of {cls.tag} must be an integer constant, not {rhs}")
+            return  # allowed in expressions (tile constraints); maps reject it (check_map_expr)
         else:
             try:
                 value = rhs.evaluate({})

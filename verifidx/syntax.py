@@ -32,6 +32,7 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    is_constant_valued,
     neg,
     raw_add,
 )
@@ -142,6 +143,8 @@ class _Parser:
 
     # expressions
     nesting = 0
+    #: Maps and rules divide by constants only (docs/semantics.md); `parse_expr` allows more.
+    constant_divisors = True
 
     def nest(self, tok: Token) -> None:
         """One more level of `(`, unary minus or min/max: bounded like the expressions built
@@ -182,6 +185,8 @@ class _Parser:
             divisor = self.tok
             rhs = self.unary()
             op = _OPERATOR_WORDS[op_tok.text]
+            if self.constant_divisors and op != "*" and not is_constant_valued(rhs):
+                raise self.divisor_error(op, divisor)
             try:
                 e = self.binary(op, e, rhs)
             except DivisorError:
@@ -388,6 +393,7 @@ def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
                source: str = "<string>") -> Expr:
     """Parse one expression; variables are `d<i>`, `s<i>`, `rt<i>` unless `names` is given."""
     p = _Parser(text, source)
+    p.constant_divisors = False  # an expression (a tile constraint) may divide by a variable
     if names is None:
         p.pattern_name = _default_variable
     else:
