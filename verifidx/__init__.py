@@ -11,10 +11,22 @@ from .hlo.computation_maps import input_to_output, output_to_input, set_simplifi
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
-from .smt import Verdict, equal, is_empty
+from .smt import Verdict, is_empty
+from .smt import equal as _equal_maps
+from .smt import equal_relations
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 
 __version__ = "0.1.0"
+
+
+def equal(f, g, timeout_ms: int = 2000) -> Verdict:  # type: ignore[no-untyped-def]
+    """Whether two maps denote the same relation; lists (or tuples) of maps are compared as the
+    unions of their relations (`smt.equal_relations`), as concatenate and pad need."""
+    if isinstance(f, (list, tuple)) or isinstance(g, (list, tuple)):
+        fs = list(f) if isinstance(f, (list, tuple)) else [f]
+        gs = list(g) if isinstance(g, (list, tuple)) else [g]
+        return equal_relations(fs, gs, timeout_ms)
+    return _equal_maps(f, g, timeout_ms)
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
@@ -27,7 +39,7 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
-    "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
+    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
     "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
     "set_simplifier", "simplify",
 ]
