@@ -11,9 +11,8 @@ from .hlo.computation_maps import input_to_output, output_to_input, set_simplifi
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
-from .smt import Verdict, is_empty
+from .smt import Verdict, equal_relations, is_empty
 from .smt import equal as _equal_maps
-from .smt import equal_relations
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 
 __version__ = "0.1.0"
@@ -39,7 +38,7 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
-    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
-    "set_simplifier", "simplify",
+    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input",
+    "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map",
+    "prove", "range_of", "set_simplifier", "simplify",
 ]

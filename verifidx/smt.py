@@ -441,9 +441,9 @@ def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, ti
     if r != z3.sat:
         return Verdict(None, message=f"solver answered unknown ({s.reason_unknown()})")
     model = s.model()
-    values = [_value(model, env_a[v]) for v in a.variables]
+    found = [_value(model, env_a[v]) for v in a.variables]
     nd, nr = a.num_dims, a.num_range_vars
-    dims, syms, rts = values[:nd], values[nd:], values[nd + nr:]
+    dims, syms, rts = found[:nd], found[nd:], found[nd + nr:]
     result = a.evaluate(dims, syms)
     # Re-check with verifidx's own evaluator: no map of the other side may relate the point
     # to the same result (checked where the other side's range boxes are small).

@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
 
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
-    module = parse_hlo(text, source)
+    module = parse_hlo(text, source, check_shapes=True)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
