@@ -156,7 +156,7 @@ def _load_plugins() -> None:
     import importlib
 
     for mod in ("verifidx.rules.cli", "verifidx.simplify_cli", "verifidx.hlo.cli",
-                "verifidx.layout_cli", "verifidx.fusion_cli"):
+                "verifidx.layout_cli", "verifidx.fusion_cli", "verifidx.subst_cli"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as err:
