@@ -188,10 +188,10 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
                 return False
         elif not _unify_list(value, concrete, b):  # type: ignore[arg-type]
             return False
-    for key in ("stride", "interior"):
-        if node.op in ("slice", "pad") and node.attr(key) is None and \
-                any(v != _DEFAULTS[key] for v in _concrete_attr(inst, key)):  # type: ignore[union-attr]
-            return False
+    key = {"slice": "stride", "pad": "interior"}.get(node.op)
+    if key is not None and node.attr(key) is None and \
+            any(v != _DEFAULTS[key] for v in _concrete_attr(inst, key)):  # type: ignore[union-attr]
+        return False
     b.matched.insert(0, name)
     return all(_match(a, o, c, sub, b, users, False) for a, o in zip(node.args, inst.operands))
 
@@ -309,9 +309,16 @@ def _validate(params: Sequence[tuple[str, Shape]], lhs: Sequence[_Inst], rhs: Se
         right[rhs_input] = [IndexingMap.identity(shape.dims)]
     else:
         right = maps(rhs)
+    # The per-op map of a pad's scalar operand over-approximates (every output element; see
+    # OVER_APPROXIMATIONS), all other maps here are exact. Every output element reads exactly
+    # one element, so when the array inputs' relations agree, the elements reading a scalar
+    # are the same on both sides; with one scalar read in all, they read the same value.
+    scalars = {p for p, s in params if s.rank == 0 and (left[p] or right[p])}
+    if len(scalars) > 1:
+        return False
     for p, _s in params:
         lm, rm = left[p], right[p]
-        if not lm and not rm:
+        if (not lm and not rm) or p in scalars:
             continue
         if any(m.is_undefined for m in (*lm, *rm)):  # type: ignore[attr-defined]
             return False
@@ -408,7 +415,8 @@ class _Optimizer:
         if key not in self.cache:
             self.validations += 1
             lhs_body = [_Inst(i.name, i.opcode, i.shape, i.operands, i.attrs) for i in removed]
-            self.cache[key] = _validate(params, lhs_body, new, rhs_input)
+            self.cache[key] = _validate(params, lhs_body, new,
+                                        None if rhs_input is None else b.inputs[rhs_input])
         if not self.cache[key]:
             self.rejected += 1
             return False
