@@ -48,8 +48,14 @@ def _z3_or(*cs: Any) -> Any:
     return z3.Or(*cs) if cs else z3.BoolVal(False)
 
 
+def _z3_div(a: Any, b: Any) -> Any:
+    """Floor division for a positive divisor (Z3's `/` is Euclidean; Python's `/` on two
+    plain integers would give a float)."""
+    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+
+
 Z3 = Backend(z3.BoolVal(True), z3.BoolVal(False), _z3_and, _z3_or, z3.Not, z3.If,
-             lambda a, b: a / b, lambda a, b: a % b)
+             _z3_div, lambda a, b: a % b)
 INTS = Backend(True, False, lambda *c: all(c), lambda *c: any(c), lambda c: not c,
                lambda c, a, b: a if c else b, lambda a, b: a // b, lambda a, b: a % b)
 
