@@ -69,6 +69,14 @@ def test_generated_modules_round_trip_through_xla(seed: int) -> None:
     _same_on_xla(text, result.text)
 
 
+def test_twelve_layer_transformer_round_trips_through_xla() -> None:
+    xla = pytest.importorskip("xla_runner")
+    text = xla.transformer_hlo(12)
+    result = optimize(text, "transformer", RULES)
+    assert result.ops_after < result.ops_before
+    _same_on_xla(text, result.text)
+
+
 def test_generated_modules_mostly_improve() -> None:
     results = [optimize(random_module(seed), f"gen{seed}", RULES) for seed in range(24)]
     assert sum(r.ops_after < r.ops_before for r in results) >= 20

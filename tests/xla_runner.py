@@ -53,3 +53,37 @@ def run_hlo(text: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
     device = exe.local_devices()[0] if hasattr(exe, "local_devices") else None
     args = [jax.device_put(x, device) for x in inputs]
     return [np.asarray(r) for r in exe.execute(args)]
+
+
+def transformer_hlo(layers: int = 12) -> str:
+    """A small pre-norm transformer (multi-head attention with the usual reshapes and
+    transposes, an MLP), lowered by jax without XLA's passes; None without jax."""
+    import jax.numpy as jnp
+    seq, dim, heads = 16, 64, 4
+
+    def layer_norm(x):
+        m = jnp.mean(x, axis=-1, keepdims=True)
+        v = jnp.mean((x - m) ** 2, axis=-1, keepdims=True)
+        return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+    def block(x, w):
+        h = layer_norm(x)
+        qkv = h @ w["qkv"]
+        q, k, v = jnp.split(qkv, 3, axis=-1)
+        split = lambda t: t.reshape(seq, heads, dim // heads).transpose(1, 0, 2)  # noqa: E731
+        q, k, v = split(q), split(k), split(v)
+        a = jax.nn.softmax(q @ k.transpose(0, 2, 1) / 4.0, axis=-1) @ v
+        x = x + a.transpose(1, 0, 2).reshape(seq, dim) @ w["out"]
+        return x + jax.nn.relu(layer_norm(x) @ w["up"]) @ w["down"]
+
+    def model(x, ws):
+        for w in ws:
+            x = block(x, w)
+        return x
+
+    key = jax.random.PRNGKey(0)
+    ws = [{"qkv": jnp.zeros((dim, 3 * dim)), "out": jnp.zeros((dim, dim)),
+           "up": jnp.zeros((dim, 4 * dim)), "down": jnp.zeros((4 * dim, dim))}
+          for _ in range(layers)]
+    x = jax.random.normal(key, (seq, dim))
+    return jax.jit(model).lower(x, ws).as_text(dialect="hlo")

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from verifidx.errors import UnsupportedError
 from verifidx.hlo.module import HloComputation, HloInstruction, PadDim, SliceDim
@@ -188,9 +189,9 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
                 return False
         elif not _unify_list(value, concrete, b):  # type: ignore[arg-type]
             return False
-    key = {"slice": "stride", "pad": "interior"}.get(node.op)
-    if key is not None and node.attr(key) is None and \
-            any(v != _DEFAULTS[key] for v in _concrete_attr(inst, key)):  # type: ignore[union-attr]
+    optional = {"slice": "stride", "pad": "interior"}.get(node.op)
+    if optional is not None and node.attr(optional) is None and \
+            any(v != _DEFAULTS[optional] for v in _concrete_attr(inst, optional)):  # type: ignore[attr-defined]
         return False
     b.matched.insert(0, name)
     return all(_match(a, o, c, sub, b, users, False) for a, o in zip(node.args, inst.operands))
@@ -198,8 +199,8 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
 
 def _consistent(sub: Substitution, b: _Binding) -> bool:
     env: dict[str, int] = dict(b.values)
-    for v, vals in b.lists.items():
-        env.update({f"{v}{k}": x for k, x in enumerate(vals)})
+    for name, vals in b.lists.items():
+        env.update({f"{name}{k}": x for k, x in enumerate(vals)})
     try:
         for e, v in b.equations:
             if isinstance(e, tuple) and e[0] == "perm":
@@ -293,7 +294,7 @@ def _validate(params: Sequence[tuple[str, Shape]], lhs: Sequence[_Inst], rhs: Se
     from verifidx.hlo.computation_maps import output_to_input
     from verifidx.smt import equal_relations
 
-    def maps(body: Sequence[_Inst]) -> dict[str, list[object]]:
+    def maps(body: Sequence[_Inst]) -> dict[str, list[Any]]:
         module = parse_hlo(_module_text(params, body), check_shapes=True)
         found = output_to_input(module)
         assert isinstance(found, dict)
@@ -305,7 +306,7 @@ def _validate(params: Sequence[tuple[str, Shape]], lhs: Sequence[_Inst], rhs: Se
         from verifidx.indexing_map import IndexingMap
 
         shape = dict(params)[rhs_input]
-        right: dict[str, list[object]] = {p: [] for p, _s in params}
+        right: dict[str, list[Any]] = {p: [] for p, _s in params}
         right[rhs_input] = [IndexingMap.identity(shape.dims)]
     else:
         right = maps(rhs)

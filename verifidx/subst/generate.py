@@ -248,7 +248,7 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
         classes.setdefault(fingerprint(gr), []).append(gr)
     inputs = {"x": Node("input", name="x"), "y": Node("input", name="y")}
     for fp in list(classes):  # a graph equal to an input belongs to that input's class
-        for name, node in inputs.items():
+        for node in inputs.values():
             if fp == fingerprint(node):
                 classes[fp].append(node)
     multi = [sorted(c, key=lambda n: (n.op_count(), str(n))) for c in classes.values()
@@ -361,7 +361,7 @@ def _concrete_lhs(sub: Substitution) -> Node:
         attrs = []
         for k, v in n.attrs:
             if isinstance(v, SizeList):
-                v = SizeList(tuple(int(evaluate(e, env)) for e in v.items))  # type: ignore[arg-type]
+                v = SizeList(tuple(int(evaluate(e, env)) for e in v.items))  # type: ignore[call-overload]
             attrs.append((k, v))
         return Node(n.op, tuple(conc(a) for a in n.args), tuple(attrs))
 

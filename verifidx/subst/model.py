@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Union
 
-SizeExpr = Union[int, str, tuple]  # int, a name, or (op, lhs, rhs) with op in + - *
+# int, a name, or (op, lhs, rhs) with op in + - *
+SizeExpr = Union[int, str, tuple]  # noqa: UP007
 """An integer expression over size variables and integer parameters."""
 
 OPS: dict[str, tuple[int | None, tuple[str, ...], tuple[str, ...]]] = {
@@ -48,8 +49,9 @@ class SizeList:
         return "[" + ", ".join(show(e) for e in self.items) + "]"
 
 
-PermExpr = Union[SizeList, str, tuple]  # literal list, a declared name, ("compose"|"inverse", ..)
-AttrValue = Union[SizeList, int, PermExpr]
+# A permutation: a literal list, a declared name, or ("compose" | "inverse", ...).
+PermExpr = Union[SizeList, str, tuple]  # noqa: UP007
+AttrValue = Union[SizeList, int, PermExpr]  # noqa: UP007
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ class _Tokens:
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None:
-                self.fail(f"unexpected character {text[pos]!r}", line, pos - line_start + 1)
+                raise ParseError(f"unexpected character {text[pos]!r}", line,
+                                 pos - line_start + 1, source)
             if m.group("tok"):
                 self.toks.append((m.group("tok"), line, pos - line_start + 1))
             for k in range(pos, m.end()):

@@ -183,8 +183,9 @@ def _size_names(sub: Substitution, lists: Mapping[str, tuple[str, ...]]) -> set[
                 out.add(e)
     for node in sub.lhs.nodes():
         if node.op in ("reshape", "broadcast"):
-            s = node.attr("shape")
-            assert isinstance(s, SizeList)
+            target = node.attr("shape")
+            assert isinstance(target, SizeList)
+            s = target
             out |= set(lists.get(s.variadic, ())) if s.variadic else \
                 {e for e in s.items if isinstance(e, str)}
     return out

@@ -199,8 +199,8 @@ class Graph:
                 j[src] = idx[k]
             return self.read(x, j, g)
         if n.op == "reverse":
-            dims = set(static_ints(n.attr("dims"), "reverse dims"))
-            return self.read(x, [xs[k] - 1 - i if k in dims else i
+            flipped = set(static_ints(n.attr("dims"), "reverse dims"))
+            return self.read(x, [xs[k] - 1 - i if k in flipped else i
                                  for k, i in enumerate(idx)], g)
         if n.op == "reshape":
             return self.read(x, _delinearize(b, _linearize(idx, self.shape(n)), xs), g)
