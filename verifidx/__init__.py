@@ -4,18 +4,17 @@ The public API (DESIGN.md): parse/print/compose maps, simplify them with proven 
 decide equality and emptiness with Z3, derive maps from HLO, prove rules.
 """
 
+from .computation_maps import input_to_output, output_to_input, set_simplifier
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
-from .hlo.computation_maps import input_to_output, output_to_input, set_simplifier
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
 from .smt import Verdict, equal_relations, is_empty
 from .smt import equal as _equal_maps
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 
 def equal(f, g, timeout_ms: int = 2000) -> Verdict:  # type: ignore[no-untyped-def]

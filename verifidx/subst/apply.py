@@ -291,7 +291,7 @@ def _module_text(params: Sequence[tuple[str, Shape]], body: Sequence[_Inst]) -> 
 
 def _validate(params: Sequence[tuple[str, Shape]], lhs: Sequence[_Inst], rhs: Sequence[_Inst],
               rhs_input: str | None) -> bool:
-    from verifidx.hlo.computation_maps import output_to_input
+    from verifidx.computation_maps import output_to_input
     from verifidx.smt import equal_relations
 
     def maps(body: Sequence[_Inst]) -> dict[str, list[Any]]:

@@ -21,6 +21,7 @@ from verifidx.errors import VerifidxError
 from verifidx.subst.model import Substitution
 from verifidx.subst.parser import load_substitution_file, substitution_files
 from verifidx.subst.prove import PROVED, SubstProof, prove
+from verifidx.version import __version__
 
 FORMAT = 1
 Z3_VERSION = z3.get_version_string()
@@ -31,8 +32,6 @@ class CertificateError(VerifidxError):
 
 
 def _version() -> str:
-    from verifidx import __version__
-
     return __version__
 
 

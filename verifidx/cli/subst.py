@@ -15,11 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from .cli import COMMANDS, UsageError, read_text
-from .rules import cli as rules_cli
-from .rules.parser import default_rule_dir
-from .subst.certificates import gate_results, prove_files
-from .subst.prove import DEFAULT_BOUND, DEFAULT_ENUM_BOUND, DEFAULT_MAX_RANK, PROVED
+from ..rules.parser import default_rule_dir
+from ..subst.certificates import gate_results, prove_files
+from ..subst.prove import DEFAULT_BOUND, DEFAULT_ENUM_BOUND, DEFAULT_MAX_RANK, PROVED
+from . import rules as rules_cli
+from .common import Parser, Subparsers, UsageError, add_command, read_text
 
 
 def _default_paths(paths: list[str]) -> list[str | Path]:
@@ -32,7 +32,7 @@ def _default_paths(paths: list[str]) -> list[str | Path]:
 
 
 def _configure_subst(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="action", required=True, parser_class=type(p))
+    sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
     pr = sub.add_parser("prove", help="prove substitution files and write certificates")
     pr.add_argument("paths", nargs="*", metavar="FILE",
                     help="*.subst files or directories (default: rules/)")
@@ -77,7 +77,7 @@ def _run_subst(args: argparse.Namespace) -> int:
             ok = sum(r.verdict == PROVED for r in results)
             print(f"{len(results)} substitutions: {ok} proved, {len(results) - ok} not")
         return 0 if all(r.verdict == PROVED for r in results) else 1
-    from .subst.generate import generate, report
+    from ..subst.generate import generate, report
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     if args.depth < 1 or args.depth > 3:
@@ -100,7 +100,7 @@ def _configure_optimize(p: argparse.ArgumentParser) -> None:
 
 
 def _run_optimize(args: argparse.Namespace) -> int:
-    from .subst.apply import optimize
+    from ..subst.apply import optimize
 
     text, source = read_text(args.file, "HLO module")
     result = optimize(text, source, _default_paths(args.rules or []))
@@ -109,9 +109,15 @@ def _run_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS["subst"] = ("prove and generate graph substitutions of data-movement ops",
-                     _configure_subst, _run_subst)
-COMMANDS["optimize"] = ("rewrite an HLO module with proven substitutions (stdout: the module)",
-                        _configure_optimize, _run_optimize)
+def register(sub: Subparsers) -> None:
+    _configure_subst(add_command(
+        sub, "subst", "prove and generate graph substitutions of data-movement ops",
+        _run_subst))
+    _configure_optimize(add_command(
+        sub, "optimize", "rewrite an HLO module with proven substitutions (stdout: the module)",
+        _run_optimize))
+
+
+# substitution files join `verifidx check`
 rules_cli.CHECK_HOOKS.append(gate_results)  # type: ignore[arg-type]
 rules_cli.CHECK_SUFFIXES.add(".subst")
