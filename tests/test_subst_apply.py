@@ -121,3 +121,14 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.startswith(f"error: {bad}:5:3: pad 'r' is declared")
     with pytest.raises(ParseError):
         optimize(bad.read_text(), str(bad), RULES)
+
+
+def test_one_value_bound_to_two_inputs() -> None:
+    """concat_concat over x, x, x: the template's inputs x, y, z all bind one instruction."""
+    text = ("HloModule m\nENTRY e {\n  x = f32[2,3] parameter(0)\n"
+            "  c = f32[4,3] concatenate(x, x), dimensions={0}\n"
+            "  ROOT d = f32[6,3] concatenate(c, x), dimensions={0}\n}\n")
+    result = optimize(text, "m", RULES)
+    assert result.applications["concat_concat"] == 1 and result.rejected == 0
+    assert "concatenate(x, x, x), dimensions={0}" in result.text
+    _same_on_xla(text, result.text)

@@ -408,8 +408,8 @@ class _Optimizer:
         after = (len(new), sum(_bytes(i.shape) for i in new))
         if after >= before:
             return False
-        params = [(b.inputs[n], c.insts[b.inputs[n]].shape) for n, _s in sub.inputs
-                  if n in b.inputs]
+        bound = dict.fromkeys(b.inputs[n] for n, _s in sub.inputs if n in b.inputs)
+        params = [(n, c.insts[n].shape) for n in bound]  # two inputs may bind one value
         key = repr((sub.name, [str(s) for _n, s in params], sorted(b.values.items()),
                     sorted(b.lists.items()), sorted(b.perms.items()),
                     [str(i.original and i.original.attributes) for i in removed]))
