@@ -165,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
     text, source = _read(args.file)
     if args.refine:
         return _run_refine(args, text, source)
-    module = parse_module(text, source)
+    module = parse_module(text, source, check_shapes=True)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
