@@ -228,6 +228,12 @@ def _kinds(e: Expr) -> int:
 
 
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+_DIV_BITS = _KIND_BITS[FloorDiv] | _KIND_BITS[Mod] | _KIND_BITS[CeilDiv]
+
+
+def _cost(e: Expr) -> tuple[int, int]:
+    """What the search over alternatives minimises: divisions and mods, then size."""
+    return sum(1 for n in e.walk() if isinstance(n, (FloorDiv, Mod, CeilDiv))), e.size
 
 
 def _children_fit(pattern: Expr, e: Expr) -> bool:
@@ -262,7 +268,7 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr], list[dict[Expr, Expr]]] = {}
+        self._matches: dict[tuple[Expr, Expr, bool], list[dict[Expr, Expr]]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -316,21 +322,22 @@ class RuleEngine:
         constants its proof covers."""
         lhs = rule.lhs
         assert isinstance(lhs, Expr)
-        found = self._pattern_decompositions(lhs, e)
+        found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
         return [env for env in found if _within_proof(rule, env)]
 
-    def _pattern_decompositions(self, lhs: Expr, e: Expr) -> list[dict[Expr, Expr]]:
+    def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
+                                ) -> list[dict[Expr, Expr]]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
         often share a left side), so they are computed once per (pattern, expression)."""
-        key = (lhs, e)
+        key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
         found: list[dict[Expr, Expr]] = []
         if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
-            for env in match(lhs, e):
+            for env in match(lhs, e, split=split):
                 try:
                     if canon(_instantiate(lhs, env, _no_bounds)) is e:
                         found.append(env)
@@ -402,6 +409,7 @@ class _ExprSimplifier:
     trace: list[Step] | None = None
     memo: dict[Expr, Expr] = field(default_factory=dict)
     ranges: dict[Expr, Interval] = field(default_factory=dict)
+    root_first: bool = True
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -425,6 +433,15 @@ class _ExprSimplifier:
             return hit
         node = canon(e.map_children(self._simplify_with(fuel)))
         first = node
+        node = self._rewrite_to_fixpoint(node, fuel)
+        written = canon(e)
+        if self.root_first and isinstance(written, Add) and written is not first and \
+                _kinds(node) & _DIV_BITS:
+            node = self._root_first(written, node, fuel)
+        self.memo[e] = self.memo[first] = self.memo[node] = node
+        return node
+
+    def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
             out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
@@ -434,8 +451,34 @@ class _ExprSimplifier:
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
-        self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
+
+    def _root_first(self, written: Add, bottom_up: Expr, fuel: int) -> Expr:
+        """No local minima in sums: simplifying the summands first can destroy a shape a rule
+        at the sum needs (`(d0 mod 8) mod 2 => d0 mod 2` hides `(x floordiv 2) * 2 + x mod 2`
+        with x = d0 mod 8). Where the bottom-up result still holds a division, the sum is
+        also tried root first (rules at the sum on the summands as written, then the usual
+        simplification of the outcome); the cheaper outcome in (divisions, size) wins. Both
+        candidates are results of proven rewrites, so the choice is free."""
+        trial: list[Step] | None = [] if self.trace is not None else None
+        node: Expr = written
+        for _ in range(fuel):
+            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
+                                      trial)
+            if out is None:
+                break
+            node = canon(out)
+        if node is written:
+            return bottom_up
+        self.memo[written] = bottom_up  # the trial must not re-enter this sum
+        sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
+                              self.ranges, self.root_first)
+        alternative = sub.simplify(node, fuel)
+        if _cost(alternative) < _cost(bottom_up):
+            if self.trace is not None and trial is not None:
+                self.trace.extend(trial)
+            return alternative
+        return bottom_up
 
     def _expand_and_cancel(self, node: Add, fuel: int) -> Expr | None:
         """Trial of the expansion rules (`mod_expand`) on the mod terms of a sum that also holds
@@ -456,7 +499,7 @@ class _ExprSimplifier:
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges)
+                              self.memo, self.ranges, self.root_first)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
@@ -483,6 +526,8 @@ class Simplifier:
     engine: RuleEngine
     decide_emptiness: bool = True
     emptiness_timeout_ms: int = 200
+    #: The search over alternatives at sums (see `_ExprSimplifier._root_first`).
+    root_first: bool = True
 
     def simplify(self, m: IndexingMap, point_dims: str = "replace",
                  trace: list[Step] | None = None) -> IndexingMap:
@@ -497,7 +542,8 @@ class Simplifier:
                 m = self._replace_point_dims(m)
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace)
+        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
+                               root_first=self.root_first)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
         if out.constraints and self.decide_emptiness and self._surely_empty(out):

@@ -18,6 +18,7 @@ Sums are matched up to associativity and commutativity (the laws in `rules/canon
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from math import gcd
 
@@ -31,9 +32,60 @@ Bindings = dict[Expr, Expr]
 _MAX_FACTORS = 12
 
 
-def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None) -> Iterator[Bindings]:
-    """All bindings (extending `bindings`) under which `pattern` may describe `expr`."""
-    yield from _match(pattern, canon(expr), dict(bindings or {}))
+def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bool = False
+          ) -> Iterator[Bindings]:
+    """All bindings (extending `bindings`) under which `pattern` may describe `expr`.
+    `split` (rules marked `[split]`): also read the dividend of `(x * c0 + y) op c0` as
+    quotient and remainder (see `_split_dividend`)."""
+    e = canon(expr)
+    if split:
+        yield from _match_split(pattern, e, dict(bindings or {}))
+    yield from _match(pattern, e, dict(bindings or {}))
+
+
+#: Coefficients whose two roundings are all combined; beyond, only all-down and all-up.
+_MAX_SPLIT_TERMS = 6
+
+
+def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    """`(x * c0 + y) op c0` against `S op k`: bind c0 = k, then propose x = sum of q_i * t_i
+    and y = S - k * x for every choice of q_i in {a_i floordiv k, a_i ceildiv k} (a_i the
+    coefficient of term t_i in S), rounding down first. Any x is an exact decomposition, so
+    the proposals differ only in which remainder the rule's condition gets to look at."""
+    if not (isinstance(p, Binary) and type(p) is type(e) and isinstance(p.lhs, Add)
+            and isinstance(p.rhs, ConstVar) and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
+            and e.rhs.value > 1):  # type: ignore[attr-defined]
+        return
+    k = e.rhs.value  # type: ignore[attr-defined]
+    factor = [t for t in p.lhs.terms if isinstance(t, Mul) and isinstance(t.lhs, TermVar)
+              and t.rhs is p.rhs]
+    if len(factor) != 1:
+        return
+    rest = [t for t in p.lhs.terms if t is not factor[0]]
+    for b1 in _match(p.rhs, e.rhs, b):  # type: ignore[attr-defined]
+        remaining = _terms(e.lhs)  # type: ignore[attr-defined]
+        for q in _split_dividend(remaining, k):
+            left = dict(remaining)
+            for base, qi in q.items():
+                left[base] -= qi * k
+                if left[base] == 0:
+                    del left[base]
+            for b2 in _match(factor[0].lhs, _expr(q), b1):
+                yield from _assign(_order(tuple(rest), b2), left, b2)
+
+
+def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
+    """Quotient choices for the non-constant terms: each coefficient rounded down or up."""
+    bases = [t for t in terms if t is not _ONE]
+    options = [sorted({terms[t] // k, -(-terms[t] // k)}, key=lambda q, a=terms[t]: q * k > a)
+               for t in bases]
+    if sum(len(o) > 1 for o in options) > _MAX_SPLIT_TERMS:
+        choices: Iterator[tuple[int, ...]] = iter([tuple(o[0] for o in options),
+                                                  tuple(o[-1] for o in options)])
+    else:
+        choices = itertools.product(*options)
+    for choice in choices:
+        yield {t: q for t, q in zip(bases, choice) if q}
 
 
 def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
