@@ -74,11 +74,16 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
                 yield from _assign(_order(tuple(rest), b2), left, b2)
 
 
+def _roundings(a: int, k: int) -> list[int]:
+    """a floordiv k, then a ceildiv k when it differs."""
+    down, up = a // k, -(-a // k)
+    return [down] if down == up else [down, up]
+
+
 def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
     """Quotient choices for the non-constant terms: each coefficient rounded down or up."""
     bases = [t for t in terms if t is not _ONE]
-    options = [sorted({terms[t] // k, -(-terms[t] // k)}, key=lambda q, a=terms[t]: q * k > a)
-               for t in bases]
+    options = [_roundings(terms[t], k) for t in bases]
     if sum(len(o) > 1 for o in options) > _MAX_SPLIT_TERMS:
         choices: Iterator[tuple[int, ...]] = iter([tuple(o[0] for o in options),
                                                   tuple(o[-1] for o in options)])
