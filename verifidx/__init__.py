@@ -1,9 +1,11 @@
 """verifidx: indexing maps for tensor compilers, never claiming more than it has proven.
 
 The public API (DESIGN.md): parse/print/compose maps, simplify them with proven rules only,
-decide equality and emptiness with Z3, derive maps from HLO, prove rules.
+decide equality (cheap checks and enumeration first, then Z3) and emptiness with Z3, derive
+maps from HLO, prove rules.
 """
 
+from .equality import equal
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
@@ -11,7 +13,7 @@ from .hlo.computation_maps import input_to_output, output_to_input, set_simplifi
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
-from .smt import Verdict, equal, is_empty
+from .smt import Verdict, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 
 __version__ = "0.1.0"

@@ -252,6 +252,49 @@ def _children_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+def _shape(e: Expr) -> tuple[type, ...]:
+    """Operator shape of a summand's base: its type and, for a division or mod, its dividend's
+    type (`(x floordiv 8) mod 4` has shape (Mod, FloorDiv)); term variables have no shape."""
+    if isinstance(e, Mul) and isinstance(e.rhs, (Const, ConstVar)):
+        e = e.lhs
+    if isinstance(e, (FloorDiv, Mod, CeilDiv)):
+        inner = e.lhs
+        if isinstance(inner, (FloorDiv, Mod, CeilDiv, Min, Max)):
+            return (type(e), type(inner))
+        return (type(e),)
+    if isinstance(e, (Min, Max)):
+        return (type(e),)
+    return ()
+
+
+_SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
+
+
+def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
+    hit = _SHAPES.get(e)
+    if hit is None:
+        terms = e.terms if isinstance(e, Add) else (e,)
+        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=repr)
+    return hit
+
+
+def _summands_fit(pattern: Expr, e: Expr) -> bool:
+    """Discrimination by operator shape at sums: every rigid summand of the pattern needs a
+    summand of the expression with the same shape (the matcher maps summands one to one,
+    except a term variable, which has no shape)."""
+    if not isinstance(pattern, Add) or not isinstance(e, Add):
+        return True
+    have = list(_summand_shapes(e))
+    for s in _summand_shapes(pattern):
+        for i, h in enumerate(have):
+            if h[: len(s)] == s:
+                del have[i]
+                break
+        else:
+            return False
+    return True
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -336,7 +379,7 @@ class RuleEngine:
         if hit is not None:
             return hit
         found: list[dict[Expr, Expr]] = []
-        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
+        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
             for env in match(lhs, e, split=split):
                 try:
                     if canon(_instantiate(lhs, env, _no_bounds)) is e:
