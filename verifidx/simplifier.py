@@ -311,7 +311,7 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr, bool], list[dict[Expr, Expr]]] = {}
+        self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -343,12 +343,18 @@ class RuleEngine:
 
     def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        rhs = rule.rhs
-        assert isinstance(rhs, Expr)
-        for env in self._decompositions(rule, e):
+        rhs, lhs = rule.rhs, rule.lhs
+        assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
+        for candidate in self._decompositions(rule, e):
+            if candidate.rejected:
+                continue
+            env = candidate.env
             try:
                 values = _condition_env(rule, env, bound)
                 if not compiled_condition(rule)(values):
+                    continue
+                # the condition is cheaper than this check, so it comes second
+                if not candidate.is_decomposition(lhs, e):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
             except (_NoValue, EvaluationError):
@@ -360,32 +366,27 @@ class RuleEngine:
             return out
         return None
 
-    def _decompositions(self, rule: Rule, e: Expr) -> list[dict[Expr, Expr]]:
-        """Bindings under which the rule's left side *is* `e` (canonical identity), within the
-        constants its proof covers."""
+    def _decompositions(self, rule: Rule, e: Expr) -> list[_Candidate]:
+        """Matcher proposals for the rule's left side against `e`, within the constants its
+        proof covers (each is checked to *be* `e` before it is used)."""
         lhs = rule.lhs
         assert isinstance(lhs, Expr)
         found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
-        return [env for env in found if _within_proof(rule, env)]
+        return [c for c in found if _within_proof(rule, c.env)]
 
     def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
-                                ) -> list[dict[Expr, Expr]]:
+                                ) -> list[_Candidate]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
         often share a left side), so they are computed once per (pattern, expression)."""
         key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        found: list[dict[Expr, Expr]] = []
+        found: list[_Candidate] = []
         if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
-            for env in match(lhs, e, split=split):
-                try:
-                    if canon(_instantiate(lhs, env, _no_bounds)) is e:
-                        found.append(env)
-                except (_NoValue, EvaluationError):
-                    continue
+            found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
         self._matches[key] = found
@@ -423,6 +424,29 @@ class RuleEngine:
                                                **_justification(rule, env2, bound)}))
                         return new_e, new_iv
         return None
+
+
+class _Candidate:
+    """A matcher proposal; whether the left side instantiated with it is the matched term
+    (canonical identity) is decided once, when a rule's condition first accepts it."""
+
+    __slots__ = ("env", "_verified")
+
+    def __init__(self, env: dict[Expr, Expr]) -> None:
+        self.env = env
+        self._verified: bool | None = None
+
+    @property
+    def rejected(self) -> bool:
+        return self._verified is False
+
+    def is_decomposition(self, lhs: Expr, e: Expr) -> bool:
+        if self._verified is None:
+            try:
+                self._verified = canon(_instantiate(lhs, self.env, _no_bounds)) is e
+            except (_NoValue, EvaluationError):
+                self._verified = False
+        return self._verified
 
 
 def _within_proof(rule: Rule, env: Mapping[Expr, Expr]) -> bool:

@@ -18,7 +18,6 @@ Sums are matched up to associativity and commutativity (the laws in `rules/canon
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from math import gcd
 
@@ -43,14 +42,10 @@ def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bo
     yield from _match(pattern, e, dict(bindings or {}))
 
 
-#: Coefficients whose two roundings are all combined; beyond, only all-down and all-up.
-_MAX_SPLIT_TERMS = 6
-
-
 def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
     """`(x * c0 + y) op c0` against `S op k`: bind c0 = k, then propose x = sum of q_i * t_i
-    and y = S - k * x for every choice of q_i in {a_i floordiv k, a_i ceildiv k} (a_i the
-    coefficient of term t_i in S), rounding down first. Any x is an exact decomposition, so
+    and y = S - k * x for choices of q_i in {a_i floordiv k, a_i ceildiv k} (a_i the
+    coefficient of term t_i in S; see `_split_dividend`). Any x is an exact decomposition, so
     the proposals differ only in which remainder the rule's condition gets to look at."""
     if not (isinstance(p, Binary) and type(p) is type(e) and isinstance(p.lhs, Add)
             and isinstance(p.rhs, ConstVar) and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
@@ -74,23 +69,28 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
                 yield from _assign(_order(tuple(rest), b2), left, b2)
 
 
-def _roundings(a: int, k: int) -> list[int]:
-    """a floordiv k, then a ceildiv k when it differs."""
-    down, up = a // k, -(-a // k)
-    return [down] if down == up else [down, up]
-
-
 def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
-    """Quotient choices for the non-constant terms: each coefficient rounded down or up."""
+    """Quotient choices for the non-constant terms. First the balanced one (each coefficient
+    rounded to the nearer multiple of k, down on a tie), then each single term rounded the
+    other way. No other choice can leave a remainder within one bucket as interval
+    arithmetic sees it: the remainder's width is the sum of |remainder coefficient| * width
+    of the term, and two terms rounded away from the nearer multiple already make it at
+    least k (terms of width 0 only shift the remainder by multiples of k, which keeps it
+    within one bucket or not)."""
     bases = [t for t in terms if t is not _ONE]
-    options = [_roundings(terms[t], k) for t in bases]
-    if sum(len(o) > 1 for o in options) > _MAX_SPLIT_TERMS:
-        choices: Iterator[tuple[int, ...]] = iter([tuple(o[0] for o in options),
-                                                  tuple(o[-1] for o in options)])
-    else:
-        choices = itertools.product(*options)
-    for choice in choices:
-        yield {t: q for t, q in zip(bases, choice) if q}
+    balanced, other = [], []
+    for t in bases:
+        a = terms[t]
+        down, up = a // k, -(-a // k)
+        near, far = (down, up) if a - down * k <= up * k - a else (up, down)
+        balanced.append(near)
+        other.append(far)
+    yield {t: q for t, q in zip(bases, balanced) if q}
+    for i, t in enumerate(bases):
+        if other[i] != balanced[i]:
+            choice = dict(zip(bases, balanced))
+            choice[t] = other[i]
+            yield {b: q for b, q in choice.items() if q}
 
 
 def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
