@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
 
-from .canonical import canon, linear_form
+from .canonical import canon, linear_form, order_key
 from .errors import EvaluationError
 from .expr import (
     Add,
@@ -295,6 +295,16 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+_VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
+
+
+def _variables(e: Expr) -> tuple[Variable, ...]:
+    hit = _VARIABLES.get(e)
+    if hit is None:
+        hit = _VARIABLES[e] = tuple(sorted(e.variables(), key=order_key))
+    return hit
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -312,6 +322,8 @@ class RuleEngine:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
         self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
+        #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
+        self.results: dict[tuple[object, ...], Expr] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -477,6 +489,10 @@ class _ExprSimplifier:
     memo: dict[Expr, Expr] = field(default_factory=dict)
     ranges: dict[Expr, Interval] = field(default_factory=dict)
     root_first: bool = True
+    #: Trials (root first, expand and cancel) started so far, shared with the simplifiers of
+    #: the trials: a term whose simplification ran a trial is not shared across calls (a
+    #: trial's guard makes its inner results depend on the order of work).
+    trials: list[int] = field(default_factory=lambda: [0])
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -494,10 +510,33 @@ class _ExprSimplifier:
     def _simplify_with(self, fuel: int) -> Callable[[Expr], Expr]:
         return lambda c: self.simplify(c, fuel)
 
+    def _shared_key(self, e: Expr) -> tuple[object, ...] | None:
+        """Key of `e` in the engine's memo shared across calls: the term and the intervals of
+        its variables (the only inputs of the result when no constraint and no trace is in
+        play; hash-consing makes the key cheap)."""
+        if self.constraints or self.trace is not None:
+            return None
+        return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
+
     def simplify(self, e: Expr, fuel: int) -> Expr:
         hit = self.memo.get(e)
         if hit is not None:
             return hit
+        key = self._shared_key(e)
+        if key is not None:
+            hit = self.engine.results.get(key)
+            if hit is not None:
+                self.memo[e] = hit
+                return hit
+        trials = self.trials[0]
+        out = self._simplify_node(e, fuel)
+        if key is not None and self.trials[0] == trials:
+            if len(self.engine.results) > _MATCH_CACHE_LIMIT:
+                self.engine.results.clear()
+            self.engine.results[key] = out
+        return out
+
+    def _simplify_node(self, e: Expr, fuel: int) -> Expr:
         node = canon(e.map_children(self._simplify_with(fuel)))
         first = node
         node = self._rewrite_to_fixpoint(node, fuel)
@@ -538,8 +577,9 @@ class _ExprSimplifier:
         if node is written:
             return bottom_up
         self.memo[written] = bottom_up  # the trial must not re-enter this sum
+        self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
-                              self.ranges, self.root_first)
+                              self.ranges, self.root_first, self.trials)
         alternative = sub.simplify(node, fuel)
         if _cost(alternative) < _cost(bottom_up):
             if self.trace is not None and trial is not None:
@@ -565,8 +605,9 @@ class _ExprSimplifier:
             new = self.engine.rewrite(b, self.bound, expansions, trial_trace) if b in mods else None
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
+        self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges, self.root_first)
+                              self.memo, self.ranges, self.root_first, self.trials)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
