@@ -5,18 +5,17 @@ decide equality (cheap checks and enumeration first, then Z3) and emptiness with
 maps from HLO, prove rules.
 """
 
+from .computation_maps import input_to_output, output_to_input, set_simplifier
 from .equality import equal
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
-from .hlo.computation_maps import input_to_output, output_to_input, set_simplifier
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
 from .smt import Verdict, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]

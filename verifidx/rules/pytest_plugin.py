@@ -63,9 +63,8 @@ class RuleItem(pytest.Item):
         self.rule = rule
 
     def runtest(self) -> None:
-        from .cli import _text
         from .prover import prove_rule
-        from .store import display_path, gate_failure, result_from_entry, staleness
+        from .store import display_path, gate_failure, result_from_entry, result_text, staleness
 
         parent = self.parent
         assert isinstance(parent, RuleFile)
@@ -79,7 +78,7 @@ class RuleItem(pytest.Item):
         result.file = display_path(self.path)
         why = gate_failure(result, self.rule)
         if why is not None:
-            raise RuleFailure(_text(result, why))
+            raise RuleFailure(result_text(result, why))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:

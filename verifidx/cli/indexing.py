@@ -2,7 +2,7 @@
 
 Without `--instruction`, every computation that is the entry, a fusion body or a `call` target
 is reported with its root-to-parameter maps (`--direction out2in`, the default) or
-parameter-to-root maps (`in2out`), composed along the graph (`verifidx.hlo.computation_maps`).
+parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computation_maps`).
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
@@ -14,22 +14,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from verifidx.cli import COMMANDS, UsageError
-from verifidx.hlo.computation_maps import (
+from ..computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
+    set_proven_dedup,
 )
-from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
-from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.parser import parse_hlo
-from verifidx.hlo.runtime import OperandIndexing
-from verifidx.syntax import print_map
+from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
+from ..hlo.module import HloComputation, HloInstruction, HloModule
+from ..hlo.parser import parse_hlo
+from ..hlo.runtime import OperandIndexing
+from ..syntax import print_map
+from .common import Subparsers, UsageError, add_command
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "indexing",
+                    "indexing maps of an HLO module: per computation, or per instruction", _run)
     p.add_argument("file", help="HLO module text (XLA dump or JAX .as_text()); - for stdin")
     p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
     p.add_argument("--computation", metavar="NAME", help="only this computation")
@@ -43,8 +47,6 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> tuple[str, str]:
-    import sys
-
     if path == "-":
         return sys.stdin.read(), "<stdin>"
     try:
@@ -154,8 +156,6 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
-    from verifidx.hlo.computation_maps import set_proven_dedup
-
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
     module = parse_hlo(text, source)
@@ -206,10 +206,3 @@ def _run(args: argparse.Namespace) -> int:
             for mg in ci.merges:
                 print(_indent(str(mg), "  "))
     return 0
-
-
-COMMANDS["indexing"] = (
-    "indexing maps of an HLO module: per computation, or per instruction",
-    _configure,
-    _run,
-)

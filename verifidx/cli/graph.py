@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 
-from .cli import COMMANDS, UsageError, read_text
-from .fusion import to_dot
-from .hlo import parse_hlo
+from ..fusion import to_dot
+from ..hlo import parse_hlo
+from .common import Subparsers, UsageError, add_command, read_text
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "graph", "draw a computation's graph, edges labelled by indexing maps",
+                    _run)
     p.add_argument("file", help="HLO module text; - for stdin")
     p.add_argument("--computation", metavar="NAME", help="default: the entry computation")
     p.add_argument("--format", choices=("dot", "png"), default="dot")
@@ -56,7 +58,3 @@ def _write_new(path: str, data: bytes) -> None:
         raise UsageError(f"{path} exists; choose another name or remove it") from None
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror}") from None
-
-
-COMMANDS["graph"] = ("draw a computation's graph, edges labelled by indexing maps",
-                     _configure, _run)

@@ -30,13 +30,15 @@ from verifidx.hlo.indexing import (
     Malformed,
     Maps,
     OpContext,
+    register_called_computations,
 )
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.runtime import OperandIndexing, compose_indexing
+from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap
+from verifidx.simplifier import default_simplifier
 
 __all__ = [
     "ComputationIndexing",
@@ -58,8 +60,6 @@ def _identity_simplifier(m: IndexingMap) -> IndexingMap:
 
 def proven_simplifier(m: IndexingMap) -> IndexingMap:
     """The default: verifidx's simplifier, which applies only proven rules."""
-    from verifidx.simplifier import default_simplifier
-
     return default_simplifier().simplify(m)
 
 
@@ -83,8 +83,6 @@ def simplify_indexing(m: OperandIndexing) -> OperandIndexing:
     fn = _simplifier
     if fn is _identity_simplifier or m.is_undefined:
         return m
-    from verifidx.hlo.runtime import RuntimeVar
-
     return OperandIndexing(
         fn(m.map),
         tuple(RuntimeVar(rv.source, fn(rv.map)) for rv in m.runtime),
@@ -487,6 +485,10 @@ def called_input_to_output(ctx: OpContext, input_id: int) -> list[Maps]:
     body = _callee(ctx)
     ci = computation_indexing(ctx.module, body, "in2out")
     return [list(ci.maps_for(o, input_id)) for o in range(len(ci.outputs))]
+
+
+# `fusion` and `call` rows of the per-op table compose through their computation with these.
+register_called_computations(called_output_to_input, called_input_to_output)
 
 
 # -- module level ------------------------------------------------------------------------------
