@@ -166,3 +166,11 @@ def test_rule_file_order_does_not_matter() -> None:
             div = ("floordiv", "mod")
             assert sum(str(a).count(w) for w in div) == sum(str(b).count(w) for w in div), (
                 family, str(a), str(b))
+
+
+def test_rule_base_size_and_bounded_share() -> None:
+    """Issue 11: at least 150 rules with current proofs, at most 15% of them bounded."""
+    rules = default_simplifier().engine.rules
+    bounded = [r.name for r in rules if r.max_constant is not None]
+    assert len(rules) >= 150
+    assert len(bounded) <= 0.15 * len(rules), bounded
