@@ -34,3 +34,17 @@ def shared() -> Path:
     if d is None:
         pytest.skip("../shared/conformance is absent: conformance vectors not available")
     return d
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Conformance tallies (per corpus and outcome) recorded by the tiling conformance tests."""
+    import sys
+
+    helper = sys.modules.get("tiling_conformance")
+    counts = getattr(helper, "COUNTS", None)
+    if not counts:
+        return
+    terminalreporter.section("tiling conformance")
+    for corpus in sorted(counts):
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(counts[corpus].items()))
+        terminalreporter.write_line(f"{corpus}: {parts}")

@@ -6,16 +6,34 @@ maps from HLO, prove rules.
 """
 
 from .computation_maps import input_to_output, output_to_input, set_simplifier
-from .equality import equal
+from .equality import equal as _equal_maps
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
-from .smt import Verdict, is_empty
+from .smt import Verdict, equal_relations, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 from .version import __version__ as __version__
+
+
+def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
+    """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
+    `verifidx[stablehlo]` (jax, jaxlib)."""
+    from .stablehlo import parse_module as _parse_module
+
+    return _parse_module(text, source, check_shapes=check_shapes)
+
+
+def equal(f, g, timeout_ms: int = 2000) -> Verdict:  # type: ignore[no-untyped-def]
+    """Whether two maps denote the same relation; lists (or tuples) of maps are compared as the
+    unions of their relations (`smt.equal_relations`), as concatenate and pad need."""
+    if isinstance(f, (list, tuple)) or isinstance(g, (list, tuple)):
+        fs = list(f) if isinstance(f, (list, tuple)) else [f]
+        gs = list(g) if isinstance(g, (list, tuple)) else [g]
+        return equal_relations(fs, gs, timeout_ms)
+    return _equal_maps(f, g, timeout_ms)
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
@@ -29,6 +47,10 @@ __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
-    "set_simplifier", "simplify",
+    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
+
+
+    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input",
+    "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map",
+    "prove", "range_of", "set_simplifier", "simplify",
 ]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 
 from verifidx.dedup import MapSet, Merge
+from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
 from verifidx.hlo.indexing import (
     HloInstructionIndexing,
     Malformed,
@@ -146,6 +147,14 @@ def _identity(shape: Shape) -> OperandIndexing:
     if shape.is_tuple or any(d < 0 for d in shape.dims):
         return OperandIndexing.undefined(f"no index space for {shape}")
     return OperandIndexing(IndexingMap.identity(shape.dims))
+
+
+def _start(inst: HloInstruction, leaf: int) -> OperandIndexing:
+    """The identity on one leaf where a walk starts, cut to its dynamic sizes if it has any."""
+    shape = inst.shape.leaves()[leaf]
+    if shape.is_tuple or any(d < 0 for d in shape.dims) or not has_dynamic_sizes(inst):
+        return _identity(shape)
+    return start_indexing(inst, leaf, shape)
 
 
 _prove_dedup = True
@@ -326,7 +335,7 @@ class ComputationWalker:
         distinct maps, not the number of paths."""
         pending: dict[tuple[str, int], _Bucket] = {}
         first = self.bucket(start.name)
-        first.add(_identity(start.shape.leaves()[start_leaf]))
+        first.add(_start(start, start_leaf))
         pending[(start.name, start_leaf)] = first
         reached: dict[tuple[str, int], list[OperandIndexing]] = {}
         for inst in order if order is not None else reversed(self.comp.instructions):
@@ -365,7 +374,7 @@ class ComputationWalker:
                 users.setdefault(name, []).append((inst, j))
         pending: dict[tuple[str, int], _Bucket] = {}
         start = self.bucket(param.name)
-        start.add(_identity(param.shape.leaves()[leaf]))
+        start.add(_start(param, leaf))
         pending[(param.name, leaf)] = start
         found: dict[int, list[OperandIndexing]] = {}
         root = self.comp.root

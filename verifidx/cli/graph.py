@@ -9,14 +9,14 @@ import subprocess
 import sys
 
 from ..fusion import to_dot
-from ..hlo import parse_hlo
+from ..stablehlo import parse_module
 from .common import Subparsers, UsageError, add_command, read_text
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "graph", "draw a computation's graph, edges labelled by indexing maps",
                     _run)
-    p.add_argument("file", help="HLO module text; - for stdin")
+    p.add_argument("file", help="HLO or StableHLO (MLIR) module text; - for stdin")
     p.add_argument("--computation", metavar="NAME", help="default: the entry computation")
     p.add_argument("--format", choices=("dot", "png"), default="dot")
     p.add_argument("-o", "--output", metavar="PATH",
@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     text, source = read_text(args.file, "HLO module")
-    module = parse_hlo(text, source)
+    module = parse_module(text, source)
     name = args.computation.removeprefix("%") if args.computation else None
     if name is not None and name not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")

@@ -25,8 +25,8 @@ from ..computation_maps import (
 )
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
-from ..hlo.parser import parse_hlo
 from ..hlo.runtime import OperandIndexing
+from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
 from ..syntax import print_map
 from .common import Subparsers, UsageError, add_command
 
@@ -34,7 +34,8 @@ from .common import Subparsers, UsageError, add_command
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "indexing",
                     "indexing maps of an HLO module: per computation, or per instruction", _run)
-    p.add_argument("file", help="HLO module text (XLA dump or JAX .as_text()); - for stdin")
+    p.add_argument("file", help="HLO or StableHLO (MLIR) module text (XLA dump, JAX "
+                                ".as_text(), jax.export); - for stdin")
     p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
     p.add_argument("--computation", metavar="NAME", help="only this computation")
     p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
@@ -44,6 +45,10 @@ def register(sub: Subparsers) -> None:
                    help="list the maps merged because Z3 proved them equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
+    p.add_argument("--refine", metavar="TYPES",
+                   help="StableHLO only: refine to these argument types "
+                        "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
+                        "static program's maps and prove the parametric maps equal them")
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -158,7 +163,9 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 def _run(args: argparse.Namespace) -> int:
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
-    module = parse_hlo(text, source)
+    if args.refine:
+        return _run_refine(args, text, source)
+    module = parse_module(text, source, check_shapes=True)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
@@ -206,3 +213,49 @@ def _run(args: argparse.Namespace) -> int:
             for mg in ci.merges:
                 print(_indent(str(mg), "  "))
     return 0
+
+
+def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
+    """`--refine`: the refined program's maps, and the proof that the parametric maps at the
+    refined sizes equal them (exit 1 with the counterexample when refuted, 3 when unknown)."""
+    from ..refinement import compare
+    from ..stablehlo.refine import argument_sizes, refine, split_types
+    from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN
+
+    if args.instruction or args.direction != "out2in" or args.computation:
+        raise UsageError("--refine reports the root-to-parameter maps of every computation: "
+                         "drop --instruction, --computation and --direction")
+    if not is_mlir_text(text):
+        raise UsageError("--refine needs StableHLO (MLIR) text")
+    types = split_types(args.refine)
+    dynamic = parse_stablehlo(text, source)
+    if len(types) != len(dynamic.entry.parameters):
+        raise UsageError(f"--refine gives {len(types)} types; {dynamic.entry.name} has "
+                         f"{len(dynamic.entry.parameters)} arguments")
+    static = refine(text, types, source)
+    values = argument_sizes(dynamic, static)
+    checks = compare(dynamic, static, values)
+    results = [computation_indexing(static, c, "out2in") for c in reported_computations(static)]
+    if args.json:
+        doc = {"module": static.name,
+               "computations": [_computation_json(ci) for ci in results],
+               "refinement": {"types": types, "sizes": values,
+                              "checks": [{"output_index": c.output, "parameter_number":
+                                          c.parameter, "holds": c.holds, "message": c.message,
+                                          "counterexample": c.counterexample}
+                                         for c in checks]}}
+        print(json.dumps(doc, indent=1))
+    else:
+        print(f"module {static.name} refined to {', '.join(types)}")
+        for ci in results:
+            print(_computation_text(ci))
+        for c in checks:
+            word = {True: "proved", False: "REFUTED", None: "unknown"}[c.holds]
+            print(f"refinement output {c.output} parameter {c.parameter}: {word}"
+                  + ("" if c.holds else f": {c.message}"))
+    failed = [c for c in checks if c.holds is False]
+    if failed:
+        print(f"error: {source}: the parametric maps differ from the refined program's: "
+              f"{failed[0].message}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK

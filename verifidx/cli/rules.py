@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..rules.model import Rule
@@ -133,12 +133,21 @@ def _explain(which: str, rules: Sequence[Rule]) -> int:
 # -- verifidx check ------------------------------------------------------------------------------
 
 
+#: Other proven artefacts join the gate here (graph substitutions, `verifidx.subst_cli`): a hook
+#: gets (paths, proofs dir, reprove) and returns ProofResult records for the files it owns;
+#: files with a suffix in CHECK_SUFFIXES are not read as rule files.
+CHECK_HOOKS: list[Callable[[list[str | Path], str | None, bool], list[ProofResult]]] = []
+CHECK_SUFFIXES: set[str] = set()
+
+
 def _run_check(args: argparse.Namespace) -> int:
     config = _config(args)
-    files = load_files(_paths(args), args.proofs)
-    if not any(rf.rules for rf in files):
+    paths = _paths(args)
+    files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
+    extra = [r for hook in CHECK_HOOKS for r in hook(paths, args.proofs, args.reprove)]
+    if not any(rf.rules for rf in files) and not extra:
         raise UsageError("no rules found")
-    results = check_files(files, config, args.jobs, reprove=args.reprove)
+    results = check_files(files, config, args.jobs, reprove=args.reprove) + extra
     failures = {id(r): why for r in results
                 if (why := gate_failure(r, r.rule)) is not None}  # type: ignore[arg-type]
     if args.format == "json":

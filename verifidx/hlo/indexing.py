@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from verifidx.errors import EvaluationError, UnsupportedError
+from verifidx.hlo.dynamic_dims import restrict_to_sizes as restrict
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.called import called_i2o, called_o2i, register_called_computations
 from verifidx.hlo.ops.collectives import all_gather_i2o, all_gather_o2i
@@ -220,6 +221,15 @@ OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
 }
 
 
+def restrict_to_sizes(ctx: OpContext, result: HloInstructionIndexing, index: int
+                      ) -> HloInstructionIndexing:
+    """Per-op maps valid at every size of the dynamic dimensions (`verifidx.hlo.dynamic_dims`)."""
+    maps, notes = restrict(ctx, result.maps, result.direction, index)
+    if maps is result.maps:
+        return result
+    return HloInstructionIndexing(maps, result.direction, result.notes + notes)
+
+
 # -- entry points ------------------------------------------------------------------------------
 
 
@@ -265,6 +275,9 @@ def _run(ctx: OpContext, builder: Builder | None, index: int, count: int, what: 
     if builder is None:
         rule = OP_TABLE.get(ctx.opcode)
         why = f"no {direction} map for {ctx.opcode}" if rule else f"unknown op {ctx.opcode}"
+        target = ctx.instruction.custom_call_target
+        if ctx.opcode == "custom-call" and target:
+            why = f"unknown op custom-call (target {target})"
         return HloInstructionIndexing(
             tuple((OperandIndexing.undefined(why),) for _ in range(count)), direction, (why,))
     try:
@@ -316,6 +329,7 @@ def output_to_input(
         raise IndexError(f"{ctx.instruction.name} has {len(ctx.out_leaves)} outputs")
     rule = OP_TABLE.get(ctx.opcode)
     result = _run(ctx, rule.out2in if rule else None, output_id, ctx.num_operands, "output")
+    result = restrict_to_sizes(ctx, result, output_id)
     return _physical(result, ctx, output_id) if use_physical_layout else result
 
 
@@ -334,4 +348,5 @@ def input_to_output(
         raise IndexError(f"{ctx.instruction.name} has {ctx.num_operands} operands")
     rule = OP_TABLE.get(ctx.opcode)
     result = _run(ctx, rule.in2out if rule else None, input_id, len(ctx.out_leaves), "input")
+    result = restrict_to_sizes(ctx, result, input_id)
     return _physical(result, ctx, input_id) if use_physical_layout else result

@@ -65,16 +65,38 @@ _WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reve
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
-def parse_hlo(text: str, source: str = "<string>") -> HloModule:
+def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False) -> HloModule:
     """Parse a whole HLO module (the `HloModule` header is optional).
 
-    Raises `ParseError` naming what was expected and where.
+    Raises `ParseError` naming what was expected and where; StableHLO (MLIR) text is refused
+    with a pointer to `verifidx.parse_module`, which reads both. With `check_shapes`, a
+    data-movement op whose declared shape contradicts its operands and attributes is an error
+    too (`verifidx.hlo.shape_check`); without it such an op only gets UNDEFINED maps.
     """
+    if looks_like_mlir(text):
+        raise ParseError("this is StableHLO (MLIR) text, not HLO text: read it with "
+                         "verifidx.parse_module or `verifidx indexing` (needs the extra "
+                         "verifidx[stablehlo])", 1, 1, source)
     try:
-        return _Parser(text, source).module()
+        module = _Parser(text, source).module()
     except RecursionError:
         # Nesting is bounded well below Python's limit; this is only a last line of defence.
         raise ParseError("input nested too deeply", 1, 1, source) from None
+    if check_shapes:
+        from verifidx.hlo.shape_check import check_module
+
+        check_module(module)
+    return module
+
+
+_MLIR_START = re.compile(
+    r'\A(?:\s|//[^\n]*\n|#\w+\s*=[^\n]*\n)*(?:module\b|func\.func\b|"builtin\.module"|'
+    r'"func\.func")')
+
+
+def looks_like_mlir(text: str) -> bool:
+    """True for MLIR text (`module @jit_f ... {`, `func.func ...`): never the start of HLO."""
+    return _MLIR_START.match(text) is not None
 
 
 def parse_shape(text: str, source: str = "<string>") -> Shape:
