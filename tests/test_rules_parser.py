@@ -138,7 +138,8 @@ def test_the_rule_base_parses_with_unique_names() -> None:
     assert len(rules) >= 25
     assert len({r.name for r in rules}) == len(rules)
     files = {r.file.replace("\\", "/").rsplit("/", 1)[-1] for r in rules}
-    assert files == {"canonical.rules", "constraints.rules", "floordiv.rules", "minmax.rules",
+    assert files == {"canonical.rules", "ceildiv.rules", "constraints.rules", "floordiv.rules",
+                     "minmax.rules",
                      "mod.rules", "mul.rules", "sum.rules"}
 
 

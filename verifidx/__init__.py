@@ -1,10 +1,12 @@
 """verifidx: indexing maps for tensor compilers, never claiming more than it has proven.
 
 The public API (DESIGN.md): parse/print/compose maps, simplify them with proven rules only,
-decide equality and emptiness with Z3, derive maps from HLO, prove rules.
+decide equality (cheap checks and enumeration first, then Z3) and emptiness with Z3, derive
+maps from HLO, prove rules.
 """
 
 from .computation_maps import input_to_output, output_to_input, set_simplifier
+from .equality import equal as _equal_maps
 from .errors import (
     DepthError,
     DivisorError,
@@ -20,7 +22,6 @@ from .interval import Interval, range_of
 from .rules.base import gate_laws as _gate_laws
 from .simplifier import simplify
 from .smt import Verdict, equal_relations, is_empty
-from .smt import equal as _equal_maps
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 from .version import __version__ as __version__
 

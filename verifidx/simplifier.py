@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Literal, cast
 
 from . import laws
-from .canonical import canon, linear_form
+from .canonical import canon, linear_form, order_key
 from .errors import EvaluationError
 from .expr import (
     Add,
@@ -232,6 +232,12 @@ def _kinds(e: Expr) -> int:
 
 
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+_DIV_BITS = _KIND_BITS[FloorDiv] | _KIND_BITS[Mod] | _KIND_BITS[CeilDiv]
+
+
+def _cost(e: Expr) -> tuple[int, int]:
+    """What the search over alternatives minimises: divisions and mods, then size."""
+    return sum(1 for n in e.walk() if isinstance(n, (FloorDiv, Mod, CeilDiv))), e.size
 
 
 def _children_fit(pattern: Expr, e: Expr) -> bool:
@@ -250,6 +256,59 @@ def _children_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+def _shape(e: Expr) -> tuple[type, ...]:
+    """Operator shape of a summand's base: its type and, for a division or mod, its dividend's
+    type (`(x floordiv 8) mod 4` has shape (Mod, FloorDiv)); term variables have no shape."""
+    if isinstance(e, Mul) and isinstance(e.rhs, (Const, ConstVar)):
+        e = e.lhs
+    if isinstance(e, (FloorDiv, Mod, CeilDiv)):
+        inner = e.lhs
+        if isinstance(inner, (FloorDiv, Mod, CeilDiv, Min, Max)):
+            return (type(e), type(inner))
+        return (type(e),)
+    if isinstance(e, (Min, Max)):
+        return (type(e),)
+    return ()
+
+
+_SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
+
+
+def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
+    hit = _SHAPES.get(e)
+    if hit is None:
+        terms = e.terms if isinstance(e, Add) else (e,)
+        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=repr)
+    return hit
+
+
+def _summands_fit(pattern: Expr, e: Expr) -> bool:
+    """Discrimination by operator shape at sums: every rigid summand of the pattern needs a
+    summand of the expression with the same shape (the matcher maps summands one to one,
+    except a term variable, which has no shape)."""
+    if not isinstance(pattern, Add) or not isinstance(e, Add):
+        return True
+    have = list(_summand_shapes(e))
+    for s in _summand_shapes(pattern):
+        for i, h in enumerate(have):
+            if h[: len(s)] == s:
+                del have[i]
+                break
+        else:
+            return False
+    return True
+
+
+_VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
+
+
+def _variables(e: Expr) -> tuple[Variable, ...]:
+    hit = _VARIABLES.get(e)
+    if hit is None:
+        hit = _VARIABLES[e] = tuple(sorted(e.variables(), key=order_key))
+    return hit
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -266,7 +325,9 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr], list[dict[Expr, Expr]]] = {}
+        self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
+        #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
+        self.results: dict[tuple[object, ...], Expr] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -298,12 +359,18 @@ class RuleEngine:
 
     def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        rhs = rule.rhs
-        assert isinstance(rhs, Expr)
-        for env in self._decompositions(rule, e):
+        rhs, lhs = rule.rhs, rule.lhs
+        assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
+        for candidate in self._decompositions(rule, e):
+            if candidate.rejected:
+                continue
+            env = candidate.env
             try:
                 values = _condition_env(rule, env, bound)
                 if not compiled_condition(rule)(values):
+                    continue
+                # the condition is cheaper than this check, so it comes second
+                if not candidate.is_decomposition(lhs, e):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
             except (_NoValue, EvaluationError):
@@ -315,31 +382,27 @@ class RuleEngine:
             return out
         return None
 
-    def _decompositions(self, rule: Rule, e: Expr) -> list[dict[Expr, Expr]]:
-        """Bindings under which the rule's left side *is* `e` (canonical identity), within the
-        constants its proof covers."""
+    def _decompositions(self, rule: Rule, e: Expr) -> list[_Candidate]:
+        """Matcher proposals for the rule's left side against `e`, within the constants its
+        proof covers (each is checked to *be* `e` before it is used)."""
         lhs = rule.lhs
         assert isinstance(lhs, Expr)
-        found = self._pattern_decompositions(lhs, e)
+        found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
-        return [env for env in found if _within_proof(rule, env)]
+        return [c for c in found if _within_proof(rule, c.env)]
 
-    def _pattern_decompositions(self, lhs: Expr, e: Expr) -> list[dict[Expr, Expr]]:
+    def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
+                                ) -> list[_Candidate]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
         often share a left side), so they are computed once per (pattern, expression)."""
-        key = (lhs, e)
+        key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        found: list[dict[Expr, Expr]] = []
-        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
-            for env in match(lhs, e):
-                try:
-                    if canon(_instantiate(lhs, env, _no_bounds)) is e:
-                        found.append(env)
-                except (_NoValue, EvaluationError):
-                    continue
+        found: list[_Candidate] = []
+        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
+            found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
         self._matches[key] = found
@@ -379,6 +442,29 @@ class RuleEngine:
         return None
 
 
+class _Candidate:
+    """A matcher proposal; whether the left side instantiated with it is the matched term
+    (canonical identity) is decided once, when a rule's condition first accepts it."""
+
+    __slots__ = ("env", "_verified")
+
+    def __init__(self, env: dict[Expr, Expr]) -> None:
+        self.env = env
+        self._verified: bool | None = None
+
+    @property
+    def rejected(self) -> bool:
+        return self._verified is False
+
+    def is_decomposition(self, lhs: Expr, e: Expr) -> bool:
+        if self._verified is None:
+            try:
+                self._verified = canon(_instantiate(lhs, self.env, _no_bounds)) is e
+            except (_NoValue, EvaluationError):
+                self._verified = False
+        return self._verified
+
+
 def _within_proof(rule: Rule, env: Mapping[Expr, Expr]) -> bool:
     """A rule with a bounded proof applies only to constants inside the proven bound."""
     if rule.max_constant is None:
@@ -406,6 +492,11 @@ class _ExprSimplifier:
     trace: list[Step] | None = None
     memo: dict[Expr, Expr] = field(default_factory=dict)
     ranges: dict[Expr, Interval] = field(default_factory=dict)
+    root_first: bool = True
+    #: Trials (root first, expand and cancel) started so far, shared with the simplifiers of
+    #: the trials: a term whose simplification ran a trial is not shared across calls (a
+    #: trial's guard makes its inner results depend on the order of work).
+    trials: list[int] = field(default_factory=lambda: [0])
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -423,12 +514,44 @@ class _ExprSimplifier:
     def _simplify_with(self, fuel: int) -> Callable[[Expr], Expr]:
         return lambda c: self.simplify(c, fuel)
 
+    def _shared_key(self, e: Expr) -> tuple[object, ...] | None:
+        """Key of `e` in the engine's memo shared across calls: the term and the intervals of
+        its variables (the only inputs of the result when no constraint and no trace is in
+        play; hash-consing makes the key cheap)."""
+        if self.constraints or self.trace is not None:
+            return None
+        return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
+
     def simplify(self, e: Expr, fuel: int) -> Expr:
         hit = self.memo.get(e)
         if hit is not None:
             return hit
+        key = self._shared_key(e)
+        if key is not None:
+            hit = self.engine.results.get(key)
+            if hit is not None:
+                self.memo[e] = hit
+                return hit
+        trials = self.trials[0]
+        out = self._simplify_node(e, fuel)
+        if key is not None and self.trials[0] == trials:
+            if len(self.engine.results) > _MATCH_CACHE_LIMIT:
+                self.engine.results.clear()
+            self.engine.results[key] = out
+        return out
+
+    def _simplify_node(self, e: Expr, fuel: int) -> Expr:
         node = canon(e.map_children(self._simplify_with(fuel)))
         first = node
+        node = self._rewrite_to_fixpoint(node, fuel)
+        written = canon(e)
+        if self.root_first and isinstance(written, Add) and written is not first and \
+                _kinds(node) & _DIV_BITS:
+            node = self._root_first(written, node, fuel)
+        self.memo[e] = self.memo[first] = self.memo[node] = node
+        return node
+
+    def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
             out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
@@ -438,8 +561,35 @@ class _ExprSimplifier:
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
-        self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
+
+    def _root_first(self, written: Add, bottom_up: Expr, fuel: int) -> Expr:
+        """No local minima in sums: simplifying the summands first can destroy a shape a rule
+        at the sum needs (`(d0 mod 8) mod 2 => d0 mod 2` hides `(x floordiv 2) * 2 + x mod 2`
+        with x = d0 mod 8). Where the bottom-up result still holds a division, the sum is
+        also tried root first (rules at the sum on the summands as written, then the usual
+        simplification of the outcome); the cheaper outcome in (divisions, size) wins. Both
+        candidates are results of proven rewrites, so the choice is free."""
+        trial: list[Step] | None = [] if self.trace is not None else None
+        node: Expr = written
+        for _ in range(fuel):
+            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
+                                      trial)
+            if out is None:
+                break
+            node = canon(out)
+        if node is written:
+            return bottom_up
+        self.memo[written] = bottom_up  # the trial must not re-enter this sum
+        self.trials[0] += 1
+        sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
+                              self.ranges, self.root_first, self.trials)
+        alternative = sub.simplify(node, fuel)
+        if _cost(alternative) < _cost(bottom_up):
+            if self.trace is not None and trial is not None:
+                self.trace.extend(trial)
+            return alternative
+        return bottom_up
 
     def _expand_and_cancel(self, node: Add, fuel: int) -> Expr | None:
         """Trial of the expansion rules (`mod_expand`) on the mod terms of a sum that also holds
@@ -459,8 +609,9 @@ class _ExprSimplifier:
             new = self.engine.rewrite(b, self.bound, expansions, trial_trace) if b in mods else None
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
+        self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges)
+                              self.memo, self.ranges, self.root_first, self.trials)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
@@ -525,6 +676,8 @@ class Simplifier:
     engine: RuleEngine
     decide_emptiness: bool = True
     emptiness_timeout_ms: int = 200
+    #: The search over alternatives at sums (see `_ExprSimplifier._root_first`).
+    root_first: bool = True
 
     def simplify(self, m: IndexingMap, point_dims: str = "replace",
                  trace: list[Step] | None = None) -> IndexingMap:
@@ -539,7 +692,8 @@ class Simplifier:
                 m = self._replace_point_dims(m)
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace)
+        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
+                               root_first=self.root_first)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
         if out.constraints and self.decide_emptiness and self._surely_empty(out):

@@ -309,11 +309,9 @@ class _Parser:
                     raise self.error("expected 'in' after the expression")
                 self.pos += 1
                 iv = self.interval()
-                if is_var:
-                    if start.text in bounds:
-                        raise self.error(f"bounds of {start.text!r} given twice", start)
+                if is_var and start.text not in bounds:
                     bounds[start.text] = iv
-                else:
+                else:  # as in XLA, a repeated bare variable intersects its bounds
                     constraints.append((e, iv, start))
                 if not self.accept(","):
                     break

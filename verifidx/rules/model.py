@@ -194,7 +194,10 @@ class Rule:
     permutative rule (`x + y => y + x`) that may only be applied when the instance it produces
     is smaller in the total term order (ordered rewriting), which is what keeps it from
     cycling. `trial` marks an expansion (so `expansion` is set too) that the engine applies only
-    as a one-shot trial whose outcome it keeps when the whole term got smaller."""
+    as a one-shot trial whose outcome it keeps when the whole term got smaller. `split` lets the
+    matcher read a sum `x * c0 + y` with `c0` already bound as quotient and remainder: every
+    coefficient is split into a multiple of `c0` and a remainder, rounding down or up, and
+    each split is proposed (the engine keeps only proposals that are the matched term)."""
 
     name: str
     kind: str
@@ -207,6 +210,7 @@ class Rule:
     expansion: bool = False
     ordered: bool = False
     trial: bool = False
+    split: bool = False
     #: Set by the rule base from a bounded certificate: the rule is proven only when every
     #: constant it binds has |value| <= max_constant, so the simplifier applies it only then.
     max_constant: int | None = None
