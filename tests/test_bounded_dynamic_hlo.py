@@ -5,7 +5,8 @@ at runtime size `n` (0 <= n <= N) a `<=N` dimension holds `n` elements and every
 those; for each output element that exists it lists the operand elements read. The map,
 with its size variables fixed to the sizes at run time, must give exactly that relation, or be
 "unknown indexing" with a reason where the op's map depends on the size in a way not modelled
-(reverse or concatenation along the dynamic dimension, a slice of part of it, a reshape).
+(reverse or concatenation along the dynamic dimension, a slice of part of it, a reshape that
+merges it, a static output dimension indexed by it).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def grid(sizes: Index) -> list[Index]:
 KINDS = ["elementwise", "reverse_static", "reverse_dynamic", "slice_whole", "slice_part",
          "pad_static", "pad_dynamic", "concat_static", "concat_dynamic", "broadcast",
          "broadcast_front", "transpose", "reduce_dynamic", "reduce_static", "dot_free",
-         "dot_contract", "reshape"]
+         "dot_contract", "reshape", "reshape_merge", "elementwise_to_static"]
 
 
 @st.composite
@@ -151,10 +152,16 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[Case, int, int]:
                            "rhs_contracting_dims={0}"),
                     lambda n: ((k, m), lambda i: {0: {(r, i[0]) for r in range(n)},
                                                   1: {(r, i[1]) for r in range(n)}}))
-    else:  # reshape: the output's size is not followed, so the maps are unknown
+    elif kind == "reshape":
         case = Case(module([f"f32[<={bound},4]"], f"f32[<={bound},2,2] reshape(p0)"),
-                    lambda n: ((n, 2, 2), lambda i: {0: {(i[0], 2 * i[1] + i[2])}}),
-                    exact=False)
+                    lambda n: ((n, 2, 2), lambda i: {0: {(i[0], 2 * i[1] + i[2])}}))
+    elif kind == "reshape_merge":  # the dynamic dimension merged: not modelled, unknown
+        w = k + 1
+        case = Case(module([f"f32[<={bound},{w}]"], f"f32[<={bound * w}] reshape(p0)"),
+                    lambda n: ((n * w,), lambda i: {0: {(i[0] // w, i[0] % w)}}), exact=False)
+    else:  # elementwise into a static output: elements past the size read padding
+        case = Case(module([p0], f"f32[{bound},{k}] negate(p0)"),
+                    lambda n: ((bound, k), lambda i: {0: {i}}), exact=False)
     return case, n, bound
 
 

@@ -1,16 +1,19 @@
 """HLO text's bounded dynamic dimensions (`f32[<=16,8]`) as size variables.
 
-In XLA a `<=N` dimension holds a runtime size in `[0, N]` (a dynamic size may be 0: XLA's
-`Shape` only bounds it by the dimension, and `set-dimension-size` accepts 0), and every op works
-on the first `size` elements. The reader gives each such dimension the symbolic size of
-`verifidx.hlo.dynamic_dims`, so the per-op maps are cut to the sizes, and made unknown where
-that is not exact, exactly as for StableHLO's bounded `?` dimensions.
+In XLA a `<=N` dimension holds a runtime size in `[0, N]` and every op works on the first
+`size` elements. The size may be 0 (the shape bounds it only from above; TensorFlow's XLA
+lowering of tensor lists starts them at dynamic size 0), so the interval is `[0, N]`, not
+StableHLO's `[1, N]`: a claim made for it holds for every size, empty included. The reader
+gives each such dimension the symbolic size of `verifidx.hlo.dynamic_dims`, so the per-op maps
+are cut to the sizes, and made unknown where that is not exact, as for StableHLO's bounded `?`
+dimensions.
 
 A dimension's size is the operand's where XLA's dynamic-dimension inference passes it through
 unchanged (elementwise ops, broadcast, transpose, reduce, dot, a slice of the whole dimension,
-tuples); elsewhere it is a fresh size variable of its own. A fresh variable is never wrong (the
-map is exact at the variable's value at run time, whatever the other sizes are) but knows less:
-maps that need two sizes known equal (broadcast, reshape) become unknown.
+a reshape that keeps the dimension whole, tuples); elsewhere it is a fresh size variable of its
+own. A fresh variable is never wrong (the map is exact at the variable's value at run time,
+whatever the other sizes are) but knows less: maps that need two sizes known equal (broadcast,
+reshape) become unknown.
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ def _infer(inst: HloInstruction, ops: list[tuple[Sizes, ...] | None],
         return (_slice(inst, first),)
     if op == "dot" and len(known) == 2 and len(known[1]) == 1:
         return _dot(inst, first, known[1][0])
+    if op == "reshape" and operand_shapes:
+        return _reshape(operand_shapes[0], first, out)
     return None
 
 
@@ -137,3 +142,26 @@ def _dot(inst: HloInstruction, lhs: Sizes, rhs: Sizes) -> tuple[Sizes, ...] | No
     result = [lhs[a] if a < len(lhs) else None for a in dn.lhs_batch] + \
         free(lhs, dn.lhs_batch, dn.lhs_contracting) + free(rhs, dn.rhs_batch, dn.rhs_contracting)
     return (tuple(result),) if len(result) == inst.shape.rank else None
+
+
+def _reshape(src: Shape, sizes: Sizes, out: Shape) -> tuple[Sizes, ...] | None:
+    """A reshape that keeps every dynamic dimension whole, between runs of static dimensions
+    of equal element counts on both sides (`[<=N,4] -> [<=N,2,2]`), keeps their sizes in order;
+    others are not followed (their maps are unknown)."""
+
+    def runs(dynamic: Sequence[bool], dims: Sequence[int]) -> list[int]:
+        products, p = [], 1
+        for is_dynamic, n in zip(dynamic, dims):
+            if is_dynamic:
+                products.append(p)
+                p = 1
+            else:
+                p *= n
+        return [*products, p]
+
+    in_dynamic = [s is not None for s in sizes]
+    if len(in_dynamic) != src.rank or in_dynamic.count(True) != out.dynamic.count(True) or \
+            runs(in_dynamic, src.dims) != runs(out.dynamic, out.dims):
+        return None
+    carried = iter([s for s in sizes if s is not None])
+    return (tuple(next(carried) if d else None for d in out.dynamic),)
