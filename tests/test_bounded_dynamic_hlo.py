@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verifidx.computation_maps import computation_indexing
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, size_var_of
 from verifidx.hlo.indexing import input_to_output, output_to_input
@@ -250,3 +251,34 @@ def test_static_and_unbounded_shapes_get_no_size_variables(text: str) -> None:
     """Static modules (and unbounded `?`, which has no index space) take the old path."""
     mod = parse_hlo(text)
     assert all(SIZES_ATTRIBUTE not in inst.attributes for inst in mod.entry.instructions)
+
+
+CHAIN = """HloModule m
+ENTRY e {
+  p0 = f32[<=BOUND,2] parameter(0)
+  n = f32[<=BOUND,2] negate(p0)
+  t = f32[2,<=BOUND] transpose(n), dimensions={1,0}
+  b = f32[2,<=BOUND,3] broadcast(t), dimensions={0,1}
+  ROOT r = f32[2,<=BOUND,3] add(b, b)
+}
+"""
+
+
+@given(st.integers(1, 4).flatmap(lambda b: st.tuples(st.just(b), st.integers(0, b))))
+def test_a_size_flows_through_a_chain_and_composes(bound_n: tuple[int, int]) -> None:
+    """The parameter's size is followed through elementwise, transpose and broadcast, so the
+    composed computation map has one size variable and is exact at every size.
+
+    At bound 1 the composed map's size variable is tightened to the point 1 and folded by
+    `fold_point_runtime`, which over-approximates by design (at size 0 it claims the reads of
+    size 1): then only containment is required."""
+    bound, n = bound_n
+    mod = parse_hlo(CHAIN.replace("BOUND", str(bound)))
+    ci = computation_indexing(mod, mod.entry, "out2in")
+    (ind,) = ci.maps[(0, 0, 0)]
+    got = pairs_at(ind, {"hlo/e/p0/0/0": n})
+    expected = {((c, i, j), (i, c)) for c in range(2) for i in range(n) for j in range(3)}
+    assert got is not None and expected <= got
+    if bound > 1:
+        assert len(ind.runtime) == 1 and "%p0" in ind.runtime[0].label
+        assert got == expected
