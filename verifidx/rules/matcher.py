@@ -214,9 +214,23 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
     return sorted(patterns, key=rank)
 
 
+#: Matches of a sum pattern with nothing bound yet, by (pattern, expression): a dividend
+#: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
+#: the divisor, and its matches do not depend on which. Bindings are never mutated.
+_SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = {}
+
+
 def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
-    ordered = _order(p.terms, b)
-    yield from _assign(ordered, _terms(e), b)
+    if b:
+        yield from _assign(_order(p.terms, b), _terms(e), b)
+        return
+    hit = _SUM_MATCHES.get((p, e))
+    if hit is None:
+        hit = list(_assign(_order(p.terms, b), _terms(e), b))
+        if len(_SUM_MATCHES) > _CACHE_LIMIT:
+            _SUM_MATCHES.clear()
+        _SUM_MATCHES[p, e] = hit
+    yield from hit
 
 
 def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
