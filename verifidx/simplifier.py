@@ -134,7 +134,10 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
         if isinstance(k, ConstVar) and isinstance(v, Const):
             values[k] = v.value
     for node in _rule_calls(rule):
-        arg = _instantiate(node.args[0], env, bound)
+        pattern = node.args[0]
+        arg = env.get(pattern) if isinstance(pattern, TermVar) else None
+        if arg is None:  # not a bare variable (or unbound: `_instantiate` says so)
+            arg = _instantiate(pattern, env, bound)
         iv = bound(arg)
         values[node] = iv.lo if node.fn == "lo" else iv.hi
     return values
