@@ -134,7 +134,10 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
         if isinstance(k, ConstVar) and isinstance(v, Const):
             values[k] = v.value
     for node in _rule_calls(rule):
-        arg = _instantiate(node.args[0], env, bound)
+        pattern = node.args[0]
+        arg = env.get(pattern) if isinstance(pattern, TermVar) else None
+        if arg is None:  # not a bare variable (or unbound: `_instantiate` says so)
+            arg = _instantiate(pattern, env, bound)
         iv = bound(arg)
         values[node] = iv.lo if node.fn == "lo" else iv.hi
     return values
@@ -328,6 +331,9 @@ class RuleEngine:
         self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
         self.results: dict[tuple[object, ...], Expr] = {}
+        #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
+        #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
+        self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -522,6 +528,23 @@ class _ExprSimplifier:
             return None
         return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
 
+    def _rewrite(self, node: Expr, rules: Sequence[Rule], trace: list[Step] | None
+                 ) -> Expr | None:
+        """`engine.rewrite` at the root of `node`, remembered across calls when its result
+        depends only on the term and its variables' intervals (see `_shared_key`)."""
+        key = self._shared_key(node) if trace is None else None
+        if key is None:
+            return self.engine.rewrite(node, self.bound, rules, trace)
+        key = (id(rules), *key)  # the engine's rule lists live as long as the engine
+        cache = self.engine.rewrites
+        if key in cache:
+            return cache[key]
+        out = self.engine.rewrite(node, self.bound, rules, None)
+        if len(cache) > _MATCH_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = out
+        return out
+
     def simplify(self, e: Expr, fuel: int) -> Expr:
         hit = self.memo.get(e)
         if hit is not None:
@@ -554,8 +577,7 @@ class _ExprSimplifier:
     def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
-            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
-                                      self.trace)
+            out = self._rewrite(node, self.engine.expr_rules.get(type(node), ()), self.trace)
             if out is None and isinstance(node, Add):
                 out = self._expand_and_cancel(node, fuel)
             if out is None:
@@ -573,8 +595,7 @@ class _ExprSimplifier:
         trial: list[Step] | None = [] if self.trace is not None else None
         node: Expr = written
         for _ in range(fuel):
-            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
-                                      trial)
+            out = self._rewrite(node, self.engine.expr_rules.get(type(node), ()), trial)
             if out is None:
                 break
             node = canon(out)
@@ -606,7 +627,7 @@ class _ExprSimplifier:
         trial_trace: list[Step] | None = [] if self.trace is not None else None
         expanded: dict[Expr, int] = {}
         for b, c in coeffs.items():
-            new = self.engine.rewrite(b, self.bound, expansions, trial_trace) if b in mods else None
+            new = self._rewrite(b, expansions, trial_trace) if b in mods else None
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
         self.trials[0] += 1

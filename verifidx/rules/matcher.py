@@ -169,9 +169,34 @@ def _terms(e: Expr) -> Terms:
     return coeffs
 
 
+#: Sums rebuilt from terms, by their set of terms: the same remainders come back for every rule
+#: whose pattern splits the same sum (expressions are interned, so the key hashes cheaply).
+_SUMS: dict[frozenset[tuple[Expr, int]], Expr] = {}
+_SCALED: dict[tuple[Expr, int], Expr] = {}
+_CACHE_LIMIT = 100_000
+
+
 def _expr(terms: Terms) -> Expr:
-    constant = terms.get(_ONE, 0)
-    return from_linear({k: v for k, v in terms.items() if k is not _ONE}, constant)
+    key = frozenset(terms.items())
+    hit = _SUMS.get(key)
+    if hit is None:
+        constant = terms.get(_ONE, 0)
+        hit = from_linear({k: v for k, v in terms.items() if k is not _ONE}, constant)
+        if len(_SUMS) > _CACHE_LIMIT:
+            _SUMS.clear()
+        _SUMS[key] = hit
+    return hit
+
+
+def _scaled(base: Expr, coeff: int) -> Expr:
+    """The summand `coeff * base` of a sum, as one term."""
+    hit = _SCALED.get((base, coeff))
+    if hit is None:
+        hit = Const(coeff) if base is _ONE else canon(base * coeff)
+        if len(_SCALED) > _CACHE_LIMIT:
+            _SCALED.clear()
+        _SCALED[base, coeff] = hit
+    return hit
 
 
 def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
@@ -189,9 +214,23 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
     return sorted(patterns, key=rank)
 
 
+#: Matches of a sum pattern with nothing bound yet, by (pattern, expression): a dividend
+#: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
+#: the divisor, and its matches do not depend on which. Bindings are never mutated.
+_SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = {}
+
+
 def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
-    ordered = _order(p.terms, b)
-    yield from _assign(ordered, _terms(e), b)
+    if b:
+        yield from _assign(_order(p.terms, b), _terms(e), b)
+        return
+    hit = _SUM_MATCHES.get((p, e))
+    if hit is None:
+        hit = list(_assign(_order(p.terms, b), _terms(e), b))
+        if len(_SUM_MATCHES) > _CACHE_LIMIT:
+            _SUM_MATCHES.clear()
+        _SUM_MATCHES[p, e] = hit
+    yield from hit
 
 
 def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
@@ -205,10 +244,9 @@ def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bin
     ) and not rest:
         yield {**b, first: _expr(remaining)}  # the rest of the sum, possibly 0
         return
-    seen: set[tuple[tuple[int, int], ...]] = set()
+    seen: set[tuple[frozenset[tuple[Expr, int]], frozenset[tuple[Expr, Expr]]]] = set()
     for b1, left in _candidates(first, remaining, b):
-        key = (id(left),) if False else tuple(sorted((id(k), v) for k, v in left.items()))
-        sig = key + tuple(sorted((id(k), id(v)) for k, v in b1.items()))
+        sig = (frozenset(left.items()), frozenset(b1.items()))
         if sig in seen:
             continue
         seen.add(sig)
@@ -262,7 +300,7 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
         return
     # one term of the sum
     for base, coeff in remaining.items():
-        term = Const(coeff) if base is _ONE else canon(base * coeff)
+        term = _scaled(base, coeff)
         left = dict(remaining)
         del left[base]
         for b1 in _match(p, term, b):
