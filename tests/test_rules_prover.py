@@ -176,8 +176,8 @@ def test_condition_definedness_is_short_circuit() -> None:
 def test_bounded_strength_says_how_far() -> None:
     rule = parse_rule("(x floordiv c0) mod c1 => (x mod (c0 * c1)) floordiv c0 "
                       "if c0 > 0 and c1 > 0")
-    fast = ProverConfig(timeout_ms=50, split_budget_ms=50, bound=10, min_bound=4,
-                        bounded_budget_s=30)
+    fast = ProverConfig(quick_rlimit=1000, rlimit=1000, case_rlimit=200_000, bound=10,
+                        min_bound=4)
     res = prove_rule(rule, fast)
     if res.strategy != "bounded":
         pytest.skip(f"Z3 proved it outright ({res.strategy})")
@@ -188,16 +188,16 @@ def test_bounded_strength_says_how_far() -> None:
 def test_a_counterexample_is_found_whichever_strategy_gets_there() -> None:
     wrong = parse_rule("(x floordiv c0) mod c1 => (x mod (c0 * c1)) floordiv c0 + c0 floordiv 5 "
                        "if c0 > 0 and c1 > 0")
-    res = prove_rule(wrong, ProverConfig(timeout_ms=50, split_budget_ms=50, bound=8,
-                                         min_bound=4))
+    res = prove_rule(wrong, ProverConfig(quick_rlimit=1000, rlimit=1000, case_rlimit=20_000,
+                                         bound=8, min_bound=4))
     assert res.verdict == "refuted" and res.counterexample is not None
     assert res.counterexample["c0"] >= 5
 
 
 def test_a_timeout_is_unknown_never_proved() -> None:
     rule = parse_rule("(x mod c0) mod c1 => x mod c1 if c0 > 0 and c1 > 0 and c0 mod c1 == 0")
-    starved = ProverConfig(timeout_ms=1, split_budget_ms=1, bound=64, min_bound=64,
-                           bounded_budget_s=0.0)
+    starved = ProverConfig(quick_rlimit=1, rlimit=1, case_rlimit=1, bound=64, min_bound=64,
+                           bounded_rlimit=0)
     res = prove_rule(rule, starved)
     assert res.verdict in ("unknown", "proved")
     if res.verdict == "unknown":
