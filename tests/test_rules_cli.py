@@ -54,7 +54,7 @@ def test_prove_writes_certificates_and_check_passes(work: Path, capsys) -> None:
         assert key in entry
     assert "seconds" not in entry
     assert entry["verdict"] == "proved" and entry["strength"] == "all"
-    assert "(check-sat)" in entry["smtlib"]
+    assert "(check-sat-using smt)" in entry["smtlib"]
     code, out, _ = run(["check"], capsys)
     assert code == 0 and "3 rules: 3 proved" in out
 
@@ -188,9 +188,9 @@ def test_usage_errors_exit_2(work: Path, capsys) -> None:  # type: ignore[no-unt
 def test_explain_prints_the_obligation(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run(["prove", "--explain", "mod_noop"], capsys)
     assert code == 0 and out.startswith("; verifidx obligation for rule mod_noop")
-    assert "(check-sat)" in out
+    assert "(check-sat-using smt)" in out
     code, out, _ = run(["prove", "--explain", "x mod 1 => 0"], capsys)
-    assert code == 0 and "(check-sat)" in out
+    assert code == 0 and "(check-sat-using smt)" in out
     assert not (work / "proofs").exists()
 
 

@@ -11,10 +11,21 @@ from .hlo.computation_maps import input_to_output, output_to_input, set_simplifi
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
-from .smt import Verdict, equal, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 
 __version__ = "0.1.0"
+
+# Z3 loads on first use of a solver name, so that `import verifidx` (and the pytest plugin that
+# every pytest run in an environment with verifidx loads) stays cheap.
+_SOLVER_NAMES = ("Verdict", "equal", "is_empty")
+
+
+def __getattr__(name: str) -> object:
+    if name in _SOLVER_NAMES:
+        from . import smt
+
+        return getattr(smt, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]

@@ -6,15 +6,20 @@ A rule is an obligation: for all values of its term variables, constants and int
 memberships are equivalent). Conditions are read the way the evaluator reads them, left to right
 with short-circuit `and`/`or`; a condition that is undefined does not hold.
 
-The verdict is honest about its strength. Strategies run in order, each under a time cap, and only
-an `unsat` answer proves anything:
+The verdict is honest about its strength. Strategies run in order, each under a Z3 resource limit
+(deterministic: the same answer on every machine and under any load), and only an `unsat` answer
+proves anything:
 
 1. `direct`: the obligation exactly as `verifidx.smt` encodes floordiv and mod;
 2. `quotients`: the same semantics with a fresh quotient per division (`b*q <= a < b*q + b`),
    simplified by Z3's equation solver; this is what usually closes symbolic moduli;
 3. `sign splits`: cases `c < 0`, `c == 0`, `c > 0` of the constants in non-linear positions;
 4. `bounded`: those constants enumerated in [-N, N] (smallest first), the rest left to Z3; the
-   result is `bounded: |c| <= N` where N is the largest bound fully covered in the time given.
+   result is `bounded: |c| <= N` where N is the largest bound fully covered within the budget.
+
+Each strategy is an SMT-LIB2 script run by Z3's command interpreter, the front end of the `z3`
+executable; the script that answered `unsat` at every check is the certificate's query, so that
+anyone can re-run exactly what proved the rule.
 
 A `sat` answer anywhere is a counterexample: it is shrunk towards small values, re-checked with
 verifidx's own evaluator, and only then reported as `refuted`. Everything else is `unknown`.
@@ -344,7 +349,9 @@ def explain(rule: Rule) -> str:
 
 # -- queries: the SMT-LIB2 scripts that prove, and that anyone can re-run ------------------------
 
-CHECK = "(check-sat)"
+# Explicit tactics: a plain (check-sat) lets Z3 pick a tactic for the logic, and the non-linear
+# ones cap sub-steps by wall-clock time, so the answer would depend on the machine's load.
+CHECK = "(check-sat-using smt)"
 TACTIC_CHECK = "(check-sat-using (then simplify solve-eqs smt))"
 _ANSWER = re.compile(r"^(sat|unsat|unknown)$", re.M)
 _VALUE = re.compile(r"\((\|[^|]*\||[^\s()|]+)\s+(\(\s*-\s*\d+\s*\)|-?\d+)\)")
