@@ -199,6 +199,7 @@ def test_suggest_finds_the_missing_condition(work: Path, capsys) -> None:  # typ
     code, out, _ = run(["prove", "--no-write", "--suggest", "rules/wrong.rules"], capsys)
     assert code == 1
     assert "suggestion: weakest side condition found: if hi(x) < c0" in out
+    assert "added to the rule's own condition with `and`, not replacing it" in out
 
 
 def test_parallel_proving_and_reprove(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -246,3 +247,35 @@ def test_a_certificate_of_another_rule_file_is_never_overwritten(work: Path, cap
     assert code == 1 and "other: error" in out
     code, _, _ = run(["prove", "elsewhere/small.rules", "--proofs", "elsewhere_proofs"], capsys)
     assert code == 0 and (work / "elsewhere_proofs" / "small.json").exists()
+
+
+def test_an_undefined_side_says_so_instead_of_a_failing_reproducer(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (work / "rules" / "u.rules").write_text(
+        "rule u: x + c0 * 0 => x floordiv c0 * c0 + x mod c0 if c0 != 0\n")
+    code, out, _ = run(["prove", "--no-write", "rules/u.rules"], capsys)
+    assert code == 1 and "u: refuted" in out
+    assert "right side undefined here" in out and "reproduce:" not in out
+
+
+def test_github_annotations_carry_the_reproducer(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (work / "rules" / "wrong.rules").write_text(WRONG)
+    run(["prove"], capsys)
+    code, out, _ = run(["check", "--format", "github", "rules/wrong.rules"], capsys)
+    assert code == 1 and "::error file=rules/wrong.rules" in out
+    assert "%0Areproduce: verifidx map eval" in out
+
+
+def test_explain_honours_json(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run(["prove", "--explain", "mod_noop", "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["rules"][0]["name"] == "mod_noop"
+    assert "(check-sat-using smt)" in doc["rules"][0]["smtlib"]
+
+
+def test_a_map_file_that_is_not_utf8_is_one_line_with_its_position(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.map"
+    bad.write_bytes(b"(d0) -> (d0),\n domain: d0 in [0, \xff9]")
+    code, out, err = run(["map", "print", str(bad)], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == f"error: {bad}:2:20: not UTF-8 text (byte 0xff)"

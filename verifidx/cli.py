@@ -53,11 +53,24 @@ def read_text(arg: str | None, what: str = "map") -> tuple[str, str]:
     path = arg[1:] if arg.startswith("@") else arg
     if arg.startswith("@") or ("\n" not in arg and len(arg) < 4096 and os.path.isfile(path)):
         try:
-            with open(path, encoding="utf-8") as fh:
-                return fh.read(), path
+            with open(path, "rb") as fh:
+                return decode_utf8(fh.read(), path), path
         except OSError as err:
             raise UsageError(f"cannot read {path}: {err.strerror}") from None
     return arg, "<argument>"
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """UTF-8 text, or a ParseError at the line and column of the first byte that is not."""
+    from .errors import ParseError
+
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ParseError(f"not UTF-8 text (byte 0x{data[err.start]:02x})", line, column,
+                         source) from None
 
 
 def load_map(arg: str | None) -> IndexingMap:
@@ -128,10 +141,20 @@ def _run_map(args: argparse.Namespace) -> int:
             raise UsageError(str(err)) from None
         inside = m.constraints_satisfied(dims, syms) and all(
             x in info.bounds for x, info in zip([*dims, *syms], m.all_vars))
+        from .syntax import print_expr, variable_names
+
+        names = variable_names(m)
+        point = {names[v]: x for v, x in zip(m.variables, [*dims, *syms])}
         if args.json:
-            print(json.dumps({"results": list(values), "in_domain": inside}))
+            print(json.dumps({"results": list(values), "in_domain": inside, "point": point}))
         else:
+            # the values first (scripts read this line), then, as Alive2 reports a
+            # counterexample, the point and each result expression with its value
             print(f"({', '.join(map(str, values))})" + ("" if inside else "  # outside domain"))
+            if point:
+                print("  at " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+            for i, (e, v) in enumerate(zip(m.results, values)):
+                print(f"  result {i}: {print_expr(e, names)} = {v}")
         return 0
     if args.action == "equal":
         verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)

@@ -99,7 +99,7 @@ def _run_prove(args: argparse.Namespace) -> int:
     config = _config(args)
     files = load_files(_paths(args), args.proofs)
     if args.explain:
-        return _explain(args.explain, [r for rf in files for r in rf.rules])
+        return _explain(args.explain, [r for rf in files for r in rf.rules], args.format)
     if not any(rf.rules for rf in files):
         raise UsageError("no rules found")
     results = prove_files(files, config, args.jobs, force=args.force,
@@ -127,12 +127,16 @@ def _run_prove(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def _explain(which: str, rules: Sequence[Rule]) -> int:
+def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
     chosen = [r for r in rules if r.name == which]
     if not chosen:
         if "=>" not in which:
             raise UsageError(f"no rule named {which!r}")
         chosen = [parse_rule(which, "<argument>")]
+    if form == "json":
+        print(json.dumps({"rules": [{"name": r.name, "file": r.file, "line": r.line,
+                                     "smtlib": explain(r)} for r in chosen]}, indent=1))
+        return 0
     for r in chosen:
         print(explain(r), end="")
     return 0
@@ -215,6 +219,10 @@ def _text(r: ProofResult, failure: str | None = None) -> str:
             lines.append(f"    subterms: {subs}")
         if r.reproducer:
             lines.append(f"    reproduce: {r.reproducer}")
+        elif r.lhs_value is None or r.rhs_value is None:
+            side = "left" if r.lhs_value is None else "right"
+            lines.append(f"    {side} side undefined here (no map reproduces an undefined "
+                         "value)")
     return "\n".join(lines)
 
 
@@ -269,6 +277,8 @@ def _github(r: ProofResult, why: str) -> str:
     if r.counterexample:
         body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
                                                   for k, v in r.counterexample.items())
+    if r.reproducer:
+        body += f"\nreproduce: {r.reproducer}"
     return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
             f"{_escape(body)}")
 

@@ -632,8 +632,10 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
     else:
         message = differ
     at = ", ".join(f"{k} = {v}" for k, v in values.items())
+    # a map cannot show an undefined value: `verifidx map eval` would only fail on it
+    reproducer = _reproducer(rule, env) if lv is not None and rv is not None else None
     return _Report(lv, rv, f"{message} (at {at})" if at else message,
-                   _subterms(rule, env), _reproducer(rule, env))
+                   _subterms(rule, env), reproducer)
 
 
 def _membership_text(m: Membership, env: Mapping[Expr, int]) -> str:

@@ -34,7 +34,8 @@ class Suggestion:
             return (f"no side condition among the {self.tried} tried makes the rule provable")
         shown = " | ".join(f"if {c}" for c in self.conditions)
         many = "s" if len(self.conditions) > 1 else ""
-        return f"weakest side condition{many} found: {shown} ({self.tried} tried)"
+        return (f"weakest side condition{many} found: {shown} ({self.tried} tried; added to "
+                "the rule's own condition with `and`, not replacing it)")
 
 
 def candidates(rule: Rule) -> list[str]:
