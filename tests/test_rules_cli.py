@@ -279,3 +279,32 @@ def test_a_map_file_that_is_not_utf8_is_one_line_with_its_position(tmp_path: Pat
     code, out, err = run(["map", "print", str(bad)], capsys)
     assert code == 2 and out == ""
     assert err.strip() == f"error: {bad}:2:20: not UTF-8 text (byte 0xff)"
+
+
+def test_own_rule_directories_on_top_of_or_instead_of_the_bundled_base(  # type: ignore[no-untyped-def]
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import verifidx as vx
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "my.rules").write_text(
+        "rule my_mod_twice: (x mod c0) mod c0 => x mod c0 if c0 > 0\n")
+    code, out, _ = run(["prove", "--rules", "mine"], capsys)
+    assert code == 0 and "1 rules: 1 proved" in out
+    text = "(d0) -> ((d0 mod 4) mod 4), domain: d0 in [0, 100]"
+    # instead of the bundled base: only my rule can fire
+    code, out, _ = run(["simplify", text, "--no-bundled-rules", "--rules", "mine", "--trace"],
+                       capsys)
+    assert code == 0 and "my_mod_twice:" in out and out.strip().endswith(
+        "(d0) -> (d0 mod 4), domain: d0 in [0, 100]")
+    # on top of it: the bundled rules come first and already do the job
+    code, out, _ = run(["simplify", text, "--rules", "mine", "--trace"], capsys)
+    assert code == 0 and "(d0) -> (d0 mod 4), domain: d0 in [0, 100]" in out
+    assert str(vx.simplify(vx.parse_map(text), rules=["mine"], bundled=False)) == \
+        "(d0) -> (d0 mod 4), domain: d0 in [0, 100]"
+    # a rule without a current proof never fires
+    (tmp_path / "mine" / "my.rules").write_text(
+        "rule my_mod_twice: (x mod c0) mod c0 => x mod c0 if c0 > 1\n")
+    with pytest.warns(UserWarning, match="my_mod_twice is not used"):
+        got = vx.simplify(vx.parse_map(text), rules=["mine"], bundled=False)
+    assert "mod 4 mod 4" in str(got)

@@ -26,6 +26,8 @@ from .store import check_files, gate_failure, load_files, prove_files, summary
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="rule files or directories of *.rules (default: the rule base, rules/)")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR", dest="rule_dirs",
+                   help="a rule file or directory (repeatable), the same as a PATH")
     p.add_argument("--proofs", metavar="DIR",
                    help="certificate directory (default: proofs/ beside rules/, else ./proofs)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
@@ -75,8 +77,8 @@ def _config(args: argparse.Namespace) -> ProverConfig:
 def _paths(args: argparse.Namespace, bundled: bool = False) -> list[str | Path]:
     """PATHs, else ./rules; for `check` (bundled=True) outside a checkout, the rule base
     installed with verifidx, so that `verifidx check` re-checks what the simplifier loads."""
-    if args.paths:
-        return list(args.paths)
+    if args.paths or args.rule_dirs:
+        return [*args.paths, *args.rule_dirs]
     d = default_rule_dir()
     if d.is_dir():
         return [d]
