@@ -24,6 +24,7 @@ from verifidx.hlo.computation_maps import (
 )
 from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.opcodes import check_opcodes
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.syntax import print_map
@@ -40,6 +41,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="list the maps merged because Z3 proved them equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
+    p.add_argument("--allow-unknown-opcodes", action="store_true",
+                   help="treat a word that is no HLO opcode as an unmodelled op (unknown "
+                        "indexing) instead of an error, e.g. for text from a newer XLA")
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -47,13 +51,13 @@ def _read(path: str) -> tuple[str, str]:
 
     if path == "-":
         return sys.stdin.read(), "<stdin>"
+    from verifidx.cli import decode_utf8
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read(), path
+        with open(path, "rb") as fh:
+            return decode_utf8(fh.read(), path), path
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise UsageError(f"cannot read {path}: not UTF-8 text ({err.reason})") from None
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -159,6 +163,8 @@ def _run(args: argparse.Namespace) -> int:
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
     module = parse_hlo(text, source)
+    if not args.allow_unknown_opcodes:
+        check_opcodes(module, text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
