@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import print_table  # noqa: E402
 
-from verifidx.hlo import computation_maps as cm  # noqa: E402
+from verifidx import computation_maps as cm  # noqa: E402
 from verifidx.hlo import parse_hlo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

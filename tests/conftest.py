@@ -45,3 +45,17 @@ def _private_proof_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """`verifidx check` remembers re-checked queries in a cache; tests use their own, empty at
     the start of the run, and never the user's."""
     os.environ["VERIFIDX_CACHE_DIR"] = str(tmp_path_factory.mktemp("verifidx-cache"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Conformance tallies (per corpus and outcome) recorded by the tiling conformance tests."""
+    import sys
+
+    helper = sys.modules.get("tiling_conformance")
+    counts = getattr(helper, "COUNTS", None)
+    if not counts:
+        return
+    terminalreporter.section("tiling conformance")
+    for corpus in sorted(counts):
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(counts[corpus].items()))
+        terminalreporter.write_line(f"{corpus}: {parts}")

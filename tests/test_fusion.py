@@ -12,6 +12,7 @@ from conformance import cases_of
 from test_conformance_ops import FUSION_DIFFERENCES, ExpectedMap, _same_map, parse_expected
 
 from verifidx import smt
+from verifidx.computation_maps import set_proven_dedup
 from verifidx.fusion import (
     computation_graph,
     epilogue_input_to_output,
@@ -21,7 +22,6 @@ from verifidx.fusion import (
     to_dot,
 )
 from verifidx.hlo import parse_hlo
-from verifidx.hlo.computation_maps import set_proven_dedup
 from verifidx.hlo.indexing import output_to_input
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fusion_oracle import Unsupported, all_reads, sample_points
 
+from verifidx.computation_maps import computation_indexing, reported_computations
 from verifidx.hlo import parse_hlo
-from verifidx.hlo.computation_maps import computation_indexing, reported_computations
 from verifidx.indexing_map import IndexingMap
 
 DATA = Path(__file__).resolve().parent / "data" / "jax"

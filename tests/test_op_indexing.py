@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verifidx import computation_maps as cm
 from verifidx import smt
 from verifidx.expr import Expr, RtVar
-from verifidx.hlo import computation_maps as cm
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import (
     ELEMENTWISE,

@@ -4,16 +4,23 @@ The public API (DESIGN.md): parse/print/compose maps, simplify them with proven 
 decide equality and emptiness with Z3, derive maps from HLO, prove rules.
 """
 
+from .computation_maps import input_to_output, output_to_input, set_simplifier
 from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
-from .hlo.computation_maps import input_to_output, output_to_input, set_simplifier
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
+from .version import __version__ as __version__
 
-__version__ = "0.1.0"
+
+def parse_module(text: str, source: str = "<string>"):  # type: ignore[no-untyped-def]
+    """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
+    `verifidx[stablehlo]` (jax, jaxlib)."""
+    from .stablehlo import parse_module as _parse_module
+
+    return _parse_module(text, source)
 
 # Z3 loads on first use of a solver name, so that `import verifidx` (and the pytest plugin that
 # every pytest run in an environment with verifidx loads) stays cheap.
@@ -39,6 +46,6 @@ __all__ = [
     "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map", "prove", "range_of",
-    "set_simplifier", "simplify",
+    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
+    "prove", "range_of", "set_simplifier", "simplify",
 ]

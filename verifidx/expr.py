@@ -20,11 +20,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar, Union
 
-from .errors import EvaluationError
+from .errors import EvaluationError, UnsupportedError
 
 ExprLike = Union["Expr", int]
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
+
+_printer: Callable[[Expr], str] | None = None
+
+
+def register_printer(printer: Callable[[Expr], str]) -> None:
+    """The seam behind `str(expr)`: the text layer (`verifidx.syntax`) imports this module and
+    registers its printer here when it loads, so printing needs no import upwards. Importing the
+    `verifidx` package loads the text layer, so the printer is there for every user."""
+    global _printer
+    _printer = printer
 
 
 def floor_div(a: int, b: int) -> int:
@@ -179,14 +189,15 @@ class Expr:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        from .syntax import print_expr
-
-        return f"Expr({print_expr(self)!r})"
+        if _printer is None:
+            return f"<{type(self).__name__} expression>"
+        return f"Expr({_printer(self)!r})"
 
     def __str__(self) -> str:
-        from .syntax import print_expr
-
-        return print_expr(self)
+        if _printer is None:
+            raise UnsupportedError("no expression printer registered; `import verifidx` "
+                                   "registers verifidx.syntax's")
+        return _printer(self)
 
 
 class Const(Expr):

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from .computation_maps import ComputationWalker, simplify_indexing
 from .dedup import Merge
 from .errors import UnsupportedError
-from .hlo.computation_maps import ComputationWalker, simplify_indexing
 from .hlo.indexing import output_to_input as instruction_output_to_input
 from .hlo.module import HloComputation, HloInstruction, HloModule
 from .hlo.runtime import OperandIndexing, compose_indexing

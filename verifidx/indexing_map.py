@@ -15,16 +15,34 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .errors import EvaluationError
+from .errors import EvaluationError, UnsupportedError
 from .expr import Const, Dim, Expr, ExprLike, RtVar, Symbol, Variable, add, as_expr, mul
 from .interval import Interval, range_of
 
 #: Enumeration budget (points) for checks that are exact by brute force.
 ENUMERATION_LIMIT = 200_000
+
+# -- seams: printing and simplifying live in higher layers, which register here on import -----
+
+_printer: Callable[[IndexingMap], str] | None = None
+_simplifier: Callable[[IndexingMap, str], IndexingMap] | None = None
+
+
+def register_printer(printer: Callable[[IndexingMap], str]) -> None:
+    """The seam behind `str(map)`: `verifidx.syntax` registers its printer when it loads."""
+    global _printer
+    _printer = printer
+
+
+def register_simplifier(simplifier: Callable[[IndexingMap, str], IndexingMap]) -> None:
+    """The seam behind `IndexingMap.simplify()`: `verifidx.simplifier` (two layers up) registers
+    `simplifier(map, point_dims)` when it loads; importing the `verifidx` package loads it."""
+    global _simplifier
+    _simplifier = simplifier
 
 
 def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None:
@@ -232,19 +250,23 @@ class IndexingMap:
         return hash(self._key)
 
     def __str__(self) -> str:
-        from .syntax import print_map
-
-        return print_map(self)
+        if _printer is None:
+            raise UnsupportedError("no map printer registered; `import verifidx` registers "
+                                   "verifidx.syntax's")
+        return _printer(self)
 
     def simplify(self, point_dims: str = "replace") -> IndexingMap:
         """A new map with the same relation, rewritten only by proven rules
-        (`verifidx.simplify`; imported lazily because the simplifier sits above this layer)."""
-        from .simplifier import default_simplifier
-
-        return default_simplifier().simplify(self, point_dims=point_dims)
+        (`verifidx.simplify`, reached through the `register_simplifier` seam)."""
+        if _simplifier is None:
+            raise UnsupportedError("IndexingMap.simplify() needs the simplifier; `import "
+                                   "verifidx` (or verifidx.simplifier) registers it")
+        return _simplifier(self, point_dims)
 
     def __repr__(self) -> str:
-        return f"IndexingMap({str(self)!r})"
+        if _printer is None:
+            return f"<IndexingMap with {len(self.results)} results>"
+        return f"IndexingMap({_printer(self)!r})"
 
     # -- constraints --------------------------------------------------------------------------
     def add_constraint(self, expr: ExprLike, interval: Interval | tuple[int, int]) -> IndexingMap:

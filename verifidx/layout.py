@@ -48,8 +48,9 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Union, overload
+from typing import Any, Union, overload
 
+from . import smt
 from .errors import ParseError, UnsupportedError, locate
 from .expr import (
     Const,
@@ -63,9 +64,8 @@ from .expr import (
 )
 from .indexing_map import IndexingMap, compose
 from .interval import Interval
-
-if TYPE_CHECKING:
-    from .smt import Verdict
+from .simplifier import default_simplifier
+from .smt import Verdict
 
 COMBINE = -1
 """A tile entry printed as `*`: combine this dimension with the next more minor one."""
@@ -502,8 +502,6 @@ def _as_list(value: IndexValue | _Column, n: int) -> list[int]:
 def tidy_map(m: IndexingMap) -> IndexingMap:
     """The same relation, rewritten by the proven rule base (`verifidx.simplify`). Used on every
     map this module builds."""
-    from .simplifier import default_simplifier
-
     return default_simplifier().simplify(m)
 
 
@@ -829,8 +827,6 @@ def map_is_injective(m: IndexingMap, timeout_ms: int = 2000) -> Verdict:
     equality of results is symmetric), satisfy the constraints, and give equal results. Each is
     decided by `smt.is_empty` (exact floordiv/mod encoding). True only when every one is unsat;
     False with a counterexample `{d0: .., d0': ..}` re-evaluated here; None on a timeout."""
-    from . import smt
-
     if m.num_range_vars or m.num_rt_vars:
         raise UnsupportedError("injectivity is decided for maps with dimensions only")
     n = m.num_dims
@@ -873,8 +869,6 @@ def map_is_injective(m: IndexingMap, timeout_ms: int = 2000) -> Verdict:
 def map_within(m: IndexingMap, lo: int, hi: int, timeout_ms: int = 2000) -> Verdict:
     """Verdict: every result of every point of the domain lies in [lo, hi] (two emptiness
     questions per result: below lo, above hi). False comes with the offending point."""
-    from . import smt
-
     seconds = 0.0
     big = 1 << 62
     for r in m.results:
@@ -902,8 +896,6 @@ def prove_injective(shape: str | TiledShape | Any, timeout_ms: int = 2000,
     is injective on the tiled shape; offset = linearization . physical index, so (1)-(3) imply
     the claim. If a part does not come out True, the direct question is asked instead, so a
     False verdict always carries two indices with the same offset."""
-    from . import smt
-
     s = as_tiled_shape(shape)
     if direct:
         return map_is_injective(s.offset_map(), timeout_ms)
@@ -945,8 +937,6 @@ def layouts_equivalent(a: str | TiledShape | Any, b: str | TiledShape | Any,
 
     False comes with a counterexample index (`d0`, `d1`, ...) and the two offsets in
     `lhs_value` / `rhs_value`. Buffer sizes may still differ (e.g. `L(n)`); the message says so."""
-    from . import smt
-
     x, y = as_tiled_shape(a), as_tiled_shape(b)
     if x.dims != y.dims:
         return smt.Verdict(False, message=f"different logical shapes {list(x.dims)} and "

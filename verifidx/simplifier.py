@@ -54,7 +54,7 @@ from .expr import (
     floor_mod,
     mul,
 )
-from .indexing_map import IndexingMap, Var, merge_residues
+from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.matcher import match
 from .rules.model import (
@@ -687,6 +687,13 @@ def simplify(m: IndexingMap, verify: bool = False, point_dims: str = "replace",
 
     return SimplifyResult(out, equal(m, out, timeout_ms), steps or [])
 
+
+def _simplify_map(m: IndexingMap, point_dims: str) -> IndexingMap:
+    return default_simplifier().simplify(m, point_dims=point_dims)
+
+
+# `IndexingMap.simplify()` reaches this engine through its seam (the map sits below this module).
+register_simplifier(_simplify_map)
 
 __all__ = ["RuleEngine", "Simplifier", "SimplifyResult", "Step", "simplify",
            "default_simplifier", "expression_range", "simplifier_for"]

@@ -34,7 +34,9 @@ from .expr import (
     neg,
     raw_add,
 )
+from .expr import register_printer as register_expr_printer
 from .indexing_map import AffineMap, IndexingMap, Var
+from .indexing_map import register_printer as register_map_printer
 from .interval import Interval
 
 # -- lexer -------------------------------------------------------------------------------------
@@ -528,6 +530,10 @@ def names_for(m: IndexingMap) -> dict[str, Expr]:
     """Name -> variable table of a map (for parsing expressions over its variables)."""
     return {name: v for v, name in variable_names(m).items()}
 
+
+# `str(expr)` and `str(map)` print through these seams (the core values sit below this module).
+register_expr_printer(print_expr)
+register_map_printer(print_map)
 
 __all__: Sequence[str] = [
     "parse_map", "parse_expr", "parse_affine_map", "print_map", "print_expr",

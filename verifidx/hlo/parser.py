@@ -68,13 +68,28 @@ _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames
 def parse_hlo(text: str, source: str = "<string>") -> HloModule:
     """Parse a whole HLO module (the `HloModule` header is optional).
 
-    Raises `ParseError` naming what was expected and where.
+    Raises `ParseError` naming what was expected and where; StableHLO (MLIR) text is refused
+    with a pointer to `verifidx.parse_module`, which reads both.
     """
+    if looks_like_mlir(text):
+        raise ParseError("this is StableHLO (MLIR) text, not HLO text: read it with "
+                         "verifidx.parse_module or `verifidx indexing` (needs the extra "
+                         "verifidx[stablehlo])", 1, 1, source)
     try:
         return _Parser(text, source).module()
     except RecursionError:
         # Nesting is bounded well below Python's limit; this is only a last line of defence.
         raise ParseError("input nested too deeply", 1, 1, source) from None
+
+
+_MLIR_START = re.compile(
+    r'\A(?:\s|//[^\n]*\n|#\w+\s*=[^\n]*\n)*(?:module\b|func\.func\b|"builtin\.module"|'
+    r'"func\.func")')
+
+
+def looks_like_mlir(text: str) -> bool:
+    """True for MLIR text (`module @jit_f ... {`, `func.func ...`): never the start of HLO."""
+    return _MLIR_START.match(text) is not None
 
 
 def parse_shape(text: str, source: str = "<string>") -> Shape:

@@ -89,7 +89,6 @@ class RuleItem(pytest.Item):
 
     def runtest(self) -> None:
         from . import store
-        from .cli import _text
         from .proof_cache import ProofCache
         from .prover import ProverConfig, prove_rule
 
@@ -106,7 +105,7 @@ class RuleItem(pytest.Item):
         result.file = store.display_path(self.path)
         why = store.gate_failure(result, self.rule)
         if why is not None:
-            raise RuleFailure(_text(result, why))
+            raise RuleFailure(store.result_text(result, why))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
+from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
 from .proof_cache import ProofCache, cache_key
@@ -56,8 +57,6 @@ class ForeignCertificate(CertificateError):
 
 
 def verifier_version() -> str:
-    from .. import __version__
-
     return __version__
 
 
@@ -213,6 +212,46 @@ def gate_failure(res: ProofResult, rule: Rule) -> str | None:
     if res.order == "violates":
         return "violates the reduction order"
     return None
+
+
+def result_text(r: ProofResult, failure: str | None = None) -> str:
+    """One rule's verdict as `verifidx prove`/`check` and the pytest plugin print it:
+    `file:line: name: verdict`, then the failure, message and counterexample lines."""
+    verdict = f"proved ({r.strength})" if r.verdict == PROVED and r.strength else r.verdict
+    head = f"{r.file}:{r.line}: {r.name}: {verdict}"
+    if r.order:
+        head += f", {r.order}"
+    if r.recheck == "cache":
+        head += " (re-checked before: proof cache)"
+    elif r.recheck == "z3":
+        head += f", re-checked {r.seconds:.2f}s"
+    elif r.cached:
+        head += " (certificate)"
+    elif r.verdict in (PROVED, REFUTED, "unknown"):
+        head += f", {r.seconds:.2f}s"
+    lines = [head]
+    if failure and r.verdict == PROVED:
+        lines.append(f"    FAIL: {failure}")
+    if r.message and (r.verdict != PROVED or failure or r.strength != "all"):
+        lines.append(f"    {r.message}")
+    if r.verdict == REFUTED:
+        if r.counterexample:
+            cx = ", ".join(f"{k} = {v}" for k, v in r.counterexample.items())
+            lines.append(f"    counterexample: {cx}")
+        if r.subterms:
+            subs = ", ".join(f"{k} = {_show(v)}" for k, v in r.subterms.items())
+            lines.append(f"    subterms: {subs}")
+        if r.reproducer:
+            lines.append(f"    reproduce: {r.reproducer}")
+        elif r.lhs_value is None or r.rhs_value is None:
+            side = "left" if r.lhs_value is None else "right"
+            lines.append(f"    {side} side undefined here (no map reproduces an undefined "
+                         "value)")
+    return "\n".join(lines)
+
+
+def _show(v: object) -> str:
+    return "undefined" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
 
 # -- the two commands --------------------------------------------------------------------------

@@ -25,18 +25,21 @@ from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 
 from verifidx.dedup import MapSet, Merge
+from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
 from verifidx.hlo.indexing import (
     HloInstructionIndexing,
     Malformed,
     Maps,
     OpContext,
+    register_called_computations,
 )
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.runtime import OperandIndexing, compose_indexing
+from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap
+from verifidx.simplifier import default_simplifier
 
 __all__ = [
     "ComputationIndexing",
@@ -58,8 +61,6 @@ def _identity_simplifier(m: IndexingMap) -> IndexingMap:
 
 def proven_simplifier(m: IndexingMap) -> IndexingMap:
     """The default: verifidx's simplifier, which applies only proven rules."""
-    from verifidx.simplifier import default_simplifier
-
     return default_simplifier().simplify(m)
 
 
@@ -83,8 +84,6 @@ def simplify_indexing(m: OperandIndexing) -> OperandIndexing:
     fn = _simplifier
     if fn is _identity_simplifier or m.is_undefined:
         return m
-    from verifidx.hlo.runtime import RuntimeVar
-
     return OperandIndexing(
         fn(m.map),
         tuple(RuntimeVar(rv.source, fn(rv.map)) for rv in m.runtime),
@@ -148,6 +147,14 @@ def _identity(shape: Shape) -> OperandIndexing:
     if shape.is_tuple or any(d < 0 for d in shape.dims):
         return OperandIndexing.undefined(f"no index space for {shape}")
     return OperandIndexing(IndexingMap.identity(shape.dims))
+
+
+def _start(inst: HloInstruction, leaf: int) -> OperandIndexing:
+    """The identity on one leaf where a walk starts, cut to its dynamic sizes if it has any."""
+    shape = inst.shape.leaves()[leaf]
+    if shape.is_tuple or any(d < 0 for d in shape.dims) or not has_dynamic_sizes(inst):
+        return _identity(shape)
+    return start_indexing(inst, leaf, shape)
 
 
 _prove_dedup = True
@@ -328,7 +335,7 @@ class ComputationWalker:
         distinct maps, not the number of paths."""
         pending: dict[tuple[str, int], _Bucket] = {}
         first = self.bucket(start.name)
-        first.add(_identity(start.shape.leaves()[start_leaf]))
+        first.add(_start(start, start_leaf))
         pending[(start.name, start_leaf)] = first
         reached: dict[tuple[str, int], list[OperandIndexing]] = {}
         for inst in order if order is not None else reversed(self.comp.instructions):
@@ -367,7 +374,7 @@ class ComputationWalker:
                 users.setdefault(name, []).append((inst, j))
         pending: dict[tuple[str, int], _Bucket] = {}
         start = self.bucket(param.name)
-        start.add(_identity(param.shape.leaves()[leaf]))
+        start.add(_start(param, leaf))
         pending[(param.name, leaf)] = start
         found: dict[int, list[OperandIndexing]] = {}
         root = self.comp.root
@@ -487,6 +494,10 @@ def called_input_to_output(ctx: OpContext, input_id: int) -> list[Maps]:
     body = _callee(ctx)
     ci = computation_indexing(ctx.module, body, "in2out")
     return [list(ci.maps_for(o, input_id)) for o in range(len(ci.outputs))]
+
+
+# `fusion` and `call` rows of the per-op table compose through their computation with these.
+register_called_computations(called_output_to_input, called_input_to_output)
 
 
 # -- module level ------------------------------------------------------------------------------

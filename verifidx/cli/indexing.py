@@ -2,7 +2,7 @@
 
 Without `--instruction`, every computation that is the entry, a fusion body or a `call` target
 is reported with its root-to-parameter maps (`--direction out2in`, the default) or
-parameter-to-root maps (`in2out`), composed along the graph (`verifidx.hlo.computation_maps`).
+parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computation_maps`).
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
@@ -14,24 +14,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from verifidx.cli import COMMANDS, UsageError
-from verifidx.hlo.computation_maps import (
+from ..computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
+    set_proven_dedup,
 )
-from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
-from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.opcodes import check_opcodes
-from verifidx.hlo.parser import parse_hlo
-from verifidx.hlo.runtime import OperandIndexing
-from verifidx.syntax import print_map
+from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
+from ..hlo.module import HloComputation, HloInstruction, HloModule
+from ..hlo.opcodes import check_opcodes
+from ..hlo.runtime import OperandIndexing
+from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
+from ..syntax import print_map
+from .common import Subparsers, UsageError, add_command, decode_utf8
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="HLO module text (XLA dump or JAX .as_text()); - for stdin")
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "indexing",
+                    "indexing maps of an HLO module: per computation, or per instruction", _run)
+    p.add_argument("file", help="HLO or StableHLO (MLIR) module text (XLA dump, JAX "
+                                ".as_text(), jax.export); - for stdin")
     p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
     p.add_argument("--computation", metavar="NAME", help="only this computation")
     p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
@@ -44,15 +49,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unknown-opcodes", action="store_true",
                    help="treat a word that is no HLO opcode as an unmodelled op (unknown "
                         "indexing) instead of an error, e.g. for text from a newer XLA")
+    p.add_argument("--refine", metavar="TYPES",
+                   help="StableHLO only: refine to these argument types "
+                        "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
+                        "static program's maps and prove the parametric maps equal them")
 
 
 def _read(path: str) -> tuple[str, str]:
-    import sys
-
     if path == "-":
         return sys.stdin.read(), "<stdin>"
-    from verifidx.cli import decode_utf8
-
     try:
         with open(path, "rb") as fh:
             return decode_utf8(fh.read(), path), path
@@ -158,12 +163,12 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
-    from verifidx.hlo.computation_maps import set_proven_dedup
-
     set_proven_dedup(not args.textual_dedup)
     text, source = _read(args.file)
-    module = parse_hlo(text, source)
-    if not args.allow_unknown_opcodes:
+    if args.refine:
+        return _run_refine(args, text, source)
+    module = parse_module(text, source)
+    if not args.allow_unknown_opcodes and not is_mlir_text(text):
         check_opcodes(module, text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
@@ -214,8 +219,47 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS["indexing"] = (
-    "indexing maps of an HLO module: per computation, or per instruction",
-    _configure,
-    _run,
-)
+def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
+    """`--refine`: the refined program's maps, and the proof that the parametric maps at the
+    refined sizes equal them (exit 1 with the counterexample when refuted, 3 when unknown)."""
+    from ..refinement import compare
+    from ..stablehlo.refine import argument_sizes, refine, split_types
+    from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN
+
+    if args.instruction or args.direction != "out2in" or args.computation:
+        raise UsageError("--refine reports the root-to-parameter maps of every computation: "
+                         "drop --instruction, --computation and --direction")
+    if not is_mlir_text(text):
+        raise UsageError("--refine needs StableHLO (MLIR) text")
+    types = split_types(args.refine)
+    dynamic = parse_stablehlo(text, source)
+    if len(types) != len(dynamic.entry.parameters):
+        raise UsageError(f"--refine gives {len(types)} types; {dynamic.entry.name} has "
+                         f"{len(dynamic.entry.parameters)} arguments")
+    static = refine(text, types, source)
+    values = argument_sizes(dynamic, static)
+    checks = compare(dynamic, static, values)
+    results = [computation_indexing(static, c, "out2in") for c in reported_computations(static)]
+    if args.json:
+        doc = {"module": static.name,
+               "computations": [_computation_json(ci) for ci in results],
+               "refinement": {"types": types, "sizes": values,
+                              "checks": [{"output_index": c.output, "parameter_number":
+                                          c.parameter, "holds": c.holds, "message": c.message,
+                                          "counterexample": c.counterexample}
+                                         for c in checks]}}
+        print(json.dumps(doc, indent=1))
+    else:
+        print(f"module {static.name} refined to {', '.join(types)}")
+        for ci in results:
+            print(_computation_text(ci))
+        for c in checks:
+            word = {True: "proved", False: "REFUTED", None: "unknown"}[c.holds]
+            print(f"refinement output {c.output} parameter {c.parameter}: {word}"
+                  + ("" if c.holds else f": {c.message}"))
+    failed = [c for c in checks if c.holds is False]
+    if failed:
+        print(f"error: {source}: the parametric maps differ from the refined program's: "
+              f"{failed[0].message}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK

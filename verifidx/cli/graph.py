@@ -8,13 +8,15 @@ import shutil
 import subprocess
 import sys
 
-from .cli import COMMANDS, UsageError, read_text
-from .fusion import to_dot
-from .hlo import parse_hlo
+from ..fusion import to_dot
+from ..stablehlo import parse_module
+from .common import Subparsers, UsageError, add_command, read_text
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="HLO module text; - for stdin")
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "graph", "draw a computation's graph, edges labelled by indexing maps",
+                    _run)
+    p.add_argument("file", help="HLO or StableHLO (MLIR) module text; - for stdin")
     p.add_argument("--computation", metavar="NAME", help="default: the entry computation")
     p.add_argument("--format", choices=("dot", "png"), default="dot")
     p.add_argument("-o", "--output", metavar="PATH",
@@ -23,7 +25,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     text, source = read_text(args.file, "HLO module")
-    module = parse_hlo(text, source)
+    module = parse_module(text, source)
     name = args.computation.removeprefix("%") if args.computation else None
     if name is not None and name not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
@@ -56,7 +58,3 @@ def _write_new(path: str, data: bytes) -> None:
         raise UsageError(f"{path} exists; choose another name or remove it") from None
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror}") from None
-
-
-COMMANDS["graph"] = ("draw a computation's graph, edges labelled by indexing maps",
-                     _configure, _run)

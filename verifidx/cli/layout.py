@@ -18,8 +18,7 @@ import argparse
 import json
 from typing import Any
 
-from .cli import COMMANDS, UsageError, _verdict_json
-from .layout import (
+from ..layout import (
     TiledShape,
     bitcast_map,
     layouts_equivalent,
@@ -28,13 +27,16 @@ from .layout import (
     prove_in_bounds,
     prove_injective,
 )
-from .smt import Verdict
+from ..smt import Verdict
+from .common import Subparsers, UsageError, add_command, verdict_json, verdicts_exit
 
 GRID_LIMIT = 64  # rows and columns of the offset grid
 MEMORY_LIMIT = 512  # buffer elements shown in the memory view
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "layout", "offsets, indexing maps and proofs for a tiled memory layout",
+                    _run)
     p.add_argument("shape", help="an array shape with a layout, e.g. 'f32[3,5]{1,0:T(2,2)}'")
     p.add_argument("--index", help="a logical index, e.g. 2,3: print its offset")
     p.add_argument("--map", action="store_true",
@@ -65,14 +67,6 @@ def _index(text: str, shape: TiledShape) -> tuple[int, ...]:
 def _word(v: Verdict, yes: str = "proved", no: str = "refuted") -> str:
     label = {True: yes, False: no, None: "unknown"}[v.holds]
     return f"{label} ({v.seconds:.3f} s)" + (f": {v.message}" if v.holds is not True else "")
-
-
-def _status(verdicts: list[Verdict]) -> int:
-    if any(v.holds is False for v in verdicts):
-        return 1
-    if any(v.holds is None for v in verdicts):
-        return 3
-    return 0
 
 
 def _fmt(values: tuple[int, ...] | list[int]) -> str:
@@ -153,14 +147,14 @@ def _run(args: argparse.Namespace) -> int:
         inj = prove_injective(shape, args.timeout_ms)
         inb = prove_in_bounds(shape, args.timeout_ms)
         verdicts += [inj, inb]
-        out["checks"] = {"injective": _verdict_json(inj), "in_bounds": _verdict_json(inb)}
+        out["checks"] = {"injective": verdict_json(inj), "in_bounds": verdict_json(inb)}
         text.append(f"injective: {_word(inj)}")
         text.append(f"offsets in [0, {shape.buffer_elements - 1}]: {_word(inb)}")
     if args.compare:
         other = parse_shape(args.compare, "--compare")
         v = layouts_equivalent(shape, other, args.timeout_ms)
         verdicts.append(v)
-        out["compare"] = {"shape": str(other), **_verdict_json(v)}
+        out["compare"] = {"shape": str(other), **verdict_json(v)}
         text.append(f"same offsets as {other}: {_word(v, 'yes', 'no')}")
     if args.bitcast_to:
         other = parse_shape(args.bitcast_to, "--bitcast-to")
@@ -175,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
             _stream_with_offsets(out, shape)
         else:
             print(json.dumps(out))
-        return _status(verdicts)
+        return verdicts_exit([v.holds for v in verdicts])
     show_grid = shape.rank == 2 and max(shape.dims) <= GRID_LIMIT and shape.num_elements > 0
     show_memory = 0 < shape.buffer_elements <= MEMORY_LIMIT
     offsets = shape.offsets() if show_grid or show_memory else []
@@ -186,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         text.append("memory (offset: element at each offset, '.' = padding):")
         text += ["  " + line for line in memory(shape, offsets)]
     print("\n".join(text))
-    return _status(verdicts)
+    return verdicts_exit([v.holds for v in verdicts])
 
 
 def _stream_with_offsets(out: dict[str, Any], shape: TiledShape, chunk: int = 1 << 14) -> None:
@@ -206,7 +200,3 @@ def _stream_with_offsets(out: dict[str, Any], shape: TiledShape, chunk: int = 1 
     if buf:
         write(("" if first else ", ") + ", ".join(buf))
     write("]}\n")
-
-
-COMMANDS["layout"] = ("offsets, indexing maps and proofs for a tiled memory layout",
-                      _configure, _run)

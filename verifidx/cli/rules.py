@@ -15,12 +15,28 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import COMMANDS, UsageError
-from .model import Rule
-from .parser import default_rule_dir, parse_rule
-from .proof_cache import ProofCache
-from .prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
-from .store import check_files, gate_failure, load_files, prove_files, summary
+from ..rules.model import Rule
+from ..rules.parser import default_rule_dir, parse_rule
+from ..rules.proof_cache import ProofCache
+from ..rules.prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
+from ..rules.store import (
+    check_files,
+    gate_failure,
+    load_files,
+    prove_files,
+    result_text,
+    summary,
+)
+from ..rules.suggest import suggest
+from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command
+
+
+def register(sub: Subparsers) -> None:
+    _configure_prove(add_command(
+        sub, "prove", "prove rewrite rules with Z3 and write proof certificates", _run_prove))
+    _configure_check(add_command(
+        sub, "check", "CI gate: every rule has a current proof certificate and is proven",
+        _run_check))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -83,7 +99,7 @@ def _paths(args: argparse.Namespace, bundled: bool = False) -> list[str | Path]:
     if d.is_dir():
         return [d]
     if bundled:
-        from .base import package_rule_dir
+        from ..rules.base import package_rule_dir
 
         shipped = package_rule_dir()
         if shipped.is_dir():
@@ -109,8 +125,6 @@ def _run_prove(args: argparse.Namespace) -> int:
     failures = _failures(results)
     suggestions: dict[int, str] = {}
     if args.suggest:
-        from .suggest import suggest
-
         for i, res in enumerate(results):
             if res.verdict == REFUTED and res.rule is not None:
                 print(f"searching side conditions for {res.name}...", file=sys.stderr)
@@ -122,11 +136,11 @@ def _run_prove(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
     else:
         for i, res in enumerate(results):
-            print(_text(res, failures.get(id(res))))
+            print(result_text(res, failures.get(id(res))))
             if i in suggestions:
                 print(f"    suggestion: {suggestions[i]}")
         print(_summary_line(results, failures))
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else EXIT_OK
 
 
 def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
@@ -138,10 +152,10 @@ def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
     if form == "json":
         print(json.dumps({"rules": [{"name": r.name, "file": r.file, "line": r.line,
                                      "smtlib": explain(r)} for r in chosen]}, indent=1))
-        return 0
+        return EXIT_OK
     for r in chosen:
         print(explain(r), end="")
-    return 0
+    return EXIT_OK
 
 
 # -- verifidx check ------------------------------------------------------------------------------
@@ -167,9 +181,9 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         for r in results:
             if not args.quiet or id(r) in failures:
-                print(_text(r, failures.get(id(r))))
+                print(result_text(r, failures.get(id(r))))
         print(_summary_line(results, failures))
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else EXIT_OK
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -189,47 +203,6 @@ def _document(results: Sequence[ProofResult], failures: dict[int, str]
                                      if r.verdict == PROVED and id(r) in failures)
     counts["accepted"] = len(results) - len(failures)
     return {"rules": [r.to_json() for r in results], "summary": counts}
-
-
-def _verdict_text(r: ProofResult) -> str:
-    return f"proved ({r.strength})" if r.verdict == PROVED and r.strength else r.verdict
-
-
-def _text(r: ProofResult, failure: str | None = None) -> str:
-    head = f"{r.file}:{r.line}: {r.name}: {_verdict_text(r)}"
-    if r.order:
-        head += f", {r.order}"
-    if r.recheck == "cache":
-        head += " (re-checked before: proof cache)"
-    elif r.recheck == "z3":
-        head += f", re-checked {r.seconds:.2f}s"
-    elif r.cached:
-        head += " (certificate)"
-    elif r.verdict in (PROVED, REFUTED, "unknown"):
-        head += f", {r.seconds:.2f}s"
-    lines = [head]
-    if failure and r.verdict == PROVED:
-        lines.append(f"    FAIL: {failure}")
-    if r.message and (r.verdict != PROVED or failure or r.strength != "all"):
-        lines.append(f"    {r.message}")
-    if r.verdict == REFUTED:
-        if r.counterexample:
-            cx = ", ".join(f"{k} = {v}" for k, v in r.counterexample.items())
-            lines.append(f"    counterexample: {cx}")
-        if r.subterms:
-            subs = ", ".join(f"{k} = {_show(v)}" for k, v in r.subterms.items())
-            lines.append(f"    subterms: {subs}")
-        if r.reproducer:
-            lines.append(f"    reproduce: {r.reproducer}")
-        elif r.lhs_value is None or r.rhs_value is None:
-            side = "left" if r.lhs_value is None else "right"
-            lines.append(f"    {side} side undefined here (no map reproduces an undefined "
-                         "value)")
-    return "\n".join(lines)
-
-
-def _show(v: object) -> str:
-    return "undefined" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _summary_line(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
@@ -262,7 +235,7 @@ def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
             suite.set("failures", str(int(suite.get("failures", "0")) + 1))
             fail = ET.SubElement(case, "failure", type=r.verdict,
                                  message=f"{why}: {r.message}" if r.message else why)
-            fail.text = _text(r, why)
+            fail.text = result_text(r, why)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
@@ -284,8 +257,3 @@ def _github(r: ProofResult, why: str) -> str:
     return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
             f"{_escape(body)}")
 
-
-COMMANDS["prove"] = ("prove rewrite rules with Z3 and write proof certificates",
-                     _configure_prove, _run_prove)
-COMMANDS["check"] = ("CI gate: every rule has a current proof certificate and is proven",
-                     _configure_check, _run_check)

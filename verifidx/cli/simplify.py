@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from .cli import COMMANDS, UsageError, load_map
-from .simplifier import SimplifyResult, Step, simplify
-from .syntax import print_map
+from ..simplifier import SimplifyResult, Step, simplify
+from ..syntax import print_map
+from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, load_map
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "simplify", "simplify a map with the proven rule base", _run)
     p.add_argument("map", nargs="?", help="map text, @file, a file name, or - for stdin")
     p.add_argument("--verify", action="store_true",
                    help="ask Z3 whether the result equals the input (translation validation)")
@@ -64,8 +65,5 @@ def _run(args: argparse.Namespace) -> int:
             message = getattr(verdict, "message", "")
             print(word + (f" ({message})" if message and holds is not True else ""))
     if verdict is not None and getattr(verdict, "holds", None) is False:
-        return 1
-    return 0
-
-
-COMMANDS["simplify"] = ("simplify a map with the proven rule base", _configure, _run)
+        return EXIT_FAILED
+    return EXIT_OK

@@ -1,0 +1,51 @@
+"""`verifidx coalescing FILE.hlo`: whether each fusion operand's reads coalesce.
+
+    verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128] [--unroll 1]
+
+docs/tiling.md has the JSON contract and the thread order used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..hlo import parse_hlo
+from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
+from .common import Subparsers, UsageError, add_command
+from .indexing import _read
+
+
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "coalescing", "whether each fusion operand's reads coalesce "
+                                       "(loop-emitter thread order)", _run)
+    p.add_argument("hlo", help="an HLO module file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--warp-size", type=int, default=WARP_SIZE)
+    p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
+    p.add_argument("--unroll", type=int, default=1,
+                   help="output elements per thread in the loop emitter's order")
+
+
+def _run(args: argparse.Namespace) -> int:
+    for name, v in (("--warp-size", args.warp_size),
+                    ("--transaction-bytes", args.transaction_bytes), ("--unroll", args.unroll)):
+        if v < 1:
+            raise UsageError(f"{name} must be at least 1, got {v}")
+    text, source = _read(args.hlo)
+    module = parse_hlo(text, source)
+    results = coalescing(module, args.warp_size, args.transaction_bytes,
+                         loop_thread_order(args.unroll))
+    if args.json:
+        print(json.dumps({"fusions": [f.to_json() for f in results]}, indent=2))
+        return 0
+    if not results:
+        print("no fusions")
+    for f in results:
+        print(f"{f.name} (calls {f.computation}):")
+        for o in f.operands:
+            state = "coalesced" if o.coalesced else "not coalesced"
+            print(f"  operand {o.operand_index} ({o.parameter_name}): {state}, "
+                  f"{o.transactions_per_warp} transactions per warp load "
+                  f"(ideal {o.ideal_transactions})")
+    return 0

@@ -1,0 +1,94 @@
+"""`verifidx map print|equal|empty|eval`: parse, print, compare and evaluate indexing maps.
+
+`equal` and `empty` exit 0 (yes), 1 (no, with a counterexample) or 3 (the solver could not
+decide).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .. import smt
+from ..syntax import print_affine_map, print_map
+from .common import (
+    Parser,
+    Subparsers,
+    UsageError,
+    add_command,
+    ints,
+    load_map,
+    verdict_json,
+    verdicts_exit,
+)
+
+
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "map", "parse, print, compare and evaluate indexing maps", _run)
+    actions = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    pr = actions.add_parser("print", help="parse and print canonically")
+    pr.add_argument("map", nargs="?", help="map text, a file, or - for stdin")
+    pr.add_argument("--slash", action="store_true", help="print floor division as '/'")
+    pr.add_argument("--mlir", action="store_true", help="print as MLIR affine_map<...>")
+    pr.add_argument("--multiline", action="store_true", help="XLA's multi-line layout")
+    eq = actions.add_parser("equal", help="decide whether two maps denote the same relation")
+    eq.add_argument("first")
+    eq.add_argument("second")
+    eq.add_argument("--timeout-ms", type=int, default=2000)
+    em = actions.add_parser("empty", help="decide whether a map's domain is empty")
+    em.add_argument("map", nargs="?")
+    em.add_argument("--timeout-ms", type=int, default=2000)
+    ev = actions.add_parser("eval", help="evaluate a map at a point")
+    ev.add_argument("map")
+    ev.add_argument("--dims", default="", help="comma-separated dimension values")
+    ev.add_argument("--symbols", default="", help="range then runtime variable values")
+    for s in (pr, eq, em, ev):
+        s.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.action == "print":
+        m = load_map(args.map)
+        if args.mlir:
+            text = print_affine_map(m)
+        else:
+            text = print_map(m, div="/" if args.slash else "floordiv", multiline=args.multiline)
+        print(json.dumps({"map": text}) if args.json else text)
+        return 0
+    if args.action == "eval":
+        m = load_map(args.map)
+        dims, syms = ints(args.dims, "dims"), ints(args.symbols, "symbols")
+        try:
+            values = m.evaluate(dims, syms)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        inside = m.constraints_satisfied(dims, syms) and all(
+            x in info.bounds for x, info in zip([*dims, *syms], m.all_vars))
+        from ..syntax import print_expr, variable_names
+
+        names = variable_names(m)
+        point = {names[v]: x for v, x in zip(m.variables, [*dims, *syms])}
+        if args.json:
+            print(json.dumps({"results": list(values), "in_domain": inside, "point": point}))
+        else:
+            # the values first (scripts read this line), then, as Alive2 reports a
+            # counterexample, the point and each result expression with its value
+            print(f"({', '.join(map(str, values))})" + ("" if inside else "  # outside domain"))
+            if point:
+                print("  at " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+            for i, (e, v) in enumerate(zip(m.results, values)):
+                print(f"  result {i}: {print_expr(e, names)} = {v}")
+        return 0
+    if args.action == "equal":
+        verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)
+    else:
+        verdict = smt.is_empty(load_map(args.map), args.timeout_ms)
+    if args.json:
+        print(json.dumps(verdict_json(verdict)))
+    else:
+        word = {"equal": ("equal", "not equal"), "empty": ("empty", "not empty")}[args.action]
+        label = {True: word[0], False: word[1], None: "unknown"}[verdict.holds]
+        print(label + (f": {verdict.message}" if verdict.message else ""))
+        if verdict.counterexample and verdict.holds is False:
+            print(f"  at {verdict.counterexample}")
+    return verdicts_exit([verdict.holds])

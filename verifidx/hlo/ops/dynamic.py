@@ -1,0 +1,101 @@
+"""Ops indexed by runtime values: dynamic-slice and dynamic-update-slice, whose start indices
+become runtime variables with their provenance (`verifidx.hlo.runtime`)."""
+
+from __future__ import annotations
+
+from verifidx.expr import Const, Dim, Expr, RtVar, add, neg
+from verifidx.hlo.ops.common import (
+    Malformed,
+    Maps,
+    OpContext,
+    box,
+    build_map,
+    identity_indexing,
+    need,
+    to_all,
+)
+from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, fold_known_values
+from verifidx.indexing_map import IndexingMap
+
+# -- dynamic-slice, dynamic-update-slice ------------------------------------------------------
+
+
+def _offset_sources(ctx: OpContext, first: int, rank: int, domain: IndexingMap
+                    ) -> list[RuntimeVar]:
+    """Provenance of the start indices of dynamic-(update-)slice: one scalar operand per
+    dimension, or (older form) one rank-1 operand holding all of them."""
+    n = ctx.num_operands - first
+    sources: list[tuple[int, list[Expr]]]
+    if n == rank and all(not ctx.in_dims(first + k) for k in range(rank)):
+        sources = [(first + k, []) for k in range(rank)]
+    elif n == 1 and ctx.in_dims(first) == (rank,):
+        sources = [(first, [Const(k)]) for k in range(rank)]
+    else:
+        raise Malformed("start indices do not match the operand rank")
+    out: list[RuntimeVar] = []
+    for operand, index in sources:
+        src = ctx.operands[operand]
+        if src is None:
+            raise Malformed("the start index operand is not known")
+        out.append(RuntimeVar(src, build_map(index, domain.dims, domain.range_vars)))
+    return out
+
+
+def _dynamic_slice_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    src, out = ctx.in_dims(0), ctx.out_dims(0)
+    sizes = ctx.instruction.dynamic_slice_sizes or out
+    need(len(sizes) == len(src) == len(out) and tuple(sizes) == out, "dynamic_slice_sizes")
+    need(all(0 <= s <= n for s, n in zip(sizes, src)), "slice larger than the operand")
+    return src, out
+
+
+def dynamic_slice_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    src, out = _dynamic_slice_setup(ctx)
+    rank = len(src)
+    results = [add(Dim(k), RtVar(k)) for k in range(rank)]
+    rts = [(0, src[k] - out[k]) for k in range(rank)]
+    m = build_map(results, box(out), rts=rts)
+    operand = fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m))))
+    offsets = [[to_all(out, ctx.in_dims(i))] for i in range(1, ctx.num_operands)]
+    return [[operand], *offsets]
+
+
+def dynamic_slice_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    src, out = _dynamic_slice_setup(ctx)
+    if input_id > 0:
+        return [[to_all(ctx.in_dims(input_id), out)]]
+    rank = len(src)
+    results = [add(Dim(k), neg(RtVar(k))) for k in range(rank)]
+    rts = [(0, src[k] - out[k]) for k in range(rank)]
+    constraints = [(results[k], (0, out[k] - 1)) for k in range(rank)]
+    m = build_map(results, box(src), rts=rts, constraints=constraints)
+    return [[fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m))))]]
+
+
+def _dus_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    out, upd = ctx.out_dims(0), ctx.in_dims(1)
+    need(ctx.in_dims(0) == out and len(upd) == len(out), "dynamic-update-slice shapes")
+    need(all(u <= n for u, n in zip(upd, out)), "update larger than the operand")
+    return out, upd
+
+
+def dus_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    out, upd = _dus_setup(ctx)
+    rank = len(out)
+    results = [add(Dim(k), neg(RtVar(k))) for k in range(rank)]
+    m = build_map(results, box(out), rts=[(0, out[k] - upd[k]) for k in range(rank)])
+    update = fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 2, rank, m))))
+    offsets = [[to_all(out, ctx.in_dims(i))] for i in range(2, ctx.num_operands)]
+    return [[identity_indexing(out)], [update], *offsets]
+
+
+def dus_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    out, upd = _dus_setup(ctx)
+    rank = len(out)
+    if input_id == 0:
+        return [[identity_indexing(out)]]
+    if input_id >= 2:
+        return [[to_all(ctx.in_dims(input_id), out)]]
+    results = [add(Dim(k), RtVar(k)) for k in range(rank)]
+    m = build_map(results, box(upd), rts=[(0, out[k] - upd[k]) for k in range(rank)])
+    return [[fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 2, rank, m))))]]

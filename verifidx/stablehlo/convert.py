@@ -1,0 +1,856 @@
+"""StableHLO (an MLIR module) into verifidx's HLO IR, so the one per-op table applies.
+
+Each `func.func` becomes a computation named after the function (`main` is the entry), its
+arguments the parameters in order, its returned values the root (a `tuple` when there are several,
+so outputs are numbered over the flattened results). Each op becomes the HLO instruction that
+means the same (`stablehlo.transpose` -> `transpose`, `dot_general` -> `dot`,
+`broadcast_in_dim` -> `broadcast` after a `reshape` that drops its size-1 expansions,
+`func.call` -> `call`, ...); ops with several results become a tuple-shaped instruction and
+`get-tuple-element`s; regions become computations. Ops without results (`jax.export`'s
+`shape_assertion` custom call) define no value and are skipped. An op verifidx has no map for
+keeps its MLIR name as opcode, so its maps say "unknown op stablehlo.xyz".
+
+Dynamic dimensions (`?`) get symbolic sizes (`verifidx.hlo.dynamic_dims`): a function argument's
+dimension is a size variable; sizes flow through ops, and integer shape values
+(`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products by a
+constant) are followed so that `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and
+`set_dimension_size` get the sizes their shape operands hold. A size that cannot be followed is a
+fresh, opaque size variable, which makes the maps that depend on it unknown, never wrong.
+Called functions are converted once per distinct call-site sizes (copies are suffixed `.1`, ...),
+so a callee's sizes are always its caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from verifidx.errors import ParseError
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
+from verifidx.hlo.module import (
+    AttributeValue,
+    ConvolutionDimLabels,
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    PadDim,
+    SliceDim,
+    WindowDim,
+)
+from verifidx.hlo.shape import Shape
+from verifidx.stablehlo.bindings import mlir
+
+Size = int | SymSize
+"""A dimension's size: a number, or a symbolic size for a dynamic dimension."""
+
+_DYNAMIC = -9223372036854775808  # MLIR's ShapedType::kDynamic
+
+_RENAMED = {
+    "broadcast_in_dim": "broadcast",
+    "dot_general": "dot",
+    "optimization_barrier": "opt-barrier",
+    "case": "conditional",
+    "if": "conditional",
+}
+
+_INT_TYPES = {"i1": "pred", "i2": "s2", "i4": "s4", "i8": "s8", "i16": "s16", "i32": "s32",
+              "i64": "s64", "ui2": "u2", "ui4": "u4", "ui8": "u8", "ui16": "u16",
+              "ui32": "u32", "ui64": "u64", "si8": "s8", "si16": "s16", "si32": "s32",
+              "si64": "s64"}
+
+
+def element_type(text: str) -> str:
+    """MLIR element type text -> XLA's name (`i32` -> `s32`, `complex<f32>` -> `c64`)."""
+    if text in _INT_TYPES:
+        return _INT_TYPES[text]
+    if text == "complex<f32>":
+        return "c64"
+    if text == "complex<f64>":
+        return "c128"
+    return text.lower()
+
+
+def _ints(attr: Any) -> tuple[int, ...]:
+    """Integers of a DenseI64ArrayAttr / DenseIntElementsAttr / ArrayAttr of IntegerAttr."""
+    if attr is None:
+        return ()
+    ir = mlir()["ir"]
+    for cls in (ir.DenseI64ArrayAttr, ir.DenseIntElementsAttr):
+        if isinstance(attr, cls):
+            return tuple(int(x) for x in cls(attr))
+    if isinstance(attr, ir.DenseBoolArrayAttr):
+        return tuple(int(bool(x)) for x in ir.DenseBoolArrayAttr(attr))
+    if isinstance(attr, ir.IntegerAttr):
+        return (ir.IntegerAttr(attr).value,)
+    if isinstance(attr, ir.ArrayAttr):
+        return tuple(ir.IntegerAttr(a).value for a in ir.ArrayAttr(attr))
+    raise ValueError(f"expected integers, got {attr}")
+
+
+def _int(attr: Any) -> int:
+    return _ints(attr)[0]
+
+
+def _attr(op: Any, name: str) -> Any:
+    return op.attributes[name] if name in op.attributes else None
+
+
+def _conv_labels(dn: Any) -> ConvolutionDimLabels:
+    def spell(rank: int, first: tuple[int, str], second: tuple[int, str],
+              spatial: Sequence[int]) -> str:
+        chars = ["?"] * rank
+        chars[first[0]], chars[second[0]] = first[1], second[1]
+        for k, d in enumerate(spatial):
+            chars[d] = str(k)
+        return "".join(chars)
+
+    nsp = len(dn.input_spatial_dimensions)
+    lhs = spell(nsp + 2, (dn.input_batch_dimension, "b"), (dn.input_feature_dimension, "f"),
+                dn.input_spatial_dimensions)
+    rhs = spell(nsp + 2, (dn.kernel_input_feature_dimension, "i"),
+                (dn.kernel_output_feature_dimension, "o"), dn.kernel_spatial_dimensions)
+    out = spell(nsp + 2, (dn.output_batch_dimension, "b"), (dn.output_feature_dimension, "f"),
+                dn.output_spatial_dimensions)
+    return ConvolutionDimLabels(
+        f"{lhs}_{rhs}->{out}", dn.input_batch_dimension, dn.input_feature_dimension,
+        tuple(dn.input_spatial_dimensions), dn.kernel_input_feature_dimension,
+        dn.kernel_output_feature_dimension, tuple(dn.kernel_spatial_dimensions),
+        dn.output_batch_dimension, dn.output_feature_dimension,
+        tuple(dn.output_spatial_dimensions))
+
+
+def _window(sizes: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+            lhs: Sequence[int], rhs: Sequence[int], reversal: Sequence[int] = ()
+            ) -> tuple[WindowDim, ...]:
+    n = len(sizes)
+    strides = strides or (1,) * n
+    padding = padding or (0,) * (2 * n)
+    lhs, rhs = lhs or (1,) * n, rhs or (1,) * n
+    reversal = reversal or (0,) * n
+    return tuple(WindowDim(sizes[k], strides[k], padding[2 * k], padding[2 * k + 1], lhs[k],
+                           rhs[k], bool(reversal[k])) for k in range(n))
+
+
+class _Function:
+    """The state of converting one function body (or region) into one computation."""
+
+    def __init__(self, conv: Converter, name: str) -> None:
+        self.conv = conv
+        self.name = name
+        self.insts: list[HloInstruction] = []
+        self.names: dict[Any, str] = {}       # ir.Value -> instruction name
+        self.sizes: dict[Any, tuple[Size, ...]] = {}
+        self.ints: dict[Any, tuple[SymSize, ...]] = {}  # known contents of integer shape values
+        self.shapes: dict[str, Shape] = {}
+        self.used: set[str] = set()
+        self.counter = 0
+
+    # -- values and names ----------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        base = base.lstrip("%").replace("#", ".") or "v"
+        name = base
+        while name in self.used:
+            self.counter += 1
+            name = f"{base}.{self.counter}"
+        self.used.add(name)
+        return name
+
+    def emit(self, name: str, opcode: str, shape: Shape, operands: Sequence[str] = (),
+             sizes: Sequence[Size] | None = None, **attributes: AttributeValue) -> str:
+        attrs: dict[str, Any] = dict(attributes)
+        if sizes is not None and any(isinstance(s, SymSize) for s in sizes):
+            attrs[SIZES_ATTRIBUTE] = (tuple(s if isinstance(s, SymSize) else None
+                                            for s in sizes),)
+        literal = attrs.pop("literal", None)
+        literal_value = attrs.pop("literal_value", None)
+        number = attrs.pop("parameter_number", None)
+        self.insts.append(HloInstruction(
+            name=name, opcode=opcode, shape=shape, operands=tuple(operands), attributes=attrs,
+            parameter_number=number, literal=literal, literal_value=literal_value))
+        self.shapes[name] = shape
+        return name
+
+    def operand(self, value: Any) -> str:
+        name = self.names.get(value)
+        if name is None:
+            raise ParseError(f"StableHLO: value {value.get_name()} is not defined in {self.name}",
+                             source=self.conv.source)
+        return name
+
+    # -- types and sizes -------------------------------------------------------------------
+    def type_sizes(self, t: Any, what: str) -> tuple[str, tuple[Size, ...]]:
+        """Element type and per-dimension sizes; `?` dims get fresh size variables."""
+        ir = mlir()["ir"]
+        if not isinstance(t, ir.RankedTensorType):
+            return str(t), ()
+        rt = ir.RankedTensorType(t)
+        bounds: list[int] = []
+        enc = rt.encoding
+        if enc is not None:
+            try:
+                bounds = list(mlir()["stablehlo"].TypeExtensions(enc).bounds)
+            except Exception:
+                bounds = []
+        sizes: list[Size] = []
+        for d, n in enumerate(rt.shape):
+            if n != _DYNAMIC:
+                sizes.append(int(n))
+                continue
+            bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
+            key = f"{self.name}/{what}/{d}"
+            if not what.startswith("parameter("):  # every op result's `?` is its own size
+                self.conv.opaque += 1
+                key = f"{self.name}/{what}#{self.conv.opaque}/{d}"
+            sizes.append(SymSize.of(SizeVar(key, f"dimension {d} of {what} in {self.name}",
+                                            bound)))
+        return element_type(str(rt.element_type)), tuple(sizes)
+
+    @staticmethod
+    def shape_of(etype: str, sizes: Sequence[Size]) -> Shape:
+        dims = tuple(s if isinstance(s, int) else s.hi for s in sizes)
+        dynamic = tuple(isinstance(s, SymSize) for s in sizes)
+        return Shape(etype, dims, dynamic)
+
+    def result_sizes(self, t: Any, inferred: Sequence[Size | None] | None, what: str
+                     ) -> tuple[str, tuple[Size, ...]]:
+        """Sizes from the type, refined by what the op implies where the type says `?`."""
+        etype, typed = self.type_sizes(t, what)
+        if inferred is None or len(inferred) != len(typed):
+            return etype, typed
+        out: list[Size] = []
+        for declared, known in zip(typed, inferred):
+            if isinstance(declared, SymSize) and known is not None:
+                out.append(_normal(known))
+            else:
+                out.append(declared)
+        return etype, tuple(out)
+
+    def define(self, value: Any, name: str, sizes: tuple[Size, ...]) -> None:
+        self.names[value] = name
+        self.sizes[value] = sizes
+
+
+def _normal(s: Size) -> Size:
+    if isinstance(s, SymSize) and s.is_constant:
+        return s.const
+    return s
+
+
+def _as_sym(s: Size) -> SymSize:
+    return s if isinstance(s, SymSize) else SymSize(s)
+
+
+_Converted = tuple[str, list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]
+"""A converted function: computation name, result sizes, known integer contents of results."""
+
+
+class Converter:
+    """Converts one MLIR module; `convert()` gives the HloModule."""
+
+    def __init__(self, module: Any, source: str) -> None:
+        self.module = module
+        self.source = source
+        self.funcs: dict[str, Any] = {}
+        self.computations: dict[str, HloComputation] = {}
+        self.signatures: dict[tuple[object, ...], _Converted] = {}
+        self.copies: dict[str, int] = {}
+        self.region_count = 0
+        self.opaque = 0
+        # one naming state for the module: value.get_name() alone renumbers the whole function
+        # on every call
+        self.asm = mlir()["ir"].AsmState(module.operation)
+
+    def convert(self) -> HloModule:
+        op = self.module.operation
+        name = str(op.attributes["sym_name"]).strip('"') if "sym_name" in op.attributes else ""
+        for f in self.module.body.operations:
+            if f.operation.name == "func.func":
+                self.funcs[str(f.attributes["sym_name"]).strip('"')] = f
+        if not self.funcs:
+            raise ParseError("StableHLO: the module has no func.func", source=self.source)
+        entry = "main" if "main" in self.funcs else next(
+            (n for n, f in self.funcs.items() if _visibility(f) != "private"),
+            list(self.funcs)[-1])
+        self.function(entry, None, None)
+        for fname in self.funcs:
+            if not any(key[0] == fname for key in self.signatures):
+                self.function(fname, None, None)
+        comps = dict(self.computations)
+        main = comps.pop(entry)
+        comps[entry] = replace(main, is_entry=True)
+        return HloModule(name, comps, source=self.source)
+
+    # -- functions -----------------------------------------------------------------------------
+    def function(self, fname: str, arg_sizes: Sequence[tuple[Size, ...]] | None,
+                 arg_ints: Sequence[tuple[SymSize, ...] | None] | None) -> _Converted:
+        """Converts `fname` for these argument sizes (once per distinct sizes); returns the
+        computation's name and the sizes and known integer contents of its results."""
+        key = (fname, tuple(arg_sizes or ()), tuple(arg_ints or ()))
+        done = self.signatures.get(key)
+        if done is not None:
+            return done
+        n = self.copies.get(fname, 0)
+        self.copies[fname] = n + 1
+        comp_name = fname if n == 0 else f"{fname}.{n}"
+        f = self.funcs[fname]
+        block = f.regions[0].blocks[0]
+        body = _Function(self, comp_name)
+        result = self.block(body, block, arg_sizes, arg_ints)
+        self.signatures[key] = (comp_name, *result)
+        return self.signatures[key]
+
+    def block(self, body: _Function, block: Any,
+              arg_sizes: Sequence[tuple[Size, ...]] | None,
+              arg_ints: Sequence[tuple[SymSize, ...] | None] | None,
+              ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
+        for i, arg in enumerate(block.arguments):
+            etype, sizes = body.type_sizes(arg.type, f"parameter({i})")
+            if arg_sizes is not None and i < len(arg_sizes) and len(arg_sizes[i]) == len(sizes):
+                sizes = tuple(_normal(s) for s in arg_sizes[i])
+            name = body.fresh(f"arg{i}")
+            body.emit(name, "parameter", body.shape_of(etype, sizes), sizes=sizes,
+                      parameter_number=i)
+            body.define(arg, name, sizes)
+            if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
+                body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
+        returned: list[Any] = []
+        for op in block.operations:
+            name = op.operation.name
+            if name in ("func.return", "stablehlo.return"):
+                returned = list(op.operands)
+                continue
+            OpConverter(self, body, op).run()
+        return self.finish(body, returned)
+
+    def finish(self, body: _Function, returned: list[Any]
+               ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
+        names = [body.operand(v) for v in returned]
+        sizes = [body.sizes.get(v, ()) for v in returned]
+        ints = [body.ints.get(v) for v in returned]
+        if len(names) == 1:
+            root = names[0]
+            body.insts = [replace(i, is_root=True) if i.name == root else i for i in body.insts]
+        else:
+            shape = Shape.tuple_of(*(body.shapes[n] for n in names))
+            per_leaf = tuple(tuple(s if isinstance(s, SymSize) else None for s in sz)
+                             for sz in sizes)
+            attrs: dict[str, Any] = {}
+            if any(any(x is not None for x in leaf) for leaf in per_leaf):
+                attrs[SIZES_ATTRIBUTE] = per_leaf
+            body.insts.append(HloInstruction(body.fresh("tuple"), "tuple", shape, tuple(names),
+                                             attributes=attrs, is_root=True))
+        comp = HloComputation(body.name, tuple(body.insts))
+        self.computations[body.name] = comp
+        return sizes, ints
+
+    def region(self, region: Any, base: str) -> str:
+        """A region (reduce body, comparator, ...) as a computation of its own."""
+        self.region_count += 1
+        name = f"{base}.region{self.region_count}"
+        body = _Function(self, name)
+        self.block(body, region.blocks[0], None, None)
+        return name
+
+
+def _visibility(f: Any) -> str:
+    return str(f.attributes["sym_visibility"]).strip('"') if "sym_visibility" in f.attributes \
+        else "public"
+
+
+_ARITH = {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply"}
+
+
+class OpConverter:
+    """One op -> instructions."""
+
+    def __init__(self, conv: Converter, fn: _Function, op: Any) -> None:
+        self.conv = conv
+        self.fn = fn
+        self.op = op
+        self.opname = op.operation.name
+
+    @property
+    def short(self) -> str:
+        return self.opname.split(".", 1)[1] if "." in self.opname else self.opname
+
+    def in_sizes(self, i: int) -> tuple[Size, ...]:
+        return self.fn.sizes.get(self.op.operands[i], ())
+
+    def operands(self) -> list[str]:
+        return [self.fn.operand(v) for v in self.op.operands]
+
+    def result_name(self, k: int = 0) -> str:
+        res = self.op.results
+        try:
+            base = res[k].get_name(self.conv.asm) if len(res) == 1 else f"{self.short}"
+        except Exception:
+            base = self.short
+        return self.fn.fresh(base)
+
+    def single(self, opcode: str, operands: Sequence[str], inferred: Sequence[Size | None] | None
+               = None, **attrs: AttributeValue) -> None:
+        res = self.op.results[0]
+        etype, sizes = self.fn.result_sizes(res.type, inferred, f"%{self.short}")
+        name = self.result_name()
+        self.fn.emit(name, opcode, self.fn.shape_of(etype, sizes), operands, sizes, **attrs)
+        self.fn.define(res, name, sizes)
+
+    def multi(self, opcode: str, operands: Sequence[str],
+              inferred: Sequence[Sequence[Size | None] | None] | None = None,
+              **attrs: AttributeValue) -> None:
+        """An op with several results: a tuple-shaped instruction and get-tuple-elements."""
+        results = list(self.op.results)
+        if len(results) == 1:
+            self.single(opcode, operands, inferred[0] if inferred else None, **attrs)
+            return
+        leaves: list[tuple[str, tuple[Size, ...]]] = []
+        for k, r in enumerate(results):
+            leaves.append(self.fn.result_sizes(r.type, inferred[k] if inferred else None,
+                                               f"%{self.short}#{k}"))
+        shape = Shape.tuple_of(*(self.fn.shape_of(e, s) for e, s in leaves))
+        name = self.fn.fresh(self.short)
+        per_leaf = tuple(tuple(s if isinstance(s, SymSize) else None for s in sz)
+                         for _e, sz in leaves)
+        all_attrs: dict[str, Any] = dict(attrs)
+        if any(any(x is not None for x in leaf) for leaf in per_leaf):
+            all_attrs[SIZES_ATTRIBUTE] = per_leaf
+        self.fn.emit(name, opcode, shape, operands, None, **all_attrs)
+        for k, (r, (etype, sizes)) in enumerate(zip(results, leaves)):
+            gte = self.fn.fresh(f"{name}.{k}")
+            self.fn.emit(gte, "get-tuple-element", self.fn.shape_of(etype, sizes), (name,),
+                         sizes, index=k)
+            self.fn.define(r, gte, sizes)
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def run(self) -> None:
+        if not len(self.op.results):
+            return  # shape assertions and other ops without results define no value
+        handler = getattr(self, "op_" + self.short, None) if self.opname.startswith(
+            ("stablehlo.", "func.")) else None
+        if handler is not None:
+            handler()
+        elif self.opname.startswith("stablehlo.") and self.elementwise():
+            pass
+        else:
+            self.generic(self.opname if not self.opname.startswith("stablehlo.")
+                         else _RENAMED.get(self.short, self.short.replace("_", "-")))
+        self.track_ints()
+
+    def generic(self, opcode: str, **attrs: AttributeValue) -> None:
+        self.multi(opcode, self.operands(), None, **attrs)
+
+    def elementwise(self) -> bool:
+        from verifidx.hlo.indexing import ELEMENTWISE
+
+        opcode = self.short.replace("_", "-")
+        if opcode not in ELEMENTWISE and opcode != "bitcast-convert":
+            return False
+        res = self.op.results[0]
+        rank = len(mlir()["ir"].RankedTensorType(res.type).shape) \
+            if isinstance(res.type, mlir()["ir"].RankedTensorType) else 0
+        inferred: list[Size | None] = [None] * rank
+        for i in range(len(self.op.operands)):
+            sz = self.in_sizes(i)
+            if len(sz) == rank:
+                for d in range(rank):
+                    if inferred[d] is None or (isinstance(inferred[d], SymSize)
+                                               and isinstance(sz[d], int)):
+                        inferred[d] = sz[d]
+        attrs: dict[str, Any] = {}
+        if opcode == "compare":
+            cd = mlir()["stablehlo"].ComparisonDirectionAttr(self.op.attributes[
+                "comparison_direction"])
+            attrs["direction"] = cd.value
+        self.single(opcode, self.operands(), inferred, **attrs)
+        return True
+
+    # -- integer shape values ------------------------------------------------------------------
+    def track_ints(self) -> None:
+        """Follow the contents of small integer tensors that hold sizes."""
+        op, fn = self.op, self.fn
+        if len(op.results) != 1:
+            return
+        res = op.results[0]
+        vals: tuple[SymSize, ...] | None = None
+        ins = [fn.ints.get(v) for v in op.operands]
+        if self.opname == "stablehlo.constant":
+            vals = _constant_ints(op)
+        elif self.opname == "stablehlo.get_dimension_size":
+            sz = self.in_sizes(0)
+            d = _int(op.attributes["dimension"])
+            if 0 <= d < len(sz):
+                vals = (_as_sym(sz[d]),)
+        elif self.opname in ("stablehlo.reshape", "stablehlo.convert") and ins and ins[0]:
+            vals = ins[0]
+        elif self.opname == "stablehlo.broadcast_in_dim" and ins and ins[0] and len(ins[0]) == 1:
+            n = fn.shapes[fn.names[res]].dims
+            vals = ins[0] * (n[0] if len(n) == 1 else 1)
+        elif self.opname == "stablehlo.concatenate" and ins and all(x is not None for x in ins):
+            vals = tuple(x for part in ins for x in part)  # type: ignore[union-attr]
+        elif self.opname == "stablehlo.slice" and ins and ins[0]:
+            start = _ints(_attr(op, "start_indices"))
+            limit = _ints(_attr(op, "limit_indices"))
+            stride = _ints(_attr(op, "strides")) or (1,)
+            if len(start) == 1:
+                vals = ins[0][start[0]:limit[0]:stride[0]]
+        elif self.opname in _ARITH and len(ins) == 2 and ins[0] and ins[1]:
+            a, b = ins[0], ins[1]
+            if len(a) == 1 and len(b) > 1:
+                a = a * len(b)
+            if len(b) == 1 and len(a) > 1:
+                b = b * len(a)
+            done = [_arith(self.opname, x, y) for x, y in zip(a, b)]
+            if len(a) == len(b) and all(x is not None for x in done):
+                vals = tuple(x for x in done if x is not None)
+        if vals is not None:
+            fn.ints[res] = vals
+
+    def shape_operand(self, i: int, rank: int) -> list[Size | None]:
+        vals = self.fn.ints.get(self.op.operands[i])
+        if vals is None or len(vals) != rank:
+            return [None] * rank
+        return [_normal(v) if (v.is_constant or v.lo >= 1) else None for v in vals]
+
+    # -- ops -----------------------------------------------------------------------------------
+    def op_constant(self) -> None:
+        attr = self.op.attributes["value"]
+        ir = mlir()["ir"]
+        literal = str(attr)
+        value: int | float | bool | None = None
+        if isinstance(attr, ir.DenseElementsAttr) and ir.DenseElementsAttr(attr).is_splat:
+            splat = ir.DenseElementsAttr(attr).get_splat_value()
+            if isinstance(splat, ir.IntegerAttr):
+                iv = ir.IntegerAttr(splat).value
+                value = bool(iv) if str(ir.IntegerAttr(splat).type) == "i1" else iv
+            elif isinstance(splat, ir.FloatAttr):
+                value = ir.FloatAttr(splat).value
+        rank = len(ir.RankedTensorType(self.op.results[0].type).shape)
+        attrs: dict[str, Any] = {
+            "literal": str(value) if rank == 0 and value is not None else literal[:200],
+            "literal_value": value if rank == 0 else None}
+        self.single("constant", (), **attrs)
+
+    def op_iota(self) -> None:
+        self.single("iota", (), iota_dimension=_int(self.op.attributes["iota_dimension"]))
+
+    def op_dynamic_iota(self) -> None:
+        rank = len(mlir()["ir"].RankedTensorType(self.op.results[0].type).shape)
+        self.single("iota", (), self.shape_operand(0, rank),
+                    iota_dimension=_int(self.op.attributes["iota_dimension"]))
+
+    def op_get_dimension_size(self) -> None:
+        self.single("get-dimension-size", self.operands(),
+                    dimensions=(_int(self.op.attributes["dimension"]),))
+
+    def op_set_dimension_size(self) -> None:
+        d = _int(self.op.attributes["dimension"])
+        inferred: list[Size | None] = list(self.in_sizes(0))
+        vals = self.fn.ints.get(self.op.operands[1])
+        if 0 <= d < len(inferred):
+            inferred[d] = _normal(vals[0]) if vals and len(vals) == 1 and vals[0].lo >= 1 \
+                else None
+        self.single("set-dimension-size", self.operands(), inferred, dimensions=(d,))
+
+    def op_reshape(self) -> None:
+        self.single("reshape", self.operands())
+
+    def op_dynamic_reshape(self) -> None:
+        rank = len(mlir()["ir"].RankedTensorType(self.op.results[0].type).shape)
+        self.single("reshape", self.operands()[:1], self.shape_operand(1, rank))
+
+    def op_transpose(self) -> None:
+        perm = _ints(self.op.attributes["permutation"])
+        src = self.in_sizes(0)
+        inferred = [src[p] if p < len(src) else None for p in perm]
+        self.single("transpose", self.operands(), inferred, dimensions=perm)
+
+    def op_reverse(self) -> None:
+        self.single("reverse", self.operands(), list(self.in_sizes(0)),
+                    dimensions=_ints(self.op.attributes["dimensions"]))
+
+    def _broadcast(self, out_sizes: Sequence[Size | None], dims: Sequence[int]) -> None:
+        """broadcast_in_dim: operand dims of static size 1 that expand are dropped by a reshape
+        first (HLO's broadcast never expands)."""
+        src = list(self.in_sizes(0))
+        operand = self.operands()[0]
+        etype, typed = self.fn.result_sizes(self.op.results[0].type, out_sizes, "%broadcast")
+        keep = [k for k, d in enumerate(dims)
+                if not (src[k] == 1 and typed[d] != 1)]
+        if len(keep) != len(src):
+            in_shape = self.fn.shapes[operand]
+            kept_sizes = [src[k] for k in keep]
+            name = self.fn.fresh(f"{operand}.squeeze")
+            operand = self.fn.emit(name, "reshape",
+                                   self.fn.shape_of(in_shape.element_type, kept_sizes),
+                                   (operand,), kept_sizes)
+        self.single("broadcast", (operand,), typed,
+                    dimensions=tuple(dims[k] for k in keep))
+
+    def op_broadcast_in_dim(self) -> None:
+        self._broadcast([None] * len(mlir()["ir"].RankedTensorType(
+            self.op.results[0].type).shape), _ints(self.op.attributes["broadcast_dimensions"]))
+
+    def op_dynamic_broadcast_in_dim(self) -> None:
+        rank = len(mlir()["ir"].RankedTensorType(self.op.results[0].type).shape)
+        self._broadcast(self.shape_operand(1, rank),
+                        _ints(self.op.attributes["broadcast_dimensions"]))
+
+    def op_broadcast(self) -> None:
+        rank_in = len(self.in_sizes(0))
+        n = len(_ints(self.op.attributes["broadcast_sizes"]))
+        self.single("broadcast", self.operands(), None,
+                    dimensions=tuple(range(n, n + rank_in)))
+
+    def op_slice(self) -> None:
+        start = _ints(self.op.attributes["start_indices"])
+        limit = _ints(self.op.attributes["limit_indices"])
+        strides = _ints(self.op.attributes["strides"]) or (1,) * len(start)
+        self.single("slice", self.operands(), None,
+                    slice=tuple(SliceDim(a, b, c) for a, b, c in zip(start, limit, strides)))
+
+    def op_pad(self) -> None:
+        lo = _ints(self.op.attributes["edge_padding_low"])
+        hi = _ints(self.op.attributes["edge_padding_high"])
+        inner = _ints(self.op.attributes["interior_padding"])
+        self._pad(lo, hi, inner, self.operands())
+
+    def _pad(self, lo: Sequence[int], hi: Sequence[int], inner: Sequence[int],
+             operands: Sequence[str]) -> None:
+        src = self.in_sizes(0)
+        inferred: list[Size | None] = []
+        for k, s in enumerate(src):
+            if isinstance(s, SymSize) and inner[k] == 0:
+                inferred.append(s.plus(lo[k] + hi[k]))
+            elif isinstance(s, SymSize):
+                inferred.append(s.times(inner[k] + 1).plus(lo[k] + hi[k] - inner[k]))
+            else:
+                inferred.append(None)
+        self.single("pad", operands, inferred,
+                    padding=tuple(PadDim(a, b, c) for a, b, c in zip(lo, hi, inner)))
+
+    def op_dynamic_pad(self) -> None:
+        rank = len(self.in_sizes(0))
+        parts = [self.fn.ints.get(self.op.operands[i]) for i in (2, 3, 4)]
+        if all(p is not None and len(p) == rank and all(v.is_constant for v in p)
+               for p in parts):
+            lo, hi, inner = ([v.const for v in p] for p in parts)  # type: ignore[union-attr]
+            self._pad(lo, hi, inner, self.operands()[:2])
+        else:
+            self.generic("stablehlo.dynamic_pad")
+
+    def op_concatenate(self) -> None:
+        d = _int(self.op.attributes["dimension"])
+        first = list(self.in_sizes(0))
+        if 0 <= d < len(first):
+            total: SymSize = SymSize(0)
+            for i in range(len(self.op.operands)):
+                sz = self.in_sizes(i)
+                total = total.plus(_as_sym(sz[d]) if d < len(sz) else SymSize(0))
+            first[d] = _normal(total)
+        self.single("concatenate", self.operands(), first, dimensions=(d,))
+
+    def op_dot_general(self) -> None:
+        dn = mlir()["stablehlo"].DotDimensionNumbers(self.op.attributes["dot_dimension_numbers"])
+        lb, rb = tuple(dn.lhs_batching_dimensions), tuple(dn.rhs_batching_dimensions)
+        lc, rc = tuple(dn.lhs_contracting_dimensions), tuple(dn.rhs_contracting_dimensions)
+        lhs, rhs = self.in_sizes(0), self.in_sizes(1)
+        inferred: list[Size | None] = [lhs[k] for k in lb]
+        inferred += [s for k, s in enumerate(lhs) if k not in lb and k not in lc]
+        inferred += [s for k, s in enumerate(rhs) if k not in rb and k not in rc]
+        self.single("dot", self.operands(), inferred, lhs_batch_dims=lb, rhs_batch_dims=rb,
+                    lhs_contracting_dims=lc, rhs_contracting_dims=rc)
+
+    def op_dot(self) -> None:
+        lhs, rhs = self.in_sizes(0), self.in_sizes(1)
+        inferred = list(lhs[:-1]) + list(rhs[1:])
+        self.single("dot", self.operands(), inferred, lhs_contracting_dims=(len(lhs) - 1,),
+                    rhs_contracting_dims=(0,))
+
+    def op_reduce(self) -> None:
+        dims = _ints(self.op.attributes["dimensions"])
+        src = self.in_sizes(0)
+        kept = [s for k, s in enumerate(src) if k not in dims]
+        body = self.conv.region(self.op.regions[0], self.fn.name)
+        n = len(self.op.results)
+        self.multi("reduce", self.operands(), [kept] * n, dimensions=dims, to_apply=body)
+
+    def op_reduce_window(self) -> None:
+        a = self.op.attributes
+        sizes = _ints(a["window_dimensions"])
+        pad = _ints(_attr(self.op, "padding"))
+        window = _window(sizes, _ints(_attr(self.op, "window_strides")), pad,
+                         _ints(_attr(self.op, "base_dilations")),
+                         _ints(_attr(self.op, "window_dilations")))
+        body = self.conv.region(self.op.regions[0], self.fn.name)
+        self.multi("reduce-window", self.operands(), None, window=window, to_apply=body)
+
+    def op_convolution(self) -> None:
+        a = self.op
+        dn = mlir()["stablehlo"].ConvDimensionNumbers(a.attributes["dimension_numbers"])
+        labels = _conv_labels(dn)
+        rhs = self.fn.shapes[self.operands()[1]].dims
+        sizes = [rhs[d] for d in labels.kernel_spatial]
+        window = _window(sizes, _ints(_attr(a, "window_strides")), _ints(_attr(a, "padding")),
+                         _ints(_attr(a, "lhs_dilation")), _ints(_attr(a, "rhs_dilation")),
+                         _ints(_attr(a, "window_reversal")))
+        self.single("convolution", self.operands(), None, window=window, dim_labels=labels,
+                    feature_group_count=_int(a.attributes["feature_group_count"]),
+                    batch_group_count=_int(a.attributes["batch_group_count"]))
+
+    def op_gather(self) -> None:
+        gd = mlir()["stablehlo"].GatherDimensionNumbers(self.op.attributes["dimension_numbers"])
+        self._gather(gd, _ints(self.op.attributes["slice_sizes"]), self.operands())
+
+    def _gather(self, gd: Any, sizes: Sequence[int], operands: Sequence[str]) -> None:
+        self.single("gather", operands, None, offset_dims=tuple(gd.offset_dims),
+                    collapsed_slice_dims=tuple(gd.collapsed_slice_dims),
+                    start_index_map=tuple(gd.start_index_map),
+                    index_vector_dim=gd.index_vector_dim,
+                    operand_batching_dims=tuple(gd.operand_batching_dims),
+                    start_indices_batching_dims=tuple(gd.start_indices_batching_dims),
+                    slice_sizes=tuple(sizes))
+
+    def op_dynamic_gather(self) -> None:
+        vals = self.fn.ints.get(self.op.operands[2])
+        if vals is None or not all(v.is_constant for v in vals):
+            self.generic("stablehlo.dynamic_gather")
+            return
+        gd = mlir()["stablehlo"].GatherDimensionNumbers(self.op.attributes["dimension_numbers"])
+        self._gather(gd, [v.const for v in vals], self.operands()[:2])
+
+    def op_scatter(self) -> None:
+        sd = mlir()["stablehlo"].ScatterDimensionNumbers(
+            self.op.attributes["scatter_dimension_numbers"])
+        body = self.conv.region(self.op.regions[0], self.fn.name)
+        self.multi("scatter", self.operands(), None,
+                   update_window_dims=tuple(sd.update_window_dims),
+                   inserted_window_dims=tuple(sd.inserted_window_dims),
+                   scatter_dims_to_operand_dims=tuple(sd.scattered_dims_to_operand_dims),
+                   index_vector_dim=sd.index_vector_dim,
+                   input_batching_dims=tuple(sd.input_batching_dims),
+                   scatter_indices_batching_dims=tuple(sd.scatter_indices_batching_dims),
+                   to_apply=body)
+
+    def op_dynamic_slice(self) -> None:
+        self.single("dynamic-slice", self.operands(), None,
+                    dynamic_slice_sizes=_ints(self.op.attributes["slice_sizes"]))
+
+    def op_dynamic_update_slice(self) -> None:
+        self.single("dynamic-update-slice", self.operands(), list(self.in_sizes(0)))
+
+    def op_real_dynamic_slice(self) -> None:
+        rank = len(self.in_sizes(0))
+        parts = [self.fn.ints.get(self.op.operands[i]) for i in (1, 2, 3)]
+        if not all(p is not None and len(p) == rank for p in parts):
+            self.generic("stablehlo.real_dynamic_slice")
+            return
+        start, limit, stride = (p or () for p in parts)
+        src = self.in_sizes(0)
+        dims: list[SliceDim] = []
+        inferred: list[Size | None] = []
+        for k in range(rank):
+            if not (start[k].is_constant and stride[k].is_constant and stride[k].const > 0):
+                self.generic("stablehlo.real_dynamic_slice")
+                return
+            s, t = start[k].const, stride[k].const
+            n = limit[k].plus(-s)
+            if t != 1 and not n.is_constant:
+                self.generic("stablehlo.real_dynamic_slice")
+                return
+            size: Size = _normal(n) if t == 1 else -(-n.const // t)
+            inferred.append(size)
+            bound = size if isinstance(size, int) else size.hi
+            sk = src[k]
+            in_bound = sk if isinstance(sk, int) else sk.hi
+            dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
+        self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+
+    def op_sort(self) -> None:
+        body = self.conv.region(self.op.regions[0], self.fn.name)
+        dim = _int(self.op.attributes["dimension"])
+        n = len(self.op.results)
+        self.multi("sort", self.operands(), [list(self.in_sizes(0))] * n, dimensions=(dim,),
+                   to_apply=body)
+
+    def op_select(self) -> None:
+        inferred = list(self.in_sizes(1))
+        self.single("select", self.operands(), inferred)
+
+    def op_optimization_barrier(self) -> None:
+        names = self.operands()
+        if len(names) == 1:
+            self.single("copy", names, list(self.in_sizes(0)))
+            return
+        shape = Shape.tuple_of(*(self.fn.shapes[n] for n in names))
+        tup = self.fn.emit(self.fn.fresh("barrier.tuple"), "tuple", shape, names)
+        self.multi("opt-barrier", (tup,),
+                   [list(self.in_sizes(i)) for i in range(len(names))])
+
+    def op_tuple(self) -> None:
+        names = self.operands()
+        shape = Shape.tuple_of(*(self.fn.shapes[n] for n in names))
+        name = self.result_name()
+        self.fn.emit(name, "tuple", shape, names)
+        self.fn.define(self.op.results[0], name, ())
+
+    def op_get_tuple_element(self) -> None:
+        self.single("get-tuple-element", self.operands(),
+                    index=_int(self.op.attributes["index"]))
+
+    def op_custom_call(self) -> None:
+        target = str(self.op.attributes["call_target_name"]).strip('"')
+        self.multi("custom-call", self.operands(), None, custom_call_target=target)
+
+    def op_call(self) -> None:
+        self._call(str(self.op.attributes["callee"]).lstrip("@").strip('"'))
+
+    def op_composite(self) -> None:
+        self._call(str(self.op.attributes["decomposition"]).lstrip("@").strip('"'))
+
+    def _call(self, callee: str) -> None:
+        if callee not in self.conv.funcs:
+            self.generic(self.opname)
+            return
+        arg_sizes = [self.fn.sizes.get(v, ()) for v in self.op.operands]
+        arg_ints = [self.fn.ints.get(v) for v in self.op.operands]
+        comp, sizes, ints = self.conv.function(callee, arg_sizes, arg_ints)
+        self.multi("call", self.operands(), sizes, to_apply=comp)
+        for r, vals in zip(self.op.results, ints):
+            if vals is not None:
+                self.fn.ints[r] = vals
+
+
+def _arith(opname: str, a: SymSize, b: SymSize) -> SymSize | None:
+    if opname == "stablehlo.add":
+        return a.plus(b)
+    if opname == "stablehlo.subtract":
+        return a.plus(b.times(-1))
+    if a.is_constant:
+        return b.times(a.const)
+    if b.is_constant:
+        return a.times(b.const)
+    return None
+
+
+def _constant_ints(op: Any) -> tuple[SymSize, ...] | None:
+    ir = mlir()["ir"]
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseIntElementsAttr):
+        return None
+    t = ir.RankedTensorType(op.results[0].type)
+    if len(t.shape) > 1:
+        return None
+    d = ir.DenseIntElementsAttr(attr)
+    n = t.shape[0] if t.shape else 1
+    if n > 64:
+        return None
+    if d.is_splat:
+        v = ir.IntegerAttr(d.get_splat_value()).value
+        return (SymSize(v),) * n
+    return tuple(SymSize(int(x)) for x in d)
+
+
+def convert_module(module: Any, source: str = "<string>") -> HloModule:
+    """The HloModule of a parsed (and verified) MLIR module."""
+    return Converter(module, source).convert()
