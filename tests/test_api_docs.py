@@ -19,8 +19,10 @@ LAZY = {f"verifidx.rules.{n}" for n in verifidx.rules._LAZY} | {
 
 
 def modules() -> list[str]:
-    return ["verifidx", *sorted(m.name for m in pkgutil.walk_packages(verifidx.__path__,
-                                                                      "verifidx."))]
+    """Every module (pdoc follows a package's `__all__`, which leaves some out); not the
+    `__main__` entry points, which run the command line when imported."""
+    found = (m.name for m in pkgutil.walk_packages(verifidx.__path__, "verifidx."))
+    return ["verifidx", *sorted(n for n in found if not n.endswith("__main__"))]
 
 
 def test_the_api_reference_builds(tmp_path: Path) -> None:
@@ -35,6 +37,7 @@ def test_the_api_reference_builds(tmp_path: Path) -> None:
     for name in ("parse_map", "compose", "simplify", "parse_hlo", "output_to_input"):
         assert name in index, name
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("Warn")
+                and "has already been added" not in line  # listed and also found by pdoc
                 and not any(f"'{n.rsplit('.', 1)[1]}' in {n.rsplit('.', 1)[0]}.__all__" in line
                             for n in LAZY)]
     assert not warnings, "\n".join(warnings)
