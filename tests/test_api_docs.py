@@ -14,8 +14,7 @@ import verifidx
 import verifidx.rules
 
 # loaded on first use so that the simplifier never imports Z3; pdoc cannot follow that
-LAZY = {f"verifidx.rules.{n}" for n in verifidx.rules._LAZY} | {
-    f"verifidx.{n}" for n in verifidx._SOLVER_NAMES}
+LAZY = {f"verifidx.rules.{n}" for n in verifidx.rules._LAZY}
 
 
 def modules() -> list[str]:

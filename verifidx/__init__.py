@@ -11,28 +11,28 @@ from .hlo import parse_hlo
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
 from .simplifier import simplify
+from .smt import Verdict, equal_relations, is_empty
+from .smt import equal as _equal_maps
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 from .version import __version__ as __version__
 
 
-def parse_module(text: str, source: str = "<string>"):  # type: ignore[no-untyped-def]
+def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
     """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
     `verifidx[stablehlo]` (jax, jaxlib)."""
     from .stablehlo import parse_module as _parse_module
 
-    return _parse_module(text, source)
-
-# Z3 loads on first use of a solver name, so that `import verifidx` (and the pytest plugin that
-# every pytest run in an environment with verifidx loads) stays cheap.
-_SOLVER_NAMES = ("Verdict", "equal", "is_empty")
+    return _parse_module(text, source, check_shapes=check_shapes)
 
 
-def __getattr__(name: str) -> object:
-    if name in _SOLVER_NAMES:
-        from . import smt
-
-        return getattr(smt, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def equal(f, g, timeout_ms: int = 2000) -> Verdict:  # type: ignore[no-untyped-def]
+    """Whether two maps denote the same relation; lists (or tuples) of maps are compared as the
+    unions of their relations (`smt.equal_relations`), as concatenate and pad need."""
+    if isinstance(f, (list, tuple)) or isinstance(g, (list, tuple)):
+        fs = list(f) if isinstance(f, (list, tuple)) else [f]
+        gs = list(g) if isinstance(g, (list, tuple)) else [g]
+        return equal_relations(fs, gs, timeout_ms)
+    return _equal_maps(f, g, timeout_ms)
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
@@ -47,5 +47,9 @@ __all__ = [
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
     "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
+
+
+    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input",
+    "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map",
     "prove", "range_of", "set_simplifier", "simplify",
 ]

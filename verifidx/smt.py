@@ -367,3 +367,104 @@ def _counterexample(a: IndexingMap, b: IndexingMap, which: str, model: z3.ModelR
            f"({where})")
     lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
     return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
+
+
+# -- unions of maps, as relations ----------------------------------------------------------------
+
+
+def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
+                    timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+    """Whether the union of the `lhs` maps' relations equals the union of the `rhs` maps'.
+
+    An op that reads through several pieces (concatenate, pad) has one map per piece, so two
+    graphs agree exactly when their unions do, even when the pieces are cut differently. Every
+    tuple of every map must lie in some map of the other side; each inclusion is one query
+    whose range-variable boxes are expanded up to EXPANSION_LIMIT points (else quantified under
+    the timeout). A refutation names the map it came from (`lhs[i]`/`rhs[i]`) and a tuple."""
+    start = time.perf_counter()
+    sides = (list(lhs), list(rhs))
+    for side in sides:
+        for m in side:
+            if m.is_undefined:
+                return Verdict(None, message="an UNDEFINED map has no relation")
+            bad = _undefined_point(m, timeout_ms)
+            if bad is not None:
+                return bad
+    live = tuple([m for m in side if not m.is_known_empty] for side in sides)
+    shapes = {(m.num_dims, m.num_rt_vars, m.num_results) for side in live for m in side}
+    if len(shapes) > 1:
+        return Verdict(None, message="the maps differ in their numbers of dimensions, runtime "
+                                     "variables or results")
+    for which, mine, theirs in (("lhs", sides[0], live[1]), ("rhs", sides[1], live[0])):
+        for i, m in enumerate(mine):
+            if m.is_known_empty:
+                continue
+            v = _included_in_union(m, theirs, f"{which}[{i}]", timeout_ms)
+            if v.holds is not True:
+                v.seconds = time.perf_counter() - start
+                return v
+    return Verdict(True, message="each union contains the other",
+                   seconds=time.perf_counter() - start)
+
+
+def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, timeout_ms: int
+                       ) -> Verdict:
+    """Is every tuple of a's relation in the relation of some map of `bs`?"""
+    env_a = _vars(a, "a_")
+    shared: dict[Expr, z3.ArithRef] = {v: env_a[v] for v in a.variables
+                                       if isinstance(v, (Dim, RtVar))}
+    ea = _MapEncoding(a, env_a)
+    s = _solver(timeout_ms)
+    s.add(ea.member)
+    for k, b in enumerate(bs):
+        box = 1
+        for info in b.range_vars:
+            box *= info.bounds.size
+        if box <= EXPANSION_LIMIT:
+            ranges = [range(i.bounds.lo, i.bounds.hi + 1) for i in b.range_vars]
+            for values in itertools.product(*ranges):
+                env_b = dict(shared)
+                env_b.update({Symbol(j): z3.IntVal(x) for j, x in enumerate(values)})
+                eb = _MapEncoding(b, env_b)
+                s.add(z3.Not(z3.And(eb.member, *[x == y for x, y in
+                                                 zip(ea.results, eb.results)])))
+        else:
+            bound = [z3.Int(f"b{k}_s{j}") for j in range(b.num_range_vars)]
+            env_b = dict(shared)
+            env_b.update({Symbol(j): x for j, x in enumerate(bound)})
+            eb = _MapEncoding(b, env_b)
+            s.add(z3.ForAll(bound, z3.Not(z3.And(eb.member, *[x == y for x, y in
+                                                              zip(ea.results, eb.results)]))))
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict(True, smtlib=s.sexpr())
+    if r != z3.sat:
+        return Verdict(None, message=f"solver answered unknown ({s.reason_unknown()})")
+    model = s.model()
+    found = [_value(model, env_a[v]) for v in a.variables]
+    nd, nr = a.num_dims, a.num_range_vars
+    dims, syms, rts = found[:nd], found[nd:], found[nd + nr:]
+    result = a.evaluate(dims, syms)
+    # Re-check with verifidx's own evaluator: no map of the other side may relate the point
+    # to the same result (checked where the other side's range boxes are small).
+    for b in bs:
+        box = 1
+        for info in b.range_vars:
+            box *= info.bounds.size
+        if box > EXPANSION_LIMIT:
+            return Verdict(None, message="counterexample not re-checked (range box too large)")
+        for svals in itertools.product(*[range(i.bounds.lo, i.bounds.hi + 1)
+                                         for i in b.range_vars]):
+            bsyms = [*svals, *rts]
+            if not all(x in i.bounds for x, i in zip([*dims, *bsyms], b.all_vars)):
+                continue
+            try:
+                if b.constraints_satisfied(dims, bsyms) and b.evaluate(dims, bsyms) == result:
+                    return Verdict(None, message="solver counterexample failed re-evaluation")
+            except EvaluationError:
+                continue
+    point = _named_point(a, model, env_a)
+    other = "rhs" if which.startswith("lhs") else "lhs"
+    return Verdict(False, point, lhs_value=result if which.startswith("lhs") else None,
+                   rhs_value=result if which.startswith("rhs") else None,
+                   message=f"{which} relates {point} to {result}; no map of the {other} does")

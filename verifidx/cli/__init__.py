@@ -17,11 +17,11 @@ from types import ModuleType
 
 from ..errors import VerifidxError
 from ..version import __version__
-from . import coalescing, graph, indexing, layout, map, rules, simplify, tile
+from . import coalescing, graph, indexing, layout, map, rules, simplify, subst, tile
 from .common import EXIT_ERROR, EXIT_INTERNAL, Parser
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (map, simplify, rules, indexing, graph, layout, tile,
-                                        coalescing)
+                                        coalescing, subst)
 """Every subcommand module, in the order `verifidx --help` lists them."""
 
 

@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     text, source = _read(args.file)
     if args.refine:
         return _run_refine(args, text, source)
-    module = parse_module(text, source)
+    module = parse_module(text, source, check_shapes=True)
     if not args.allow_unknown_opcodes and not is_mlir_text(text):
         check_opcodes(module, text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:

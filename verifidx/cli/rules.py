@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..rules.model import Rule
@@ -161,13 +161,22 @@ def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
 # -- verifidx check ------------------------------------------------------------------------------
 
 
+#: Other proven artefacts join the gate here (graph substitutions, `verifidx.subst_cli`): a hook
+#: gets (paths, proofs dir, reprove) and returns ProofResult records for the files it owns;
+#: files with a suffix in CHECK_SUFFIXES are not read as rule files.
+CHECK_HOOKS: list[Callable[[list[str | Path], str | None, bool], list[ProofResult]]] = []
+CHECK_SUFFIXES: set[str] = set()
+
+
 def _run_check(args: argparse.Namespace) -> int:
     config = _config(args)
-    files = load_files(_paths(args, bundled=True), args.proofs)
-    if not any(rf.rules for rf in files):
+    paths = _paths(args, bundled=True)
+    files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
+    extra = [r for hook in CHECK_HOOKS for r in hook(paths, args.proofs, args.reprove)]
+    if not any(rf.rules for rf in files) and not extra:
         raise UsageError("no rules found")
     cache = None if args.no_cache else ProofCache()
-    results = check_files(files, config, args.jobs, reprove=args.reprove, cache=cache)
+    results = check_files(files, config, args.jobs, reprove=args.reprove, cache=cache) + extra
     failures = _failures(results)
     if args.format == "json":
         print(json.dumps(_document(results, failures), indent=1))

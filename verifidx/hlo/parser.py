@@ -65,21 +65,28 @@ _WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reve
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
-def parse_hlo(text: str, source: str = "<string>") -> HloModule:
+def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False) -> HloModule:
     """Parse a whole HLO module (the `HloModule` header is optional).
 
     Raises `ParseError` naming what was expected and where; StableHLO (MLIR) text is refused
-    with a pointer to `verifidx.parse_module`, which reads both.
+    with a pointer to `verifidx.parse_module`, which reads both. With `check_shapes`, a
+    data-movement op whose declared shape contradicts its operands and attributes is an error
+    too (`verifidx.hlo.shape_check`); without it such an op only gets UNDEFINED maps.
     """
     if looks_like_mlir(text):
         raise ParseError("this is StableHLO (MLIR) text, not HLO text: read it with "
                          "verifidx.parse_module or `verifidx indexing` (needs the extra "
                          "verifidx[stablehlo])", 1, 1, source)
     try:
-        return _Parser(text, source).module()
+        module = _Parser(text, source).module()
     except RecursionError:
         # Nesting is bounded well below Python's limit; this is only a last line of defence.
         raise ParseError("input nested too deeply", 1, 1, source) from None
+    if check_shapes:
+        from verifidx.hlo.shape_check import check_module
+
+        check_module(module)
+    return module
 
 
 _MLIR_START = re.compile(

@@ -30,10 +30,14 @@ def parse_stablehlo(text: str, source: str = "<string>") -> HloModule:
         return convert_module(module, source)
 
 
-def parse_module(text: str, source: str = "<string>") -> HloModule:
-    """HLO text or StableHLO (MLIR) text, whichever `text` is."""
+def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False) -> HloModule:
+    """HLO text or StableHLO (MLIR) text, whichever `text` is.
+
+    `check_shapes` asks the HLO reader to check declared shapes against the ops' shape rules;
+    StableHLO's own verifier always does that for MLIR text.
+    """
     if is_mlir_text(text):
         return parse_stablehlo(text, source)
     from verifidx.hlo.parser import parse_hlo
 
-    return parse_hlo(text, source)
+    return parse_hlo(text, source, check_shapes=check_shapes)

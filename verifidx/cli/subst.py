@@ -1,0 +1,123 @@
+"""`verifidx subst prove|generate` and `verifidx optimize`; substitution files join `check`.
+
+    verifidx subst prove [FILES] [--force] [--no-write] [--max-rank R] [--bound N]
+    verifidx subst generate --ops transpose,reshape,slice,concatenate,reverse,pad --depth 2
+    verifidx optimize FILE.hlo [--rules FILES] > optimized.hlo
+
+Exit codes: 0 success (every substitution proven), 1 a substitution is not proven, 2 usage or
+parse errors (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..rules.parser import default_rule_dir
+from ..subst.certificates import gate_results, prove_files
+from ..subst.prove import DEFAULT_BOUND, DEFAULT_ENUM_BOUND, DEFAULT_MAX_RANK, PROVED
+from . import rules as rules_cli
+from .common import Parser, Subparsers, UsageError, add_command, read_text
+
+
+def _default_paths(paths: list[str]) -> list[str | Path]:
+    if paths:
+        return list(paths)
+    d = default_rule_dir()
+    if not d.is_dir():
+        raise UsageError("no FILE given and no rules/ directory here")
+    return [d]
+
+
+def _configure_subst(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    pr = sub.add_parser("prove", help="prove substitution files and write certificates")
+    pr.add_argument("paths", nargs="*", metavar="FILE",
+                    help="*.subst files or directories (default: rules/)")
+    pr.add_argument("--proofs", metavar="DIR", help="certificate directory")
+    pr.add_argument("--force", action="store_true", help="re-prove unchanged substitutions")
+    pr.add_argument("--no-write", action="store_true", help="write no certificates")
+    pr.add_argument("--max-rank", type=int, default=DEFAULT_MAX_RANK,
+                    help="largest rank of a variadic size list (default %(default)s)")
+    pr.add_argument("--bound", type=int, default=DEFAULT_BOUND,
+                    help="size bound of the bounded Z3 attempt (default %(default)s)")
+    pr.add_argument("--enum-bound", type=int, default=DEFAULT_ENUM_BOUND,
+                    help="size bound of the exhaustive attempt (default %(default)s)")
+    pr.add_argument("--format", choices=("text", "json"), default="text")
+    ge = sub.add_parser("generate", help="enumerate small graphs, propose, prove and prune "
+                                         "substitutions (TASO-style)")
+    ge.add_argument("--ops", default="transpose,reshape,slice,concatenate,reverse,pad",
+                    help="comma-separated data-movement ops")
+    ge.add_argument("--depth", type=int, default=2, help="ops per graph (default 2)")
+    ge.add_argument("--compare", metavar="FILE", action="append",
+                    help="substitution files to rediscover (default: rules/*.subst)")
+    ge.add_argument("-o", "--output", metavar="FILE", help="write the kept substitutions")
+    ge.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _run_subst(args: argparse.Namespace) -> int:
+    if args.action == "prove":
+        if args.max_rank < 1 or args.bound < 1 or args.enum_bound < 1:
+            raise UsageError("--max-rank, --bound and --enum-bound must be positive")
+        results = prove_files(_default_paths(args.paths), args.proofs, force=args.force,
+                              write=not args.no_write, max_rank=args.max_rank,
+                              bound=args.bound, enum_bound=args.enum_bound)
+        if not results:
+            raise UsageError("no substitutions found")
+        if args.format == "json":
+            print(json.dumps({"substitutions": [r.to_json() for r in results]}, indent=1))
+        else:
+            for r in results:
+                verdict = f"proved ({r.strength})" if r.verdict == PROVED else r.verdict
+                print(f"{r.file}:{r.line}: {r.name}: {verdict}, {r.seconds:.2f}s")
+                if r.verdict != PROVED and r.message:
+                    print(f"    {r.message}")
+            ok = sum(r.verdict == PROVED for r in results)
+            print(f"{len(results)} substitutions: {ok} proved, {len(results) - ok} not")
+        return 0 if all(r.verdict == PROVED for r in results) else 1
+    from ..subst.generate import generate, report
+
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    if args.depth < 1 or args.depth > 3:
+        raise UsageError("--depth takes 1, 2 or 3")
+    result = generate(ops, args.depth,
+                      compare=args.compare or _default_paths([]), log=sys.stderr)
+    if args.output:
+        Path(args.output).write_text(result.text(), encoding="utf-8")
+    if args.format == "json":
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(report(result))
+    return 0
+
+
+def _configure_optimize(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE.hlo", help="an HLO module (or - for stdin)")
+    p.add_argument("--rules", metavar="FILE", action="append",
+                   help="substitution files (default: the proven ones in rules/)")
+
+
+def _run_optimize(args: argparse.Namespace) -> int:
+    from ..subst.apply import optimize
+
+    text, source = read_text(args.file, "HLO module")
+    result = optimize(text, source, _default_paths(args.rules or []))
+    sys.stdout.write(result.text)
+    print(result.summary(), file=sys.stderr)
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    _configure_subst(add_command(
+        sub, "subst", "prove and generate graph substitutions of data-movement ops",
+        _run_subst))
+    _configure_optimize(add_command(
+        sub, "optimize", "rewrite an HLO module with proven substitutions (stdout: the module)",
+        _run_optimize))
+
+
+# substitution files join `verifidx check`
+rules_cli.CHECK_HOOKS.append(gate_results)  # type: ignore[arg-type]
+rules_cli.CHECK_SUFFIXES.add(".subst")
