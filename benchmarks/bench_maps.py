@@ -18,6 +18,7 @@ from common import fmt_us, median_seconds, print_table  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
 from verifidx import compose, parse_map  # noqa: E402
+from verifidx.equality import equal as vx_equal  # noqa: E402
 from verifidx.expr import Add, Const, Mul  # noqa: E402
 from verifidx.smt import equal  # noqa: E402
 from verifidx.syntax import print_map  # noqa: E402
@@ -82,6 +83,23 @@ def main() -> None:
             for a, b in isl_pairs if a and b)
     rows.append(["Z3 equality, range-free", str(len(free)), fmt_us(statistics.median(eq)),
                  fmt_us(isl_eq), "< 20 ms"])
+    same = [(m, rewritten(m)) for m in free]
+    cheap = [median_seconds(lambda a=a, b=b: vx_equal(a, b), repeat=3) for a, b in same]
+    rows.append(["vx.equal (cheap first), range-free", str(len(free)),
+                 fmt_us(statistics.median(cheap)), fmt_us(isl_eq), "< isl"])
+    # a pair that differs only after evaluation: canonical forms differ, so the decision is
+    # enumeration (small boxes) or Z3
+    shifted = [(m, m.replace(results=tuple(Add((r, Const(0 if i else 1)))
+                                           for i, r in enumerate(m.results)))) for m in free]
+    differ = [median_seconds(lambda a=a, b=b: vx_equal(a, b), repeat=3) for a, b in shifted]
+    isl_differ = None
+    if isl is not None:
+        isl_pairs2 = [(isl_text(a), isl_text(b)) for a, b in shifted]
+        isl_differ = statistics.median(
+            median_seconds(lambda a=a, b=b: isl.Map(a).is_equal(isl.Map(b)), repeat=3)
+            for a, b in isl_pairs2 if a and b)
+    rows.append(["vx.equal, maps that differ", str(len(shifted)),
+                 fmt_us(statistics.median(differ)), fmt_us(isl_differ), "< isl"])
 
     print(f"verifidx map layer on {len(texts)} conformance maps (medians per map)")
     print_table(["operation", "maps", "verifidx", "islpy (peer)", "target"], rows)

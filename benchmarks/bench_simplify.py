@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import fmt_us, print_table  # noqa: E402
+from families import FAMILIES  # noqa: E402
+from families import corpus as family_corpus  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
 from verifidx import compose, parse_map  # noqa: E402
@@ -252,13 +254,82 @@ def validate(corpus) -> str:  # type: ignore[no-untyped-def]
     return f"{counts[True]} equal, {counts[False]} WRONG, {counts[None]} unknown"
 
 
+# -- generated families (issue 11) ------------------------------------------------------------
+
+
+def count_divisions(text: str) -> int:
+    """floordiv/ceildiv/mod occurrences in a printed result (verifidx's or isl's spelling)."""
+    low = text.lower()
+    return low.count("floor") + low.count("ceil") + low.count(" mod ")
+
+
+def _results_text(m: IndexingMap) -> str:
+    return ", ".join(str(r) for r in m.results)
+
+
+def check_by_enumeration(before: IndexingMap, after: IndexingMap) -> bool | None:
+    """Same relation? By enumeration on small boxes, else Z3 (None: unknown)."""
+    try:
+        return before.relation(limit=50_000) == after.relation(limit=50_000)
+    except ValueError:
+        from verifidx.smt import equal
+
+        return equal(before, after, timeout_ms=3000).holds
+
+
+def measure_family(texts: list[str]) -> list[str]:
+    ours_t, isl_t, reached, wrong, unknown, isl_failed = [], [], 0, 0, 0, 0
+    simp = default_simplifier()
+    for text in texts:
+        start = time.perf_counter()
+        out = simp.simplify(parse_map(text))
+        printed = print_map(out)
+        ours_t.append(time.perf_counter() - start)
+        t = isl_text(parse_map(text)) if isl is not None else None
+        isl_divs = None
+        if t is not None:
+            start = time.perf_counter()
+            isl_out = str(isl.Map(t).as_pw_multi_aff())
+            isl_t.append(time.perf_counter() - start)
+            isl_divs = count_divisions(isl_out)
+        else:
+            isl_failed += 1
+        ours_divs = count_divisions(_results_text(out)) if not out.is_known_empty else 0
+        if isl_divs is not None and ours_divs <= isl_divs:
+            reached += 1
+        verdict = check_by_enumeration(parse_map(text), parse_map(printed))
+        wrong += verdict is False
+        unknown += verdict is None
+    n = len(texts) - isl_failed
+    med_ours, med_isl = statistics.median(ours_t), statistics.median(isl_t) if isl_t else None
+    ratio = f"{med_ours / med_isl:.2f}" if med_isl else "n/a"
+    return [str(len(texts)), f"{reached}/{n} ({100 * reached / max(n, 1):.0f}%)",
+            fmt_us(med_ours), fmt_us(med_isl), ratio, str(wrong), str(unknown)]
+
+
+def families_table(n: int) -> None:
+    print(f"\ngenerated families ({n} maps each, seeded): reach = verifidx has no more "
+          "divisions and mods than isl; time = first-sight median (parse + simplify + print "
+          "for verifidx; isl.Map + as_pw_multi_aff + str for isl); wrong = results whose "
+          "relation differs from the input (enumeration, Z3 beyond 50k points)")
+    rows = [[name, *measure_family(family_corpus(name, n))] for name in FAMILIES]
+    print_table(["family", "maps", "reach", "verifidx", "isl", "ratio", "wrong", "unknown"],
+                rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller generated corpora")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the Z3 check that every verifidx result equals its input")
+    ap.add_argument("--families", action="store_true",
+                    help="only the generated families of issue 11")
     args = ap.parse_args()
     n = 40 if args.quick else 200
+    default_simplifier()  # load and index the rule base outside the timings
+    families_table(60 if args.quick else 300)
+    if args.families:
+        return
     corpora = {
         "conformance simplify": conformance_corpus(),
         "reshape/transpose chains": chain_corpus(n),

@@ -7,6 +7,7 @@ twice gives the same bytes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -35,6 +36,24 @@ def test_the_z3_executable_of_this_version_is_installed() -> None:
     assert exe is not None, f"no z3 {Z3_VERSION} executable beside Python or on PATH"
 
 
+def _script(entry: dict) -> str:
+    """The script that proves the entry's rule. A bounded proof stores only its base query (no
+    check) and the enumerated constants; its cases are written here from the strength alone,
+    in this test's own order (a plain product over [-N, N]), not by the prover's code."""
+    if entry.get("strategy") != "bounded":
+        return entry["smtlib"]
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", entry["strength"])
+    assert m is not None and "(check-sat" not in entry["smtlib"], entry["strength"]
+    n, names = int(m.group(1)), entry["enumerated"]
+    assert names and all(f"(declare-fun {c} () Int)" in entry["smtlib"] for c in names)
+    lit = {v: str(v) if v >= 0 else f"(- {-v})" for v in range(-n, n + 1)}
+    cases = "".join(
+        "(push 1)\n(assert (and " + " ".join(f"(= {c} {lit[v]})" for c, v in zip(names, values))
+        + "))\n(check-sat-using (then simplify solve-eqs smt))\n(pop 1)\n"
+        for values in itertools.product(range(-n, n + 1), repeat=len(names)))
+    return entry["smtlib"] + cases
+
+
 @pytest.mark.parametrize(("name", "entry"), ENTRIES, ids=[n for n, _ in ENTRIES])
 def test_every_committed_query_rechecks_with_the_z3_executable(name: str, entry: dict,
                                                                 tmp_path: Path) -> None:
@@ -42,13 +61,15 @@ def test_every_committed_query_rechecks_with_the_z3_executable(name: str, entry:
     exe = z3_binary()
     assert exe is not None
     query = tmp_path / "query.smt2"
-    query.write_text(entry["smtlib"])
+    script = _script(entry)
+    query.write_text(script)
     start = time.perf_counter()
     out = subprocess.run([exe, "-T:10", str(query)], capture_output=True, text=True,
                          timeout=30)
     took = time.perf_counter() - start
     answers = out.stdout.split()
-    assert answers == ["unsat"] * entry["smtlib"].count("(check-sat"), (name, out.stdout)
+    checks = script.count("(check-sat")
+    assert checks > 0 and answers == ["unsat"] * checks, (name, out.stdout[:500])
     assert took < 10, f"{name}: {took:.1f} s"
 
 
@@ -80,8 +101,9 @@ def test_a_good_share_of_the_queries_is_linear() -> None:
 @pytest.mark.parametrize(("name", "entry"), LINEAR, ids=[n for n, _ in LINEAR])
 def test_linear_queries_recheck_with_cvc5(name: str, entry: dict) -> None:
     start = time.perf_counter()
-    answers = _cvc5(entry["smtlib"])
-    assert answers == ["unsat"] * entry["smtlib"].count("(check-sat"), name
+    script = _script(entry)  # bounded proofs are non-linear (QF_NIA): none reach here so far
+    answers = _cvc5(script)
+    assert answers == ["unsat"] * script.count("(check-sat"), name
     assert time.perf_counter() - start < 10
 
 
@@ -143,6 +165,26 @@ def test_a_certificate_for_an_easier_formula_fails_the_gate(work: Path, capsys) 
                   "rlimit": good["rlimit"]})
     code, out = _run(["check"], capsys)
     assert code == 1
+
+
+def test_a_bounded_certificate_is_its_base_query_and_check_runs_every_case(  # type: ignore[no-untyped-def]
+        work: Path, capsys) -> None:
+    from verifidx.rules.parser import load_rule_file
+    from verifidx.rules.prover import bounded_base, nonlinear_constants
+
+    _run(["prove"], capsys)
+    bad = {r.name: r for r in load_rule_file(work / "rules" / "m.rules")}["bad"]
+    assert nonlinear_constants(bad) == ["c0"]
+    # the right base query of the refuted rule: only its cases (x = c0 = 1) can expose it
+    forged = {"verdict": "proved", "strength": "bounded: |c| <= 8", "strategy": "bounded",
+              "rlimit": 3_000_000, "smtlib": bounded_base(bad), "enumerated": ["c0"]}
+    assert "(check-sat" not in forged["smtlib"]
+    _forge(work, forged)
+    code, out = _run(["check", "--no-cache"], capsys)
+    assert code == 1 and "bad: refuted" in out and "satisfiable" in out, out
+    _forge(work, {**forged, "enumerated": []})
+    code, out = _run(["check", "--no-cache"], capsys)
+    assert code == 1 and "enumerated constants are not this rule's" in out, out
 
 
 def test_a_warm_check_uses_the_proof_cache(work: Path, capsys,  # type: ignore[no-untyped-def]

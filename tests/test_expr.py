@@ -8,11 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifidx.errors import EvaluationError
+from verifidx.errors import DivisorError, EvaluationError
 from verifidx.expr import (
     Add,
+    CeilDiv,
     Const,
     Dim,
+    FloorDiv,
+    Mod,
     Mul,
     Symbol,
     add,
@@ -67,6 +70,7 @@ def test_constructors_fold_only_the_stated_laws() -> None:
     assert mul(mul(d0, 3), -2) is mul(d0, -6)
     assert mul(d0, 1) is d0 and mul(d0, 0) is Const(0)
     assert mul(floordiv(d0, s0), 0) is not Const(0)  # not total: keeps the division
+    assert mul(floordiv(d0, 4), 0) is Const(0)  # a constant divisor: the term is total
     assert floordiv(d0, 1) is d0 and mod(d0, 1) is Const(0)
     assert isinstance(add(add(d0, d1), s0), Add) and len(add(add(d0, d1), s0).terms) == 3  # type: ignore[attr-defined]
     assert isinstance(d0 * s0, Mul)
@@ -145,3 +149,36 @@ def reference(t: tuple, x: int, y: int) -> int:
 @given(TREES, st.integers(-50, 50), st.integers(-50, 50))
 def test_evaluation_matches_python_integers(tree: tuple, x: int, y: int) -> None:
     assert build(tree).evaluate({d0: x, d1: y}) == reference(tree, x, y)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: mod(d0, 0), lambda: mod(d0, -3), lambda: floordiv(d0, 0), lambda: ceildiv(d0, 0),
+    lambda: Mod(d0, Const(-3)), lambda: CeilDiv(d0, Const(0)), lambda: FloorDiv(d0, Const(0)),
+    lambda: d0 % 0, lambda: Mod(d0, Add([Const(1), Const(-3)])),
+])
+def test_a_constant_divisor_must_be_valid(build) -> None:
+    """Issue 10, item 3: every constructor rejects an invalid constant divisor (raw classes
+    too)."""
+    with pytest.raises(DivisorError, match="divisor of"):
+        build()
+
+
+@pytest.mark.parametrize("build", [
+    lambda: floordiv(d0, s0), lambda: ceildiv(d0, d1), lambda: mod(d0, d0), lambda: d0 % s0,
+    lambda: FloorDiv(d0, d1), lambda: FloorDiv(d0, add(d1, 1)),
+])
+def test_maps_divide_by_constants_only(build) -> None:
+    """A variable divisor is an expression (XLA's tile constraints have them), never part of a
+    map: with constant divisors every term of a map is defined everywhere, so no law or rule
+    can erase an undefined point."""
+    from verifidx.indexing_map import IndexingMap
+
+    e = build()
+    with pytest.raises(DivisorError, match="must be an integer constant"):
+        IndexingMap.build([e], [(0, 3), (1, 3)], [(1, 3)])
+    with pytest.raises(DivisorError, match="must be an integer constant"):
+        IndexingMap.build([d0], [(0, 3), (1, 3)], [(1, 3)], constraints=[(e, (0, 1))])
+
+
+def test_negative_floor_divisors_are_fine() -> None:
+    assert floordiv(d0, -3).evaluate({d0: 7}) == -3 and ceildiv(d0, -3).evaluate({d0: 7}) == -2

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -497,14 +496,12 @@ def test_default_values_are_deterministic_and_typed() -> None:
     assert a[2].dtype == np.bool_ and a[3].min() >= 0
 
 
-def test_whole_small_fusion_sweep_is_fast() -> None:
+def test_whole_small_fusion_sweep_reads_every_row() -> None:
+    # Speed belongs in benchmarks/, not in a timed unit test that fails on a loaded machine.
     module = parse_hlo((REPO / "examples" / "seed_fusion_softmax.hlo").read_text())
     comp = module.computation("softmax")
-    start = time.perf_counter()
     got = fo.all_reads(module, comp, 0, points=fo.sample_points(comp.root.shape, 4096, 0))
-    elapsed = time.perf_counter() - start
     assert len(got) == 4096
-    assert elapsed < 5, elapsed
     # softmax over the last axis: every element reads its whole row
     for (a, b, _c), r in got.items():
         assert r[0] == {(a, b, k) for k in range(125)}

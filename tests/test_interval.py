@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import expressions, intervals
 
 from verifidx.errors import EvaluationError
-from verifidx.expr import Dim, Symbol, floordiv, mod
+from verifidx.expr import Dim, Symbol, ceildiv, floordiv, mod
 from verifidx.interval import Interval, range_of
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
@@ -41,6 +41,18 @@ def test_division_by_a_variable_is_sound(a: Interval, b: Interval) -> None:
                 assert v in r
 
 
+@given(intervals(-20, 20, 15), intervals(-5, 5, 6))
+def test_division_by_any_constant_is_sound(a: Interval, b: Interval) -> None:
+    """Divisors are constants (docs/semantics.md); every nonzero one, negative included."""
+    for y in range(b.lo, b.hi + 1):
+        if y == 0:
+            continue
+        for e in (floordiv(d0, y), ceildiv(d0, y), *([mod(d0, y)] if y > 0 else [])):
+            r = range_of(e, {d0: a})
+            for x in range(a.lo, a.hi + 1):
+                assert e.evaluate({d0: x}) in r, (str(e), x, r)
+
+
 def test_mod_and_div_within_one_period_are_exact() -> None:
     assert range_of(mod(d0, 8), {d0: Interval(10, 13)}) == Interval(2, 5)
     assert range_of(mod(d0, 8), {d0: Interval(6, 9)}) == Interval(0, 7)
@@ -52,6 +64,8 @@ def test_empty_intervals_propagate() -> None:
     empty = Interval(1, 0)
     assert range_of(d0 + d1, {d0: empty, d1: Interval(0, 5)}).is_empty
     assert range_of(mod(d0, d1), {d0: Interval(0, 5), d1: Interval(-3, 0)}).is_empty
+    assert range_of(mod(d0, 4), {d0: Interval(3, 2)}).is_empty
+    assert range_of(floordiv(d0, -2), {d0: Interval(3, 2)}).is_empty
 
 
 @given(st.integers(-100, 100), st.integers(0, 20))

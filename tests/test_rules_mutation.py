@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from verifidx.errors import DivisorError
 from verifidx.expr import RAW_BINARY, Add, Const, Expr, FloorDiv, Max, Mod, Mul
 from verifidx.rules import load_rule_base
 from verifidx.rules.model import BoolOp, Call, Compare, Condition, Membership, Rule, Truth
@@ -41,7 +42,10 @@ def variants(e: Expr, local: Callable[[Expr], list[Expr]]) -> Iterator[Expr]:
     kids = list(e.children)
     for i, k in enumerate(kids):
         for v in variants(k, local):
-            yield rebuild(e, [*kids[:i], v, *kids[i + 1:]])
+            try:
+                yield rebuild(e, [*kids[:i], v, *kids[i + 1:]])
+            except DivisorError:
+                continue  # e.g. `x floordiv 1` shifted to `x floordiv 0`: not a rule one can write
 
 
 def shift_constant(n: Expr) -> list[Expr]:

@@ -114,6 +114,11 @@ BAD = [
     ("rule a: gcd(c0, c1) + x => x", 1, 9, "not patterns"),
     ("rule a: min(x, y, x) => x", 1, 9, "min takes two operands"),
     ("rule a: x + 0 => x if lo(x, x) > 0", 1, 23, "lo takes 1 operand"),
+    # divisors are constants (docs/semantics.md): Halide #4689's `x / x => 1` cannot be written
+    ("rule b_div_self: x floordiv x => 1", 1, 29, "as the divisor of floordiv, found 'x'"),
+    ("rule a: x mod (y + 1) => x", 1, 15, "as the divisor of mod"),
+    ("rule a: c0 floordiv x => 0", 1, 21, "as the divisor of floordiv"),
+    ("rule a: x mod 0 => x", 1, 15, "expected a positive integer constant or a constant of"),
 ]
 
 
@@ -133,7 +138,8 @@ def test_the_rule_base_parses_with_unique_names() -> None:
     assert len(rules) >= 25
     assert len({r.name for r in rules}) == len(rules)
     files = {r.file.replace("\\", "/").rsplit("/", 1)[-1] for r in rules}
-    assert files == {"canonical.rules", "constraints.rules", "floordiv.rules", "minmax.rules",
+    assert files == {"canonical.rules", "ceildiv.rules", "constraints.rules", "floordiv.rules",
+                     "minmax.rules",
                      "mod.rules", "mul.rules", "sum.rules"}
 
 

@@ -92,6 +92,9 @@ def test_wrong_rule_is_refuted_with_a_checked_counterexample(
     assert lhs is None or rhs is None or lhs != rhs
     assert res.subterms is not None
     if lhs is None or rhs is None:
+        # the counterexample makes a divisor invalid: no map can hold that (divisors are
+        # valid constants, docs/semantics.md), so the message names it and there is no
+        # `map eval` reproducer
         assert "undefined" in res.message
         # a map cannot show an undefined value: the reproducer used to fail when run (issue 12);
         # the output says which side is undefined instead

@@ -51,6 +51,17 @@ def test_constraints_print_sorted_and_constant_ones_are_decided() -> None:
     assert str(parse_map("(d0) -> (d0), domain: d0 in [10, 0]")) == "KNOWN EMPTY"
 
 
+def test_repeated_variable_bounds_intersect_as_in_xla() -> None:
+    # XLA's parser hands `d0 in [1, 7]` after the bounds to AddConstraint, which intersects a
+    # bare variable's bounds (and an empty intersection makes the map KNOWN EMPTY).
+    m = parse_map("(d0, d1) -> (d0 + d1), domain: d0 in [0, 7], d1 in [0, 3], d0 in [1, 9], "
+                  "d1 + d0 in [0, 8], d1 in [-2, 2]")
+    assert str(m) == "(d0, d1) -> (d0 + d1), domain: d0 in [1, 7], d1 in [0, 2], d1 + d0 in [0, 8]"
+    assert str(parse_map("(d0) -> (d0), domain: d0 in [0, 7], d0 in [8, 9]")) == "KNOWN EMPTY"
+    assert str(parse_map("()[s0] -> (s0), domain: s0 in [0, 7], s0 in [3, 3]")) == (
+        "()[s0] -> (s0), domain: s0 in [3, 3]")
+
+
 def test_unary_minus_binds_tightest() -> None:
     e = parse_expr("-d0 mod 2")
     assert e.evaluate({parse_expr("d0"): 3}) == 1  # (-3) mod 2, not -(3 mod 2)
@@ -77,10 +88,17 @@ def test_print_then_parse_gives_an_equal_map(m) -> None:
 BAD = [
     ("(d0) -> (d0), domain: d0 in [0, 9", 1, 34),
     ("(d0) -> (d1), domain: d0 in [0, 9]", 1, 10),
-    ("(d0) -> (d0)\n, domain: d0 in [0, 9], d0 in [1, 2]", 2, 25),
+    # A repeated bound used to be rejected here; XLA intersects it (test above), so the
+    # multi-line position check now uses a malformed interval on the second line.
+    ("(d0) -> (d0)\n, domain: d0 in [0, 9], d0 in [1 2]", 2, 34),
     ("(d0, d0) -> (d0)", 1, 6),
-    ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 13),
-    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 13),
+    # divisors: the error points at the divisor, which must be an integer constant
+    ("(d0) -> (d0 mod 0), domain: d0 in [0, 9]", 1, 17),
+    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 9]", 1, 22),
+    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 9], d1 in [1, 2]", 1, 26),
+    ("(d0) -> (d0 mod -3), domain: d0 in [0, 9]", 1, 17),
+    ("(d0) -> (d0), domain: d0 in [0, 9], d0 ceildiv (d0 + 1) in [0, 0]", 1, 48),
+    ("(d0)[s0] -> (5 mod s0), domain: d0 in [0, 9], s0 in [1, 2]", 1, 20),
     ("(d0) -> (d0 $ 2)", 1, 13),
     ("(d0) -> (d0), domain: d0 in [0, 9] junk", 1, 36),
     ("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9]", 1, 44),
@@ -122,3 +140,19 @@ def test_mutated_map_text_raises_only_parse_error(m, data) -> None:
 
 def test_same_text_ignores_whitespace() -> None:
     assert same_text("(d0) -> (d0),\n domain: d0 in [0, 3]", "(d0)->(d0),domain:d0 in[0,3]")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("(d0, d1) -> (d0 floordiv d1), domain: d0 in [0, 3], d1 in [0, 3]",
+     "1:26: expected a nonzero integer constant as the divisor of floordiv, found 'd1'"),
+    ("(d0) -> (d0 mod 0), domain: d0 in [0, 3]",
+     "1:17: expected a positive integer constant as the divisor of mod, found '0'"),
+    ("(d0) -> (d0 mod -3), domain: d0 in [0, 3]",
+     "1:17: expected a positive integer constant as the divisor of mod, found '-3'"),
+    ("(d0) -> (d0 floordiv 0), domain: d0 in [0, 3]",
+     "1:22: expected a nonzero integer constant as the divisor of floordiv, found '0'"),
+])
+def test_divisor_errors_say_what_was_expected(text: str, expected: str) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_map(text)
+    assert str(info.value) == "<string>:" + expected

@@ -1,20 +1,32 @@
 """verifidx: indexing maps for tensor compilers, never claiming more than it has proven.
 
 The public API (DESIGN.md): parse/print/compose maps, simplify them with proven rules only,
-decide equality and emptiness with Z3, derive maps from HLO, prove rules.
+decide equality (cheap checks and enumeration first, then Z3) and emptiness with Z3, derive
+maps from HLO, prove rules.
 """
 
 from .computation_maps import input_to_output, output_to_input, set_simplifier
-from .errors import EvaluationError, ParseError, UnsupportedError, VerifidxError
+from .equality import equal as _equal_maps
+from .errors import (
+    DepthError,
+    DivisorError,
+    EvaluationError,
+    ParseError,
+    UnsupportedError,
+    VerifidxError,
+)
 from .expr import Const, Dim, Expr, RtVar, Symbol
 from .hlo import parse_hlo
 from .indexing_map import AffineMap, IndexingMap, Var, compose
 from .interval import Interval, range_of
+from .rules.base import gate_laws as _gate_laws
 from .simplifier import simplify
 from .smt import Verdict, equal_relations, is_empty
-from .smt import equal as _equal_maps
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 from .version import __version__ as __version__
+
+# The laws the expression constructors fold apply only with a current proof (verifidx.laws).
+_gate_laws()
 
 
 def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
@@ -43,7 +55,8 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    "AffineMap", "Const", "Dim", "EvaluationError", "Expr", "IndexingMap", "Interval",
+    "AffineMap", "Const", "DepthError", "Dim", "DivisorError", "EvaluationError", "Expr",
+    "IndexingMap", "Interval",
     "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
     "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",

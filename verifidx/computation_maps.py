@@ -399,7 +399,9 @@ class ComputationWalker:
 
 # -- cache -------------------------------------------------------------------------------------
 
-_CACHE: dict[tuple[int, int, str, str], tuple[weakref.ref[object], ComputationIndexing]] = {}
+_CACHE: dict[tuple[int, int, str, str],
+             tuple[weakref.ref[object], weakref.ref[HloComputation], Simplifier,
+                   ComputationIndexing]] = {}
 
 
 def _role(module: HloModule | None, comp: HloComputation) -> str:
@@ -426,8 +428,9 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
     owner: object = module if module is not None else computation
     key = (id(owner), id(computation), direction, str(id(_simplifier)))
     hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is owner:
-        return hit[1]
+    # ids are reused once their object dies: the entry counts only if it holds these objects
+    if hit is not None and hit[0]() is owner and hit[1]() is computation and hit[2] is _simplifier:
+        return hit[3]
     if key in _IN_PROGRESS:
         raise Malformed(f"computation {computation.name} calls itself")
     _IN_PROGRESS.add(key)
@@ -435,7 +438,7 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
         result = _compute(module, computation, direction)
     finally:
         _IN_PROGRESS.discard(key)
-    _CACHE[key] = (weakref.ref(owner), result)
+    _CACHE[key] = (weakref.ref(owner), weakref.ref(computation), _simplifier, result)
     return result
 
 

@@ -35,6 +35,22 @@ class EvaluationError(VerifidxError):
     """An operation is undefined at a point: division by zero, `mod` by a non-positive value."""
 
 
+class DivisorError(EvaluationError, ValueError):
+    """A division outside the contract (docs/semantics.md): the divisor of `floordiv`/`ceildiv`
+    must be a nonzero integer constant and that of `mod` a positive one. Raised when the
+    expression is built, so no map ever holds a term that is undefined somewhere."""
+
+
+class DepthError(VerifidxError, ValueError):
+    """An expression nested deeper than `verifidx.expr.MAX_DEPTH` levels (docs/semantics.md)."""
+
+    def __init__(self, depth: int, limit: int) -> None:
+        self.depth = depth
+        self.limit = limit
+        super().__init__(f"expression nested {depth} levels deep; verifidx handles at most "
+                         f"{limit}")
+
+
 class UnsupportedError(VerifidxError):
     """A feature that verifidx does not handle (yet); never a silent wrong answer."""
 

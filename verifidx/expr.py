@@ -4,14 +4,18 @@ Every node is interned: building the same expression twice gives the same object
 identity and hashing is O(1). That makes expressions cheap keys for the caches of the simplifier
 and of the solver bridge.
 
-Semantics (DESIGN.md, Semantics): `floordiv` rounds toward negative infinity and needs a non-zero
-divisor; `ceildiv` rounds up; `mod` is defined only for a positive divisor and lies in [0, b-1].
-Anything else raises `EvaluationError`; there is no silent value.
+Semantics (docs/semantics.md): `floordiv` rounds toward negative infinity, `ceildiv` rounds up,
+`mod` lies in [0, b-1]. The divisors of a map are integer constants, nonzero (positive for
+`mod`): the constructors raise `DivisorError` for an invalid constant and maps for a divisor
+that is not a constant, so every expression of a map is defined at every point. Expressions
+outside maps (symbolic tile constraints) may divide by variables; evaluating them where a
+divisor is invalid raises `EvaluationError`.
 
 The smart constructors (`add`, `mul`, `floordiv`, ...) and the Python operators fold only a few
-laws, each stated and proven as a rule in `rules/canonical.rules`: constant folding, `x + 0`,
-`x * 1`, `x * 0` (for total `x`), `x floordiv 1`, `x mod 1`, flattening of nested sums, and
-constants on the right of products. They never reorder the terms of a sum, so parsed text prints
+laws, each stated and proven as a rule in `rules/canonical.rules` and applied only while its
+certificate is current (`verifidx.laws`): constant folding, `x + 0`, `x * 1`, `x * 0`,
+`x floordiv 1`, `x ceildiv 1`, `x mod 1`, flattening of nested sums, and constants on the right
+of products. They never reorder the terms of a sum, so parsed text prints
 back as it was written. Everything else is the simplifier's job.
 """
 
@@ -20,9 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar, Union
 
-from .errors import EvaluationError, UnsupportedError
+from . import laws as _laws
+from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
 
 ExprLike = Union["Expr", int]
+
+#: The deepest expression verifidx builds (docs/semantics.md). XLA's maps are a few levels
+#: deep; the bound lets every walker (parser, printer, simplifier, solver encoding) recurse
+#: without ever meeting Python's recursion limit. Deeper input is a clear error, never a crash.
+MAX_DEPTH = 64
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
 
@@ -60,11 +70,12 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
+    _depth: int
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
@@ -82,6 +93,11 @@ class Expr:
     @property
     def children(self) -> tuple[Expr, ...]:
         return ()
+
+    @property
+    def depth(self) -> int:
+        """Levels of operators (a leaf is 1); at most MAX_DEPTH."""
+        return self._depth
 
     @property
     def size(self) -> int:
@@ -148,6 +164,11 @@ class Expr:
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         raise NotImplementedError
 
+    def _constancy(self) -> bool | None:
+        """For `is_constant_valued`: True/False when this node decides it, None to look at
+        the children."""
+        return None
+
     def variables(self) -> set[Variable]:
         return {n for n in self.walk() if isinstance(n, Variable)}
 
@@ -210,7 +231,7 @@ class Const(Expr):
 
         def init(n: Expr) -> None:
             n.value = value  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern(("c", value), init)  # type: ignore[return-value]
 
@@ -235,7 +256,7 @@ class Variable(Expr):
 
         def init(n: Expr) -> None:
             n.index = index  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
 
@@ -244,6 +265,9 @@ class Variable(Expr):
             return env[self]
         except KeyError:
             raise EvaluationError(f"no value for variable {self.prefix}{self.index}") from None
+
+    def _constancy(self) -> bool | None:
+        return False
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.index,))
@@ -283,10 +307,15 @@ class Add(Expr):
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
 
+        depth = 1 + max(t._depth for t in terms)
+        if depth > MAX_DEPTH:
+            raise DepthError(depth, MAX_DEPTH)
+
         def init(n: Expr) -> None:
             n.terms = terms  # type: ignore[attr-defined]
             n._size = 1 + sum(t._size for t in terms)
             n._total = all(t._total for t in terms)
+            n._depth = depth
 
         return cls._intern(("+", terms), init)  # type: ignore[return-value]
 
@@ -313,17 +342,26 @@ class Binary(Expr):
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
+        cls._check_operands(rhs)
+        depth = 1 + max(lhs._depth, rhs._depth)
+        if depth > MAX_DEPTH:
+            raise DepthError(depth, MAX_DEPTH)
 
         def init(n: Expr) -> None:
             n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
             n._size = 1 + lhs._size + rhs._size
             n._total = lhs._total and rhs._total and cls._total_with(rhs)
+            n._depth = depth
 
         return cls._intern((cls.tag, lhs, rhs), init)  # type: ignore[return-value]
 
     @staticmethod
     def _total_with(rhs: Expr) -> bool:
         return True
+
+    @classmethod
+    def _check_operands(cls, rhs: Expr) -> None:
+        """Raises if the operation is outside the contract (divisions override it)."""
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -346,11 +384,35 @@ class Mul(Binary):
 
 
 class _Division(Binary):
+    """`floordiv`, `ceildiv`, `mod`. A constant divisor must be valid (nonzero; positive for
+    `mod`) wherever it is written. Maps accept only constant divisors (docs/semantics.md,
+    `indexing_map.check_map_expr`), so every expression of a map is defined everywhere; other
+    expressions (XLA's symbolic tile constraints, `6 mod s0`) may divide by variables. In a rule
+    pattern the divisor may be a constant of the rule (`c0`, `lo(x)`); the prover makes its
+    validity part of the rule's obligation."""
+
     __slots__ = ()
+    positive_divisor: ClassVar[bool] = False
 
     @staticmethod
     def _total_with(rhs: Expr) -> bool:
         return isinstance(rhs, Const)
+
+    @classmethod
+    def _check_operands(cls, rhs: Expr) -> None:
+        if isinstance(rhs, Const):
+            value = rhs.value
+        elif not is_constant_valued(rhs):
+            return  # allowed in expressions (tile constraints); maps reject it (check_map_expr)
+        else:
+            try:
+                value = rhs.evaluate({})
+            except EvaluationError:
+                return  # a constant of a rule: the prover checks its validity
+        if value == 0 or (cls.positive_divisor and value < 0):
+            need = "a positive" if cls.positive_divisor else "a nonzero"
+            raise DivisorError(f"the divisor of {cls.tag} must be {need} integer constant, "
+                               f"not {value}")
 
 
 class FloorDiv(_Division):
@@ -381,6 +443,7 @@ class Mod(_Division):
     __slots__ = ()
     kind = "mod"
     tag = "mod"
+    positive_divisor = True
 
     def rebuild(self, children: Sequence[Expr]) -> Expr:
         return mod(children[0], children[1])
@@ -413,6 +476,20 @@ class Max(Binary):
         return max(kids[0], kids[1])
 
 
+def is_constant_valued(e: Expr) -> bool:
+    """True when `e` mentions no variable of a map and no term variable of a rule: it is an
+    integer constant, or (in a rule) a computation over the rule's constants and bounds."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        decided = node._constancy()
+        if decided is False:
+            return False
+        if decided is None:
+            stack.extend(node.children)
+    return True
+
+
 # -- smart constructors ----------------------------------------------------------------------
 
 
@@ -425,22 +502,29 @@ def as_expr(x: ExprLike) -> Expr:
 
 
 def add(*operands: ExprLike) -> Expr:
-    """Sum; nested sums are flattened, constants merged at the first constant's place, 0 dropped."""
+    """Sum; nested sums are flattened, constants merged at the first constant's place, 0 dropped
+    (each only while its law is proven: `verifidx.laws`)."""
+    on = _laws.ON
+    flatten = on.add_assoc
+    merge = on.fold_add and on.add_comm and on.add_assoc
+    drop_zero = on.add_zero and on.add_comm and on.add_assoc
     terms: list[Expr] = []
     const_at = -1
     const_sum = 0
     for op in operands:
         e = as_expr(op)
-        for t in e.terms if isinstance(e, Add) else (e,):
-            if isinstance(t, Const):
+        for t in e.terms if flatten and isinstance(e, Add) else (e,):
+            if merge and isinstance(t, Const):
                 if const_at < 0:
                     const_at = len(terms)
                     terms.append(t)
                 const_sum += t.value
+            elif drop_zero and isinstance(t, Const) and t.value == 0:
+                continue
             else:
                 terms.append(t)
     if const_at >= 0:
-        if const_sum == 0:
+        if const_sum == 0 and drop_zero:
             del terms[const_at]
         else:
             terms[const_at] = Const(const_sum)
@@ -452,73 +536,74 @@ def add(*operands: ExprLike) -> Expr:
 
 
 def neg(x: ExprLike) -> Expr:
+    """`-x` is written `x * -1` (that is what negation means here, not a law)."""
     return mul(x, -1)
 
 
 def mul(a: ExprLike, b: ExprLike) -> Expr:
     """Product; constants fold and move to the right, `(x * c1) * c2` becomes `x * (c1 * c2)`."""
+    on = _laws.ON
     x, y = as_expr(a), as_expr(b)
-    if isinstance(x, Const) and not isinstance(y, Const):
+    if isinstance(x, Const) and not isinstance(y, Const) and on.mul_const_right:
         x, y = y, x
     if isinstance(y, Const):
         c = y.value
         if isinstance(x, Const):
-            return Const(x.value * c)
-        if c == 1:
+            if on.fold_mul:
+                return Const(x.value * c)
+        elif c == 1 and on.mul_one:
             return x
-        if c == 0 and x.is_total:
+        elif c == 0 and x.is_total and on.mul_zero:
             return Const(0)
-        if isinstance(x, Mul) and isinstance(x.rhs, Const):
+        elif isinstance(x, Mul) and isinstance(x.rhs, Const) and on.mul_const_assoc \
+                and on.fold_mul:
             return mul(x.lhs, x.rhs.value * c)
     return Mul(x, y)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
+    FloorDiv._check_operands(y)
     if isinstance(y, Const):
-        if y.value == 0:
-            raise EvaluationError(f"division by zero in {x} floordiv 0")
-        if isinstance(x, Const):
+        if isinstance(x, Const) and _laws.ON.fold_floordiv:
             return Const(floor_div(x.value, y.value))
-        if y.value == 1:
+        if y.value == 1 and _laws.ON.floordiv_one:
             return x
     return FloorDiv(x, y)
 
 
 def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
+    CeilDiv._check_operands(y)
     if isinstance(y, Const):
-        if y.value == 0:
-            raise EvaluationError(f"division by zero in {x} ceildiv 0")
-        if isinstance(x, Const):
+        if isinstance(x, Const) and _laws.ON.fold_ceildiv:
             return Const(ceil_div(x.value, y.value))
-        if y.value == 1:
+        if y.value == 1 and _laws.ON.ceildiv_one:
             return x
     return CeilDiv(x, y)
 
 
 def mod(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
+    Mod._check_operands(y)
     if isinstance(y, Const):
-        if y.value <= 0:
-            raise EvaluationError(f"mod by a non-positive value in {x} mod {y.value}")
-        if isinstance(x, Const):
+        if isinstance(x, Const) and _laws.ON.fold_mod:
             return Const(floor_mod(x.value, y.value))
-        if y.value == 1 and x.is_total:
+        if y.value == 1 and x.is_total and _laws.ON.mod_one:
             return Const(0)
     return Mod(x, y)
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
-    if isinstance(x, Const) and isinstance(y, Const):
+    if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_min:
         return Const(min(x.value, y.value))
     return Min(x, y)
 
 
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
-    if isinstance(x, Const) and isinstance(y, Const):
+    if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_max:
         return Const(max(x.value, y.value))
     return Max(x, y)
 

@@ -19,8 +19,26 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .errors import EvaluationError, UnsupportedError
-from .expr import Const, Dim, Expr, ExprLike, RtVar, Symbol, Variable, add, as_expr, mul
+from .errors import DivisorError, EvaluationError, UnsupportedError
+from .expr import (
+    Add,
+    CeilDiv,
+    Const,
+    Dim,
+    Expr,
+    ExprLike,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    RtVar,
+    Symbol,
+    Variable,
+    add,
+    as_expr,
+    mul,
+)
 from .interval import Interval, range_of
 
 #: Enumeration budget (points) for checks that are exact by brute force.
@@ -55,6 +73,24 @@ def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None
     # r = r1 + m1 * t with m1 * t = r2 - r1 (mod m2): solve with the inverse of m1/g mod m2/g
     t = ((r2 - r1) // g) * pow(m1 // g, -1, m2 // g) % (m2 // g) if m2 // g > 1 else 0
     return lcm, (r1 + m1 * t) % lcm
+
+
+_MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
+_CHECKED: dict[Expr, None] = {}
+
+
+def check_map_expr(e: Expr) -> None:
+    """Raises DivisorError/ValueError unless `e` may appear in a map: only map variables, and
+    every divisor an integer constant (docs/semantics.md). Memoised: expressions are interned."""
+    if e in _CHECKED:
+        return
+    for node in e.walk():
+        if type(node) not in _MAP_NODES:
+            raise ValueError(f"{node} is not part of the map language (a rule pattern?)")
+        if isinstance(node, (FloorDiv, CeilDiv, Mod)) and not isinstance(node.rhs, Const):
+            raise DivisorError(f"the divisor of {node.tag} must be an integer constant, "
+                               f"not {node.rhs}")
+    _CHECKED[e] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +131,12 @@ class IndexingMap:
     constraints: Mapping[Expr, Interval] = field(default_factory=dict)
     is_known_empty: bool = False
     is_undefined: bool = False
+
+    def __post_init__(self) -> None:
+        for e in self.results:
+            check_map_expr(e)
+        for e in self.constraints:
+            check_map_expr(e)
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod

@@ -13,10 +13,11 @@ Every rewrite of an expression is the application of a rule from `rules/` whose 
 instantiated left side is the matched expression (canonical forms are interned, so this is an
 identity test) and that the rule's condition holds on the intervals at the match site, then
 builds the right side. Canonical sums (`verifidx.canonical`) implement the laws of
-`rules/canonical.rules`. Two steps work on several constraints at once and are written here, with
-their facts proven in the tests: merging `x mod a = i`, `x mod b = j` into one constraint modulo
-lcm(a, b), and tightening a variable's bounds to the nearest values that satisfy its mod
-constraint.
+`rules/canonical.rules`. Two steps work on several constraints at once, which no rule can state:
+merging `x mod a = i`, `x mod b = j` into one constraint modulo lcm(a, b) (intersected with any
+constraint already there), and tightening a variable's bounds to the nearest values that satisfy
+its mod constraint. Each instance is proven where it is made, by checking every residue of one
+period (exact, since both sides are periodic), and shows in `--trace`.
 
 The engine never calls a solver on its hot path. `simplify(m, verify=True)` asks Z3 afterwards
 whether the result equals the input (translation validation), and emptiness is decided by Z3
@@ -31,9 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
-from .canonical import canon, linear_form
+from . import laws
+from .canonical import canon, linear_form, order_key
 from .errors import EvaluationError
 from .expr import (
     Add,
@@ -139,14 +141,16 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
     return values
 
 
-_CONDITIONS: dict[int, Callable[[Mapping[Expr, int]], bool]] = {}
+#: Keyed by the rule itself (a frozen, hashable value), never by `id()`: an id is reused once
+#: its object dies, and a cache keyed by it would run another rule's condition (issue 10).
+_CONDITIONS: dict[Rule, Callable[[Mapping[Expr, int]], bool]] = {}
 
 
 def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     """The rule's condition as Python code over the values of its constants and bounds: the
     same truth value and the same errors as `evaluate_condition` (a test checks both agree),
     without walking the expression tree at every match."""
-    hit = _CONDITIONS.get(id(rule))
+    hit = _CONDITIONS.get(rule)
     if hit is None:
         keys: list[Expr] = []
 
@@ -182,7 +186,7 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
                                     "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
         exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
         compiled = cast(Callable[[Mapping[Expr, int]], bool], scope["_cond"])
-        _CONDITIONS[id(rule)] = compiled
+        _CONDITIONS[rule] = compiled
         return compiled
     return hit
 
@@ -191,13 +195,13 @@ def _lcm(a: int, b: int) -> int:
     return abs(a * b) // math.gcd(a, b) if a and b else 0
 
 
-_CALLS: dict[int, list[Call]] = {}
+_CALLS: dict[Rule, list[Call]] = {}
 
 
 def _rule_calls(rule: Rule) -> list[Call]:
-    hit = _CALLS.get(id(rule))
+    hit = _CALLS.get(rule)
     if hit is None:
-        hit = _CALLS[id(rule)] = _calls(rule)
+        hit = _CALLS[rule] = _calls(rule)
     return hit
 
 
@@ -229,6 +233,12 @@ def _kinds(e: Expr) -> int:
 
 
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+_DIV_BITS = _KIND_BITS[FloorDiv] | _KIND_BITS[Mod] | _KIND_BITS[CeilDiv]
+
+
+def _cost(e: Expr) -> tuple[int, int]:
+    """What the search over alternatives minimises: divisions and mods, then size."""
+    return sum(1 for n in e.walk() if isinstance(n, (FloorDiv, Mod, CeilDiv))), e.size
 
 
 def _children_fit(pattern: Expr, e: Expr) -> bool:
@@ -247,6 +257,59 @@ def _children_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+def _shape(e: Expr) -> tuple[type, ...]:
+    """Operator shape of a summand's base: its type and, for a division or mod, its dividend's
+    type (`(x floordiv 8) mod 4` has shape (Mod, FloorDiv)); term variables have no shape."""
+    if isinstance(e, Mul) and isinstance(e.rhs, (Const, ConstVar)):
+        e = e.lhs
+    if isinstance(e, (FloorDiv, Mod, CeilDiv)):
+        inner = e.lhs
+        if isinstance(inner, (FloorDiv, Mod, CeilDiv, Min, Max)):
+            return (type(e), type(inner))
+        return (type(e),)
+    if isinstance(e, (Min, Max)):
+        return (type(e),)
+    return ()
+
+
+_SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
+
+
+def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
+    hit = _SHAPES.get(e)
+    if hit is None:
+        terms = e.terms if isinstance(e, Add) else (e,)
+        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=repr)
+    return hit
+
+
+def _summands_fit(pattern: Expr, e: Expr) -> bool:
+    """Discrimination by operator shape at sums: every rigid summand of the pattern needs a
+    summand of the expression with the same shape (the matcher maps summands one to one,
+    except a term variable, which has no shape)."""
+    if not isinstance(pattern, Add) or not isinstance(e, Add):
+        return True
+    have = list(_summand_shapes(e))
+    for s in _summand_shapes(pattern):
+        for i, h in enumerate(have):
+            if h[: len(s)] == s:
+                del have[i]
+                break
+        else:
+            return False
+    return True
+
+
+_VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
+
+
+def _variables(e: Expr) -> tuple[Variable, ...]:
+    hit = _VARIABLES.get(e)
+    if hit is None:
+        hit = _VARIABLES[e] = tuple(sorted(e.variables(), key=order_key))
+    return hit
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -263,7 +326,9 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr], list[dict[Expr, Expr]]] = {}
+        self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
+        #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
+        self.results: dict[tuple[object, ...], Expr] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -295,12 +360,18 @@ class RuleEngine:
 
     def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        rhs = rule.rhs
-        assert isinstance(rhs, Expr)
-        for env in self._decompositions(rule, e):
+        rhs, lhs = rule.rhs, rule.lhs
+        assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
+        for candidate in self._decompositions(rule, e):
+            if candidate.rejected:
+                continue
+            env = candidate.env
             try:
                 values = _condition_env(rule, env, bound)
                 if not compiled_condition(rule)(values):
+                    continue
+                # the condition is cheaper than this check, so it comes second
+                if not candidate.is_decomposition(lhs, e):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
             except (_NoValue, EvaluationError):
@@ -312,31 +383,27 @@ class RuleEngine:
             return out
         return None
 
-    def _decompositions(self, rule: Rule, e: Expr) -> list[dict[Expr, Expr]]:
-        """Bindings under which the rule's left side *is* `e` (canonical identity), within the
-        constants its proof covers."""
+    def _decompositions(self, rule: Rule, e: Expr) -> list[_Candidate]:
+        """Matcher proposals for the rule's left side against `e`, within the constants its
+        proof covers (each is checked to *be* `e` before it is used)."""
         lhs = rule.lhs
         assert isinstance(lhs, Expr)
-        found = self._pattern_decompositions(lhs, e)
+        found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
-        return [env for env in found if _within_proof(rule, env)]
+        return [c for c in found if _within_proof(rule, c.env)]
 
-    def _pattern_decompositions(self, lhs: Expr, e: Expr) -> list[dict[Expr, Expr]]:
+    def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
+                                ) -> list[_Candidate]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
         often share a left side), so they are computed once per (pattern, expression)."""
-        key = (lhs, e)
+        key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        found: list[dict[Expr, Expr]] = []
-        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e):
-            for env in match(lhs, e):
-                try:
-                    if canon(_instantiate(lhs, env, _no_bounds)) is e:
-                        found.append(env)
-                except (_NoValue, EvaluationError):
-                    continue
+        found: list[_Candidate] = []
+        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
+            found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
         self._matches[key] = found
@@ -376,6 +443,29 @@ class RuleEngine:
         return None
 
 
+class _Candidate:
+    """A matcher proposal; whether the left side instantiated with it is the matched term
+    (canonical identity) is decided once, when a rule's condition first accepts it."""
+
+    __slots__ = ("env", "_verified")
+
+    def __init__(self, env: dict[Expr, Expr]) -> None:
+        self.env = env
+        self._verified: bool | None = None
+
+    @property
+    def rejected(self) -> bool:
+        return self._verified is False
+
+    def is_decomposition(self, lhs: Expr, e: Expr) -> bool:
+        if self._verified is None:
+            try:
+                self._verified = canon(_instantiate(lhs, self.env, _no_bounds)) is e
+            except (_NoValue, EvaluationError):
+                self._verified = False
+        return self._verified
+
+
 def _within_proof(rule: Rule, env: Mapping[Expr, Expr]) -> bool:
     """A rule with a bounded proof applies only to constants inside the proven bound."""
     if rule.max_constant is None:
@@ -403,6 +493,11 @@ class _ExprSimplifier:
     trace: list[Step] | None = None
     memo: dict[Expr, Expr] = field(default_factory=dict)
     ranges: dict[Expr, Interval] = field(default_factory=dict)
+    root_first: bool = True
+    #: Trials (root first, expand and cancel) started so far, shared with the simplifiers of
+    #: the trials: a term whose simplification ran a trial is not shared across calls (a
+    #: trial's guard makes its inner results depend on the order of work).
+    trials: list[int] = field(default_factory=lambda: [0])
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -420,12 +515,44 @@ class _ExprSimplifier:
     def _simplify_with(self, fuel: int) -> Callable[[Expr], Expr]:
         return lambda c: self.simplify(c, fuel)
 
+    def _shared_key(self, e: Expr) -> tuple[object, ...] | None:
+        """Key of `e` in the engine's memo shared across calls: the term and the intervals of
+        its variables (the only inputs of the result when no constraint and no trace is in
+        play; hash-consing makes the key cheap)."""
+        if self.constraints or self.trace is not None:
+            return None
+        return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
+
     def simplify(self, e: Expr, fuel: int) -> Expr:
         hit = self.memo.get(e)
         if hit is not None:
             return hit
+        key = self._shared_key(e)
+        if key is not None:
+            hit = self.engine.results.get(key)
+            if hit is not None:
+                self.memo[e] = hit
+                return hit
+        trials = self.trials[0]
+        out = self._simplify_node(e, fuel)
+        if key is not None and self.trials[0] == trials:
+            if len(self.engine.results) > _MATCH_CACHE_LIMIT:
+                self.engine.results.clear()
+            self.engine.results[key] = out
+        return out
+
+    def _simplify_node(self, e: Expr, fuel: int) -> Expr:
         node = canon(e.map_children(self._simplify_with(fuel)))
         first = node
+        node = self._rewrite_to_fixpoint(node, fuel)
+        written = canon(e)
+        if self.root_first and isinstance(written, Add) and written is not first and \
+                _kinds(node) & _DIV_BITS:
+            node = self._root_first(written, node, fuel)
+        self.memo[e] = self.memo[first] = self.memo[node] = node
+        return node
+
+    def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
             out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
@@ -435,16 +562,43 @@ class _ExprSimplifier:
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
-        self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
+
+    def _root_first(self, written: Add, bottom_up: Expr, fuel: int) -> Expr:
+        """No local minima in sums: simplifying the summands first can destroy a shape a rule
+        at the sum needs (`(d0 mod 8) mod 2 => d0 mod 2` hides `(x floordiv 2) * 2 + x mod 2`
+        with x = d0 mod 8). Where the bottom-up result still holds a division, the sum is
+        also tried root first (rules at the sum on the summands as written, then the usual
+        simplification of the outcome); the cheaper outcome in (divisions, size) wins. Both
+        candidates are results of proven rewrites, so the choice is free."""
+        trial: list[Step] | None = [] if self.trace is not None else None
+        node: Expr = written
+        for _ in range(fuel):
+            out = self.engine.rewrite(node, self.bound, self.engine.expr_rules.get(type(node), ()),
+                                      trial)
+            if out is None:
+                break
+            node = canon(out)
+        if node is written:
+            return bottom_up
+        self.memo[written] = bottom_up  # the trial must not re-enter this sum
+        self.trials[0] += 1
+        sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
+                              self.ranges, self.root_first, self.trials)
+        alternative = sub.simplify(node, fuel)
+        if _cost(alternative) < _cost(bottom_up):
+            if self.trace is not None and trial is not None:
+                self.trace.extend(trial)
+            return alternative
+        return bottom_up
 
     def _expand_and_cancel(self, node: Add, fuel: int) -> Expr | None:
         """Trial of the expansion rules (`mod_expand`) on the mod terms of a sum that also holds
         divisions: expand, simplify, and keep the outcome only if it is smaller. One-shot, so
         the expansion phase cannot cycle."""
         expansions = self.engine.expansions.get(Mod, ())
-        if not expansions:
-            return None
+        if not expansions or not laws.ON.canonical_sums:
+            return None  # rebuilding the sum from its linear form relies on those laws
         coeffs, constant = linear_form(node)
         mods = [b for b in coeffs if isinstance(b, Mod)]
         divs = [b for b in coeffs if b.kind in ("floordiv", "mod")]
@@ -456,8 +610,9 @@ class _ExprSimplifier:
             new = self.engine.rewrite(b, self.bound, expansions, trial_trace) if b in mods else None
             expanded[b if new is None else new] = expanded.get(b if new is None else new, 0) + c
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
+        self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges)
+                              self.memo, self.ranges, self.root_first, self.trials)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
@@ -470,11 +625,49 @@ class _ExprSimplifier:
 # -- maps ----------------------------------------------------------------------------------------
 
 
-def _tighten_to_residue(iv: Interval, modulus: int, residue: int) -> Interval:
-    """Smallest interval inside `iv` holding every x in `iv` with x mod modulus == residue."""
-    lo = iv.lo + (residue - iv.lo) % modulus
-    hi = iv.hi - (iv.hi - residue) % modulus
-    return Interval(lo, hi)
+#: Largest period over which a merge of mod constraints is checked point by point.
+MERGE_PERIOD_LIMIT = 1 << 16
+
+
+def checked_residue_merge(m1: int, r1: int, m2: int, r2: int
+                          ) -> tuple[int, int] | None | Literal[False]:
+    """(M, R) such that, for every integer v, `v mod m1 == r1 and v mod m2 == r2` iff
+    `v mod M == R`; None when no v satisfies both; False when the instance was not proven
+    (period over MERGE_PERIOD_LIMIT). The candidate comes from the Chinese remainder theorem;
+    it is then proven by checking every residue of the common period L = lcm(m1, m2, M),
+    which decides the claim because both sides depend only on v mod L."""
+    period = math.lcm(m1, m2)
+    if period > MERGE_PERIOD_LIMIT:
+        return False
+    if not (0 <= r1 < m1 and 0 <= r2 < m2):
+        candidate = None  # a residue out of range: no v satisfies it
+    else:
+        candidate = merge_residues(m1, r1, m2, r2)
+    if candidate is not None:
+        period = math.lcm(period, candidate[0])
+    for v in range(period):
+        left = v % m1 == r1 and v % m2 == r2
+        right = candidate is not None and v % candidate[0] == candidate[1]
+        if left != right:
+            return False
+    return candidate
+
+
+def checked_residue_bounds(iv: Interval, modulus: int, residue: int) -> Interval | None:
+    """The smallest interval inside `iv` holding every x of `iv` with x mod modulus ==
+    residue (empty if none), or None when the modulus is over MERGE_PERIOD_LIMIT. Every value
+    cut off is checked to violate the residue, so the variable keeps exactly its points."""
+    if iv.is_empty or modulus > MERGE_PERIOD_LIMIT:
+        return None
+    lo = iv.lo
+    while lo <= iv.hi and lo % modulus != residue:
+        lo += 1
+        if lo - iv.lo > modulus:
+            return Interval(1, 0)  # a full period without the residue: none has it
+    hi = iv.hi
+    while hi >= lo and hi % modulus != residue:
+        hi -= 1
+    return Interval(lo, hi) if lo <= hi else Interval(1, 0)
 
 
 @dataclass
@@ -484,6 +677,8 @@ class Simplifier:
     engine: RuleEngine
     decide_emptiness: bool = True
     emptiness_timeout_ms: int = 200
+    #: The search over alternatives at sums (see `_ExprSimplifier._root_first`).
+    root_first: bool = True
 
     def simplify(self, m: IndexingMap, point_dims: str = "replace",
                  trace: list[Step] | None = None) -> IndexingMap:
@@ -498,7 +693,8 @@ class Simplifier:
                 m = self._replace_point_dims(m)
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace)
+        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
+                               root_first=self.root_first)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
         if out.constraints and self.decide_emptiness and self._surely_empty(out):
@@ -526,41 +722,65 @@ class Simplifier:
                 new = new.add_constraint(e2, iv2)
                 if new.is_known_empty:
                     return new
-            new = self._merge_mod_constraints(new)
+            new = self._merge_mod_constraints(new, trace)
             if new.is_known_empty or new == before:
                 return new
             m = new
         return m
 
-    def _merge_mod_constraints(self, m: IndexingMap) -> IndexingMap:
-        """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b);
-        a variable's bounds shrink to the nearest values with the right residue."""
+    def _merge_mod_constraints(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
+        """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b)
+        (Chinese remainder), intersected with any constraint already on that expression; a
+        variable's bounds shrink to the nearest values with the right residue.
+
+        No rule can state a fact about two constraints, so each instance is proven where it is
+        made: both memberships depend only on `x mod L` (L the lcm of the moduli), so checking
+        every residue in [0, L) decides the equivalence exactly (`checked_residue_merge`).
+        Instances with L over `MERGE_PERIOD_LIMIT` are left alone. Each step is traced."""
         residues: dict[Expr, list[tuple[Expr, int, int]]] = {}
         for e, iv in m.constraints.items():
             if isinstance(e, Mod) and isinstance(e.rhs, Const) and iv.is_point:
                 residues.setdefault(e.lhs, []).append((e, e.rhs.value, iv.lo))
-        if not residues:
-            return m
-        cons = dict(m.constraints)
         out = m
         for x, items in residues.items():
+            modulus, residue = items[0][1], items[0][2]
             if len(items) > 1:
-                modulus, residue = items[0][1], items[0][2]
+                merged_all = True
                 for _e, mi, ri in items[1:]:
-                    merged = merge_residues(modulus, residue, mi, ri)
+                    merged = checked_residue_merge(modulus, residue, mi, ri)
+                    if merged is False:
+                        merged_all = False
+                        break
                     if merged is None:
-                        return m.replace(is_known_empty=True)
+                        if trace is not None:
+                            trace.append(Step("mod_constraints_merge", items[0][0], Const(0), {
+                                f"{e}": Interval(ri, ri) for e, _m, ri in items}))
+                        return out.replace(is_known_empty=True)
                     modulus, residue = merged
-                for e, _mi, _ri in items:
-                    del cons[e]
-                cons[canon(Mod(x, Const(modulus)))] = Interval(residue, residue)
-                items = [(Mod(x, Const(modulus)), modulus, residue)]
-            out = out.replace(constraints=cons)
+                if not merged_all:
+                    continue
+                cons = {e: iv for e, iv in out.constraints.items()
+                        if e not in {item[0] for item in items}}
+                target = Mod(x, Const(modulus))
+                out = out.replace(constraints=cons).add_constraint(target, (residue, residue))
+                if trace is not None:
+                    trace.append(Step("mod_constraints_merge", items[0][0], target, {
+                        **{f"{e}": Interval(ri, ri) for e, _m, ri in items},
+                        "becomes": Interval(residue, residue)}))
+                if out.is_known_empty:
+                    return out
+                now = out.constraints.get(target)
+                if now is None or not now.is_point:
+                    continue
+                residue = now.lo
             if isinstance(x, Variable):
-                _e, mi, ri = items[0]
                 info = out.var_info(x)
-                tight = _tighten_to_residue(info.bounds, mi, ri)
-                if tight != info.bounds:
+                tight = checked_residue_bounds(info.bounds, modulus, residue)
+                if tight is not None and tight != info.bounds:
+                    if trace is not None:
+                        trace.append(Step("mod_constraint_bounds", x, x, {
+                            f"{x} mod {modulus} in [{residue}, {residue}]: {x}": info.bounds,
+                            "becomes": tight}))
                     out = out._with_var(x, Var(tight, info.name))
                     if tight.is_empty:
                         return out.replace(is_known_empty=True)
@@ -601,6 +821,15 @@ class Simplifier:
 # -- rule base and public API ------------------------------------------------------------------
 
 _DEFAULT: Simplifier | None = None
+
+
+def _forget_default() -> None:
+    """Its caches were filled under another set of proven laws."""
+    global _DEFAULT
+    _DEFAULT = None
+
+
+laws.on_change(_forget_default)
 
 
 def default_simplifier() -> Simplifier:

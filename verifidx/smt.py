@@ -131,7 +131,6 @@ class _MapEncoding:
         self.member = z3.And(conds) if conds else z3.BoolVal(True)
         if m.is_known_empty:
             self.member = z3.BoolVal(False)
-        self.defined = z3.And(self.enc.defined) if self.enc.defined else z3.BoolVal(True)
 
 
 def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None = None
@@ -153,25 +152,6 @@ def _value(model: z3.ModelRef, x: z3.ArithRef) -> int:
     return model.eval(x, model_completion=True).as_long()  # type: ignore[no-any-return]
 
 
-def _undefined_point(m: IndexingMap, timeout_ms: int) -> Verdict | None:
-    """A verdict explaining where `m` is undefined, or None when it is defined everywhere."""
-    if all(e.is_total for e in (*m.results, *m.constraints)):
-        return None
-    env = _vars(m, "")
-    enc = _MapEncoding(m, env)
-    box = z3.And([z3.And(env[v] >= i.bounds.lo, env[v] <= i.bounds.hi)
-                  for v, i in zip(m.variables, m.all_vars)] or [z3.BoolVal(True)])
-    s = _solver(timeout_ms)
-    s.add(box, z3.Not(enc.defined))
-    r = s.check()
-    if r == z3.unsat:
-        return None
-    if r == z3.sat:
-        point = _named_point(m, s.model(), env)
-        return Verdict(None, point, message=f"an operation of the map is undefined at {point}")
-    return Verdict(None, message=f"could not decide whether the map divides by zero ({r})")
-
-
 def _named_point(m: IndexingMap, model: z3.ModelRef, env: Mapping[Expr, z3.ArithRef]
                  ) -> dict[str, int]:
     from .syntax import variable_names
@@ -187,9 +167,6 @@ def is_empty(m: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
         return Verdict(None, message="an UNDEFINED map has no domain")
     if m.is_known_empty or any(v.bounds.is_empty for v in m.all_vars):
         return Verdict(True, message="known empty", seconds=time.perf_counter() - start)
-    bad = _undefined_point(m, timeout_ms)
-    if bad is not None:
-        return bad
     env = _vars(m, "")
     enc = _MapEncoding(m, env)
     s = _solver(timeout_ms)
@@ -238,10 +215,6 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
                        message="both UNDEFINED" if same else "an UNDEFINED map has no relation")
     if f == g:
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
-    for m in (f, g):
-        bad = _undefined_point(m, timeout_ms)
-        if bad is not None:
-            return bad
     mismatch = _shape_mismatch(f, g)
     if mismatch:
         f_empty, g_empty = is_empty(f, timeout_ms), is_empty(g, timeout_ms)
@@ -289,10 +262,6 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
 def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
     """Whether every tuple of a's relation is in b's (holds=False comes with a tuple of a that
     b lacks). Used for over-approximation checks: `includes(exact, map)`."""
-    for m in (a, b):
-        bad = _undefined_point(m, timeout_ms)
-        if bad is not None:
-            return bad
     mismatch = _shape_mismatch(a, b)
     if mismatch:
         return Verdict(None, message=mismatch)
@@ -319,6 +288,9 @@ def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Ve
             hit = z3.And(eb.member, *[x == y for x, y in zip(ea.results, eb.results)])
             s.add(z3.Not(hit))
     else:
+        found = _cheap_counterexample(a, b, which, timeout_ms)
+        if found is not None:
+            return found
         bound = [z3.Int(f"b_s{k}") for k in range(b.num_range_vars)]
         env_b = dict(shared)
         env_b.update({Symbol(k): x for k, x in enumerate(bound)})
@@ -331,6 +303,54 @@ def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Ve
     if r == z3.sat:
         return _counterexample(a, b, which, s.model(), env_a)
     return Verdict(None, message=f"solver answered unknown ({s.reason_unknown()})")
+
+
+#: Points of `a` tried before a quantified inclusion query (corners, then random samples).
+CHEAP_SEARCH_POINTS = 64
+
+
+def _cheap_counterexample(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int
+                          ) -> Verdict | None:
+    """Before a quantified query (b's range box is too large to expand): try points of `a` --
+    the corners of its box (range variables at their extremes), then random points -- evaluated
+    exactly, and ask a quantifier-free question for each: does `b` relate the same runtime and
+    dimension values to the same results for some range values? unsat is a proven
+    counterexample; anything else moves on."""
+    import random
+
+    if a.is_known_empty:
+        return None
+    boxes = [info.bounds for info in a.all_vars]
+    rng = random.Random(0)
+    corners = itertools.islice(itertools.product(*[sorted({iv.lo, iv.hi}) for iv in boxes]),
+                               CHEAP_SEARCH_POINTS // 2)
+    randoms = (tuple(rng.randint(iv.lo, iv.hi) for iv in boxes)
+               for _ in range(CHEAP_SEARCH_POINTS // 2))
+    nd, nr = a.num_dims, a.num_range_vars
+    budget = max(50, timeout_ms // CHEAP_SEARCH_POINTS)
+    for point in itertools.chain(corners, randoms):
+        dims, syms = point[:nd], point[nd:]
+        if not a.constraints_satisfied(dims, syms):
+            continue
+        result = a.evaluate(dims, syms)
+        env_b: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(x) for i, x in enumerate(dims)}
+        env_b.update({RtVar(i): z3.IntVal(x) for i, x in enumerate(point[nd + nr:])})
+        env_b.update({Symbol(k): z3.Int(f"b_s{k}") for k in range(b.num_range_vars)})
+        eb = _MapEncoding(b, env_b)
+        s = _solver(budget)
+        s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
+        if s.check() != z3.unsat:
+            continue
+        from .syntax import variable_names
+
+        names = variable_names(a)
+        named = {names[v]: x for v, x in zip(a.variables, point)}
+        other = "second" if which == "first" else "first"
+        lhs, rhs = (result, None) if which == "first" else (None, result)
+        return Verdict(False, named, lhs_value=lhs, rhs_value=rhs,
+                       message=f"the {which} map relates {named} to {result}; the {other} "
+                               f"map does not (checked at that point)")
+    return None
 
 
 def _counterexample(a: IndexingMap, b: IndexingMap, which: str, model: z3.ModelRef,
@@ -387,9 +407,7 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
         for m in side:
             if m.is_undefined:
                 return Verdict(None, message="an UNDEFINED map has no relation")
-            bad = _undefined_point(m, timeout_ms)
-            if bad is not None:
-                return bad
+            # every map term is defined everywhere: maps divide by constants (docs/semantics.md)
     live = tuple([m for m in side if not m.is_known_empty] for side in sides)
     shapes = {(m.num_dims, m.num_rt_vars, m.num_results) for side in live for m in side}
     if len(shapes) > 1:

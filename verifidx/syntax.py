@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import EvaluationError, ParseError, locate
+from .errors import DepthError, DivisorError, EvaluationError, ParseError, locate
 from .expr import (
     FOLDING_BINARY,
+    MAX_DEPTH,
     RAW_BINARY,
     Add,
     CeilDiv,
@@ -31,6 +32,7 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    is_constant_valued,
     neg,
     raw_add,
 )
@@ -140,35 +142,80 @@ class _Parser:
         return sign * v
 
     # expressions
+    nesting = 0
+    #: Maps and rules divide by constants only (docs/semantics.md); `parse_expr` allows more.
+    constant_divisors = True
+
+    def nest(self, tok: Token) -> None:
+        """One more level of `(`, unary minus or min/max: bounded like the expressions built
+        from it (MAX_DEPTH), so that this recursive parser never meets the recursion limit."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            line, col = locate(self.text, tok.offset)
+            raise ParseError(f"expected an expression nested at most {MAX_DEPTH} levels deep",
+                             line, col, self.source)
+
     def expr(self) -> Expr:
         start = self.tok
         try:
             e = self.term()
             while self.at("+") or self.at("-"):
-                op = self.tok.text
+                op_tok = self.tok
                 self.pos += 1
                 rhs = self.term()
-                e = self.plus(e, rhs) if op == "+" else self.plus(e, self.negate(rhs))
+                try:
+                    e = self.plus(e, rhs) if op_tok.text == "+" else \
+                        self.plus(e, self.negate(rhs))
+                except DepthError as err:
+                    raise self.depth_error(err, op_tok) from None
             return e
         except EvaluationError as err:
             raise self.error(str(err), start) from None
+
+    def depth_error(self, err: DepthError, tok: Token) -> ParseError:
+        line, col = locate(self.text, tok.offset)
+        return ParseError(f"expected an expression nested at most {MAX_DEPTH} levels deep "
+                          f"(this one reaches {err.depth})", line, col, self.source)
 
     def term(self) -> Expr:
         e = self.unary()
         while self.tok.text in _OPERATOR_WORDS and self.tok.kind != "end":
             op_tok = self.tok
             self.pos += 1
+            divisor = self.tok
             rhs = self.unary()
+            op = _OPERATOR_WORDS[op_tok.text]
+            if self.constant_divisors and op != "*" and not is_constant_valued(rhs):
+                raise self.divisor_error(op, divisor)
             try:
-                e = self.binary(_OPERATOR_WORDS[op_tok.text], e, rhs)
+                e = self.binary(op, e, rhs)
+            except DivisorError:
+                raise self.divisor_error(op, divisor) from None
+            except DepthError as err:
+                raise self.depth_error(err, op_tok) from None
             except EvaluationError as err:
                 raise self.error(str(err), op_tok) from None
         return e
 
+    def divisor_error(self, op: str, start: Token) -> ParseError:
+        """Divisors are integer constants (docs/semantics.md): say so where the divisor is."""
+        need = "a positive" if op == "mod" else "a nonzero"
+        extra = " or a constant of the rule (c0)" if not self.fold else ""
+        written = " ".join(self.text[start.offset : self.tok.offset].split()) or "end of input"
+        line, col = locate(self.text, start.offset)
+        return ParseError(f"expected {need} integer constant{extra} as the divisor of {op}, "
+                          f"found {written!r}", line, col, self.source)
+
     def unary(self) -> Expr:
+        t = self.tok
         if self.accept("-"):
+            self.nest(t)
             inner = self.unary()
-            return Const(-inner.value) if isinstance(inner, Const) else self.negate(inner)
+            self.nesting -= 1
+            try:
+                return Const(-inner.value) if isinstance(inner, Const) else self.negate(inner)
+            except DepthError as err:
+                raise self.depth_error(err, t) from None
         return self.atom()
 
     def atom(self) -> Expr:
@@ -177,20 +224,27 @@ class _Parser:
             self.pos += 1
             return Const(int(t.text))
         if self.accept("("):
+            self.nest(t)
             e = self.expr()
             self.expect(")", "')' to close '('")
+            self.nesting -= 1
             return e
         if t.kind == "name":
             if self.tokens[self.pos + 1].text == "(" and (
                 t.text in ("min", "max") or self.functions is not None
             ):
                 self.pos += 2
+                self.nest(t)
                 args = [self.expr()]
                 while self.accept(","):
                     args.append(self.expr())
                 self.expect(")", f"')' to close {t.text}(")
+                self.nesting -= 1
                 if t.text in ("min", "max") and len(args) == 2:
-                    return self.binary(t.text, args[0], args[1])
+                    try:
+                        return self.binary(t.text, args[0], args[1])
+                    except DepthError as err:
+                        raise self.depth_error(err, t) from None
                 if self.functions is None:
                     raise self.error(f"{t.text} takes two operands", t)
                 return self.functions(t.text, args, t)
@@ -255,11 +309,9 @@ class _Parser:
                     raise self.error("expected 'in' after the expression")
                 self.pos += 1
                 iv = self.interval()
-                if is_var:
-                    if start.text in bounds:
-                        raise self.error(f"bounds of {start.text!r} given twice", start)
+                if is_var and start.text not in bounds:
                     bounds[start.text] = iv
-                else:
+                else:  # as in XLA, a repeated bare variable intersects its bounds
                     constraints.append((e, iv, start))
                 if not self.accept(","):
                     break
@@ -339,6 +391,7 @@ def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
                source: str = "<string>") -> Expr:
     """Parse one expression; variables are `d<i>`, `s<i>`, `rt<i>` unless `names` is given."""
     p = _Parser(text, source)
+    p.constant_divisors = False  # an expression (a tile constraint) may divide by a variable
     if names is None:
         p.pattern_name = _default_variable
     else:
@@ -447,7 +500,8 @@ class _Printer:
         if isinstance(e, Mul):
             if _is_negation(e):
                 return "-" + self.atomic(e.lhs)
-            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, Mul)}"
+            # products group to the left when parsed: a product on the right keeps its parentheses
+            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"
         if not isinstance(e, (FloorDiv, CeilDiv, Mod)):
             return str(e)  # pattern leaves and function calls of the rule language
         word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]

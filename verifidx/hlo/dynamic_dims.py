@@ -50,11 +50,13 @@ SIZES_ATTRIBUTE = "dynamic_sizes"
 @dataclass(frozen=True)
 class SizeVar:
     """One unknown size: `key` identifies it, `label` says where it comes from, `bound` is the
-    largest value it can take (the smallest is 1)."""
+    largest value it can take and `least` the smallest (StableHLO's `?`: 1; XLA's bounded
+    `<=N`, which may be empty at run time: 0)."""
 
     key: str
     label: str
     bound: int
+    least: int = 1
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,11 @@ class SymSize:
     @property
     def hi(self) -> int:
         """The largest value over the variables' intervals."""
-        return self.const + sum(c * (v.bound if c > 0 else 1) for v, c in self.terms)
+        return self.const + sum(c * (v.bound if c > 0 else v.least) for v, c in self.terms)
 
     @property
     def lo(self) -> int:
-        return self.const + sum(c * (1 if c > 0 else v.bound) for v, c in self.terms)
+        return self.const + sum(c * (v.least if c > 0 else v.bound) for v, c in self.terms)
 
     def __str__(self) -> str:
         parts = [(f"{c}*" if c != 1 else "") + v.label for v, c in self.terms]
@@ -156,7 +158,7 @@ class _Builder:
             if k is None:
                 k = self.map.num_rt_vars
                 self.map = self.map.replace(rt_vars=(*self.map.rt_vars,
-                                                     Var(Interval(1, var.bound))))
+                                                     Var(Interval(var.least, var.bound))))
                 domain = IndexingMap.build([], self.map.dims, self.map.range_vars)
                 self.runtime.append(RuntimeVar(size_source(var), domain))
                 self.index[var] = k
@@ -304,6 +306,8 @@ def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int
         return maps, ()
     check = CHECKS.get(inst.opcode)
     why = check(ctx) if check is not None else None
+    if why is None:
+        why = _static_reads_dynamic(ctx, maps, direction, index, operand_sizes)
     if why is not None:
         note = f"{inst.name} ({inst.opcode}): {why} is not supported"
         return tuple((OperandIndexing.undefined(note),) for _ in maps), (note,)
@@ -319,6 +323,42 @@ def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int
             target = leaf_sizes(inst, i)
         groups.append(tuple(restrict(m, domain, target) for m in group))
     return tuple(groups), ()
+
+
+def _static_reads_dynamic(ctx: OpContext, maps: Groups, direction: str, index: int,
+                          operand_sizes: Sequence[tuple[SymSize | None, ...] | None]
+                          ) -> str | None:
+    """Why the maps cannot be cut to the sizes, when a static dimension of the output is
+    indexed together with a dynamic dimension of an operand (a slice of part of a bounded
+    dimension, an elementwise op whose output is static): the output's elements exist at every
+    size but those past the operand's size read past it (padding in XLA's buffers), so cutting
+    the reads would drop reads that happen."""
+    inst = ctx.instruction
+
+    def dyn(sizes: Sequence[SymSize | None] | None, k: int) -> bool:
+        return sizes is not None and k < len(sizes) and sizes[k] is not None
+
+    for i, group in enumerate(maps):
+        if direction == "out2in":
+            out_sizes = leaf_sizes(inst, index)
+            in_sizes = operand_sizes[i] if i < len(operand_sizes) else None
+        else:
+            out_sizes = leaf_sizes(inst, i)
+            in_sizes = operand_sizes[index] if index < len(operand_sizes) else None
+        if not in_sizes:
+            continue
+        for m in group:
+            if m.is_undefined:
+                continue
+            for k, result in enumerate(m.map.results):
+                dims = {v.index for v in result.variables() if isinstance(v, Dim)}
+                if direction == "out2in":
+                    linked = dyn(in_sizes, k) and any(not dyn(out_sizes, d) for d in dims)
+                else:
+                    linked = not dyn(out_sizes, k) and any(dyn(in_sizes, d) for d in dims)
+                if linked:
+                    return "a static output dimension indexed by a dynamic operand dimension"
+    return None
 
 
 def size_var_of(rv: RuntimeVar) -> SizeVar | None:

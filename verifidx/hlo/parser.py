@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from verifidx.errors import ParseError
+from verifidx.hlo.bounded_sizes import with_bounded_sizes
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,
@@ -399,7 +400,7 @@ class _Parser(_Scanner):
             instructions[-1] = dataclasses.replace(instructions[-1], is_root=True)
         return HloComputation(
             name=name,
-            instructions=tuple(instructions),
+            instructions=tuple(with_bounded_sizes(name, instructions)),
             is_entry=is_entry,
             signature=tuple(signature),
             result_shape=result_shape,

@@ -14,12 +14,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from .. import laws
+from ..errors import VerifidxError
 from .model import Rule
 from .store import gate_failure, load_files, result_from_entry, staleness
 
 
 class UnprovenRuleWarning(UserWarning):
     """A rule of the rule base was left out of the simplifier."""
+
+
+class UnprovenLawWarning(UserWarning):
+    """A law of `rules/canonical.rules` is not applied by the expression constructors."""
 
 
 def package_rule_dir() -> Path:
@@ -55,3 +61,46 @@ def _with_strength(rule: Rule, entry: dict[str, object] | None) -> Rule:
     strength = str((entry or {}).get("strength") or "")
     m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength)
     return replace(rule, max_constant=int(m.group(1))) if m else rule
+
+
+#: Rule files that state the laws of `verifidx.laws`.
+LAW_FILES = ("canonical.rules", "mul.rules")
+
+
+def gate_laws(rule_dir: str | Path | None = None, proofs: str | Path | None = None) -> set[str]:
+    """Switch on exactly the laws of `verifidx.laws` whose certificate is current and says
+    proved for all constants; warn (UnprovenLawWarning) about every other one, which then never
+    applies. Returns the laws switched on. Run when the package is imported."""
+    laws.set_enabled(())  # nothing applies while this is being decided
+    folder = Path(rule_dir) if rule_dir is not None else package_rule_dir()
+    problems: dict[str, str] = {}
+    enabled: set[str] = set()
+    try:
+        files = load_files([folder / f for f in LAW_FILES if (folder / f).is_file()], proofs)
+    except (VerifidxError, OSError) as err:
+        files = []
+        problems = {name: f"the rule base cannot be read: {err}" for name in laws.NAMES}
+    for f in files:
+        for rule in f.rules:
+            if rule.name not in laws.NAMES:
+                continue
+            entry = f.entries.get(rule.name)
+            why = f.problem or staleness(rule, entry)
+            if why is None and entry is not None:
+                why = gate_failure(result_from_entry(rule, entry), rule)
+                if why is None and entry.get("strength") != "all":
+                    why = f"proven only for {entry.get('strength')}"
+            if why is None:
+                enabled.add(rule.name)
+            else:
+                problems[rule.name] = f"{rule.file}:{rule.line}: {why}"
+    for name in laws.NAMES:
+        if name not in enabled and name not in problems:
+            problems[name] = f"no rule states it in {folder}"
+    if problems:
+        listed = "; ".join(f"{name} ({why})" for name, why in problems.items())
+        warnings.warn(f"{len(problems)} law(s) not applied when expressions are built: "
+                      f"{listed}; `verifidx prove` repairs their certificates",
+                      UnprovenLawWarning, stacklevel=2)
+    laws.set_enabled(enabled)
+    return enabled

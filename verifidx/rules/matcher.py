@@ -31,9 +31,66 @@ Bindings = dict[Expr, Expr]
 _MAX_FACTORS = 12
 
 
-def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None) -> Iterator[Bindings]:
-    """All bindings (extending `bindings`) under which `pattern` may describe `expr`."""
-    yield from _match(pattern, canon(expr), dict(bindings or {}))
+def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bool = False
+          ) -> Iterator[Bindings]:
+    """All bindings (extending `bindings`) under which `pattern` may describe `expr`.
+    `split` (rules marked `[split]`): also read the dividend of `(x * c0 + y) op c0` as
+    quotient and remainder (see `_split_dividend`)."""
+    e = canon(expr)
+    if split:
+        yield from _match_split(pattern, e, dict(bindings or {}))
+    yield from _match(pattern, e, dict(bindings or {}))
+
+
+def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    """`(x * c0 + y) op c0` against `S op k`: bind c0 = k, then propose x = sum of q_i * t_i
+    and y = S - k * x for choices of q_i in {a_i floordiv k, a_i ceildiv k} (a_i the
+    coefficient of term t_i in S; see `_split_dividend`). Any x is an exact decomposition, so
+    the proposals differ only in which remainder the rule's condition gets to look at."""
+    if not (isinstance(p, Binary) and type(p) is type(e) and isinstance(p.lhs, Add)
+            and isinstance(p.rhs, ConstVar) and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
+            and e.rhs.value > 1):  # type: ignore[attr-defined]
+        return
+    k = e.rhs.value  # type: ignore[attr-defined]
+    factor = [t for t in p.lhs.terms if isinstance(t, Mul) and isinstance(t.lhs, TermVar)
+              and t.rhs is p.rhs]
+    if len(factor) != 1:
+        return
+    rest = [t for t in p.lhs.terms if t is not factor[0]]
+    for b1 in _match(p.rhs, e.rhs, b):  # type: ignore[attr-defined]
+        remaining = _terms(e.lhs)  # type: ignore[attr-defined]
+        for q in _split_dividend(remaining, k):
+            left = dict(remaining)
+            for base, qi in q.items():
+                left[base] -= qi * k
+                if left[base] == 0:
+                    del left[base]
+            for b2 in _match(factor[0].lhs, _expr(q), b1):
+                yield from _assign(_order(tuple(rest), b2), left, b2)
+
+
+def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
+    """Quotient choices for the non-constant terms. First the balanced one (each coefficient
+    rounded to the nearer multiple of k, down on a tie), then each single term rounded the
+    other way. No other choice can leave a remainder within one bucket as interval
+    arithmetic sees it: the remainder's width is the sum of |remainder coefficient| * width
+    of the term, and two terms rounded away from the nearer multiple already make it at
+    least k (terms of width 0 only shift the remainder by multiples of k, which keeps it
+    within one bucket or not)."""
+    bases = [t for t in terms if t is not _ONE]
+    balanced, other = [], []
+    for t in bases:
+        a = terms[t]
+        down, up = a // k, -(-a // k)
+        near, far = (down, up) if a - down * k <= up * k - a else (up, down)
+        balanced.append(near)
+        other.append(far)
+    yield {t: q for t, q in zip(bases, balanced) if q}
+    for i, t in enumerate(bases):
+        if other[i] != balanced[i]:
+            choice = dict(zip(bases, balanced))
+            choice[t] = other[i]
+            yield {b: q for b, q in choice.items() if q}
 
 
 def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from ..errors import EvaluationError
@@ -34,7 +34,7 @@ class PatternLeaf(Expr):
     def __new__(cls, name: str) -> PatternLeaf:
         def init(n: Expr) -> None:
             n.name = name  # type: ignore[attr-defined]
-            n._size, n._total = 1, True
+            n._size, n._total, n._depth = 1, True, 1
 
         return cls._intern((cls.tag, name), init)  # type: ignore[return-value]
 
@@ -57,6 +57,9 @@ class TermVar(PatternLeaf):
     __slots__ = ()
     kind = "termvar"
     tag = "tv"
+
+    def _constancy(self) -> bool | None:
+        return False
 
 
 class ConstVar(PatternLeaf):
@@ -85,12 +88,16 @@ class Call(Expr):
             n.fn, n.args = fn, args  # type: ignore[attr-defined]
             n._size = 1 + sum(a._size for a in args)
             n._total = all(a._total for a in args)
+            n._depth = 1 + max((a._depth for a in args), default=0)
 
         return cls._intern(("call", fn, args), init)  # type: ignore[return-value]
 
     @property
     def children(self) -> tuple[Expr, ...]:
         return self.args
+
+    def _constancy(self) -> bool | None:
+        return True if self.fn in ("lo", "hi") else None
 
     def rebuild(self, children: Sequence[Expr]) -> Expr:
         return Call(self.fn, children)
@@ -187,7 +194,10 @@ class Rule:
     permutative rule (`x + y => y + x`) that may only be applied when the instance it produces
     is smaller in the total term order (ordered rewriting), which is what keeps it from
     cycling. `trial` marks an expansion (so `expansion` is set too) that the engine applies only
-    as a one-shot trial whose outcome it keeps when the whole term got smaller."""
+    as a one-shot trial whose outcome it keeps when the whole term got smaller. `split` lets the
+    matcher read a sum `x * c0 + y` with `c0` already bound as quotient and remainder: every
+    coefficient is split into a multiple of `c0` and a remainder, rounding down or up, and
+    each split is proposed (the engine keeps only proposals that are the matched term)."""
 
     name: str
     kind: str
@@ -200,9 +210,19 @@ class Rule:
     expansion: bool = False
     ordered: bool = False
     trial: bool = False
+    split: bool = False
     #: Set by the rule base from a bounded certificate: the rule is proven only when every
     #: constant it binds has |value| <= max_constant, so the simplifier applies it only then.
     max_constant: int | None = None
+
+    def __hash__(self) -> int:
+        """Computed once: the simplifier keys its per-rule caches by the rule itself."""
+        try:
+            return self.__dict__["_hash"]  # type: ignore[no-any-return]
+        except KeyError:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+            return h
 
     @property
     def normalized_text(self) -> str:

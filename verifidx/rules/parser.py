@@ -39,7 +39,7 @@ _ARITHMETIC = ("+", "-", "*", "/", "floordiv", "ceildiv", "mod")
 KEYWORDS = frozenset({"rule", "if", "and", "or", "not", "in", "true", "false",
                       # words of the map grammar, so that counterexamples print as map text
                       "floordiv", "floorDiv", "ceildiv", "mod", "min", "max", "domain"})
-MARKERS = frozenset({"expand", "ordered", "trial"})
+MARKERS = frozenset({"expand", "ordered", "split", "trial"})
 _CONSTANT = re.compile(r"c\d+")
 _TERM = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -152,7 +152,7 @@ class _RuleParser(_Parser):
             name=name_tok.text, kind="constraint" if isinstance(lhs, Membership) else "expr",
             lhs=lhs, rhs=rhs, condition=condition, file=self.source, line=line, text=text,
             expansion=bool(markers & {"expand", "trial"}), ordered="ordered" in markers,
-            trial="trial" in markers)
+            trial="trial" in markers, split="split" in markers)
 
     def markers(self) -> set[str]:
         found: set[str] = set()

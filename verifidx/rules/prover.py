@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..errors import EvaluationError
+from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
 from ..syntax import print_expr
@@ -76,7 +76,7 @@ class ProverConfig:
     case_rlimit: int = 3_000_000  # one sign case, one enumerated case
     bound: int = 64  # constants enumerated in [-bound, bound]
     min_bound: int = 8  # a bounded proof below this is reported as unknown
-    bounded_rlimit: int = 40_000_000  # all enumerated cases together
+    bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
     minimize_steps: int = 40  # solver calls spent shrinking a counterexample
     timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
 
@@ -104,6 +104,7 @@ class ProofResult:
     cached: bool = False  # read from a current certificate, not proven in this run
     recheck: str | None = None  # check: "z3" (query re-run now) or "cache" (re-run before)
     seed: int = 0  # Z3's random seed in the proving query (sign splits only)
+    rlimit: int = 0  # the resource limit of each check that proved it (0: the config's)
 
     @property
     def ok(self) -> bool:
@@ -685,7 +686,10 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
     terms = [n for n in nodes.values() if isinstance(n, TermVar)]
     parts = [e for side in (rule.lhs, rule.rhs) for e in
              ([side.expr] if isinstance(side, Membership) else [side])]
-    results = [_instantiate(e, env) for e in parts]
+    try:
+        results = [_instantiate(e, env) for e in parts]
+    except DivisorError:
+        return None  # the counterexample makes a divisor invalid: no map can show that
     if any(r is None for r in results):
         return None
     names = {t: t.name for t in terms}  # type: ignore[attr-defined]
@@ -700,7 +704,10 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
         value, _ = _value(arg, env)
         lo = env.get(Call("lo", [arg]), value)
         hi = env.get(Call("hi", [arg]), value)
-        inst = _instantiate(arg, env)
+        try:
+            inst = _instantiate(arg, env)
+        except DivisorError:
+            return None
         if lo is None or hi is None or inst is None:
             return None
         domain.append(f"{print_expr(inst)} in [{lo}, {hi}]")
@@ -728,6 +735,7 @@ class _Outcome:
     message: str = ""
     query: str = ""  # the script whose checks all answered unsat (proved only)
     seed: int = 0
+    rlimit: int = 0  # of each check, when not the config's (an escalated sign split)
 
 
 def _refutation(ob: Obligation, answer: _Answer, tactic: bool, strategy: str,
@@ -772,6 +780,8 @@ def _sign_cases(rule: Rule, ob: Obligation) -> list[z3.BoolRef]:
 
 
 SEEDS = (0, 1, 2, 3)  # Z3's search orders tried by the sign splits, in this order
+ESCALATION = 5  # when one sign case stays open: this many times the case budget ...
+ESCALATION_SEEDS = tuple(range(8))  # ... under these seeds (digit_merge_high_nested needs 4)
 
 
 def _sign_splits(rule: Rule, ob: Obligation, config: ProverConfig, notes: list[str]
@@ -782,7 +792,7 @@ def _sign_splits(rule: Rule, ob: Obligation, config: ProverConfig, notes: list[s
     cases = _sign_cases(rule, ob)
     if not cases:
         return None
-    open_cases = 0
+    fewest = len(cases)
     for seed in SEEDS:
         text = render_query(ob, "sign splits", True, cases, seed)
         answers = ScriptRun(config.case_rlimit, config.timeout_ms).run(text)
@@ -793,8 +803,18 @@ def _sign_splits(rule: Rule, ob: Obligation, config: ProverConfig, notes: list[s
                 a = _check(ob, True, config.case_rlimit, config, [case])
                 if a.result == "sat":
                     return _refutation(ob, a, True, "sign splits", config)
-        open_cases = answers.count("unknown")
-    notes.append(f"sign splits: {open_cases} case(s) unknown under each of {len(SEEDS)} seeds")
+        fewest = min(fewest, len(cases) - answers.count("unsat"))
+    if fewest == 1:  # nearly there: one hard case is worth a larger budget and more seeds
+        rlimit = config.case_rlimit * ESCALATION
+        for seed in ESCALATION_SEEDS:
+            text = render_query(ob, "sign splits", True, cases, seed)
+            answers = ScriptRun(rlimit, config.timeout_ms).run(text)
+            if answers == ["unsat"] * len(cases):
+                return _Outcome(PROVED, "sign splits", "all", query=text, seed=seed,
+                                rlimit=rlimit)
+    notes.append(f"sign splits: {fewest} case(s) unknown under each of {len(SEEDS)} seeds"
+                 + (f" (and of {len(ESCALATION_SEEDS)} with {ESCALATION}x the budget)"
+                    if fewest == 1 else ""))
     return None
 
 
@@ -817,13 +837,28 @@ def _bounded_cases(ob: Obligation, names: Sequence[str], m: int) -> list[z3.Bool
             for combo in _shell(len(names), m)]
 
 
+def bounded_base(rule: Rule) -> str:
+    """What a bounded proof's certificate stores: the obligation without its cases. The cases
+    (every value in [-N, N] of the enumerated constants) follow from the strength and are
+    regenerated by `bounded_query`; storing them would cost megabytes per rule."""
+    ob = build_obligation(rule, quotients=True)
+    head = render_query(ob, "bounded", True, [z3.BoolVal(True)])
+    return head[: head.index("(push 1)")]
+
+
 def bounded_query(rule: Rule, covered: int) -> str:
-    """The script of a `bounded: |c| <= covered` proof: one check per value of the enumerated
-    constants (the other constants and the terms stay symbolic)."""
+    """The script of a `bounded: |c| <= covered` proof: the base query, then one check per value
+    of the enumerated constants (the other constants and the terms stay symbolic)."""
     ob = build_obligation(rule, quotients=True)
     names = nonlinear_constants(rule)
     cases = [c for m in range(covered + 1) for c in _bounded_cases(ob, names, m)]
     return render_query(ob, "bounded", True, cases)
+
+
+def bounded_limit(strength: str | None) -> int | None:
+    """N of `bounded: |c| <= N`, or None."""
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength or "")
+    return int(m.group(1)) if m else None
 
 
 def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
@@ -834,8 +869,7 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
     if not names:
         return _Outcome(UNKNOWN, "bounded", message="; ".join(notes))
     ob = build_obligation(rule, quotients=True)
-    head = render_query(ob, "bounded", True, [z3.BoolVal(True)])
-    head = head[: head.index("(push 1)")]  # then the shells: head + shells = the stored query
+    head = bounded_base(rule)  # then the shells: head + shells = the query `check` runs
     run = ScriptRun(config.case_rlimit, config.timeout_ms)
     run.run(head)
     start = run.spent()
@@ -867,7 +901,7 @@ def _bounded_result(rule: Rule, covered: int, names: Sequence[str], config: Prov
         others = " (other constants and all terms unbounded)"
         return _Outcome(PROVED, "bounded", f"bounded: |c| <= {covered}",
                         message=f"{which} enumerated in [-{covered}, {covered}]{others}",
-                        query=bounded_query(rule, covered))
+                        query=bounded_base(rule))
     reason = "; ".join([*notes, f"bounded: {why or 'nothing to enumerate'}"
                         + (f" after |c| <= {covered}" if covered >= 0 else "")])
     return _Outcome(UNKNOWN, "bounded", message=reason)
@@ -877,7 +911,8 @@ def query_for(rule: Rule, strategy: str | None, strength: str | None, seed: int 
               ) -> str | None:
     """The query a certificate with this strategy and strength must hold for `rule`, rebuilt
     from the rule's text alone (None: no such strategy). `verifidx check` compares it with the
-    stored text and runs it, so a certificate cannot claim a proof of an easier formula."""
+    stored text and runs it (with the enumerated cases appended, for a bounded proof), so a
+    certificate cannot claim a proof of an easier formula."""
     if strategy in ("direct", "quotients"):
         quotients = strategy == "quotients"
         return render_query(build_obligation(rule, quotients=quotients), strategy, quotients)
@@ -885,10 +920,19 @@ def query_for(rule: Rule, strategy: str | None, strength: str | None, seed: int 
         ob = build_obligation(rule, quotients=True)
         cases = _sign_cases(rule, ob)
         return render_query(ob, strategy, True, cases, seed) if cases else None
-    if strategy == "bounded" and strength:
-        m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength)
-        return bounded_query(rule, int(m.group(1))) if m else None
+    if strategy == "bounded":
+        return bounded_base(rule) if bounded_limit(strength) is not None else None
     return None
+
+
+def recheck_query_for(rule: Rule, strategy: str | None, strength: str | None, seed: int = 0
+                      ) -> str | None:
+    """The script `verifidx check` runs: the stored query itself, or for a bounded proof the
+    base query followed by every enumerated case up to the certificate's bound."""
+    if strategy == "bounded":
+        limit = bounded_limit(strength)
+        return bounded_query(rule, limit) if limit is not None else None
+    return query_for(rule, strategy, strength, seed)
 
 
 def _search(rule: Rule, config: ProverConfig) -> _Outcome:
@@ -914,7 +958,7 @@ def prove_rule(rule: Rule, config: ProverConfig | None = None) -> ProofResult:
         return result
     result.strategy = outcome.strategy
     if outcome.verdict == PROVED:
-        result.smtlib, result.seed = outcome.query, outcome.seed
+        result.smtlib, result.seed, result.rlimit = outcome.query, outcome.seed, outcome.rlimit
     result.verdict, result.strength, result.message = (outcome.verdict, outcome.strength,
                                                        outcome.message)
     if outcome.verdict == REFUTED:

@@ -33,14 +33,17 @@ from .prover import (
     ProofResult,
     ProverConfig,
     logic,
+    nonlinear_constants,
     prove_rules,
     query_for,
+    recheck_query_for,
     rule_leaves,
     run_query,
     z3_binary,
 )
 
-FORMAT = 2  # 2: the proving query, its resource limit and logic; no timings
+FORMAT = 3  # 2: the proving query, its resource limit and logic, no timings; 3: a bounded
+# proof stores its base query and the enumerated constants, not every case
 STALE, MISSING = "stale", "missing"
 VERDICTS = ("proved", "refuted", "unknown", "stale", "missing", "error")
 _STORED = ("verdict", "strength", "order", "strategy", "counterexample", "lhs_value",
@@ -144,7 +147,9 @@ def entry_for(result: ProofResult, rule: Rule, config: ProverConfig) -> dict[str
                  verifier_version=verifier_version(), smtlib=result.smtlib,
                  logic=logic(rule))
     if result.verdict == PROVED:
-        entry["rlimit"] = proof_rlimit(result.strategy, config)
+        entry["rlimit"] = result.rlimit or proof_rlimit(result.strategy, config)
+        if result.strategy == "bounded":  # the cases `check` appends: these, in [-N, N]
+            entry["enumerated"] = nonlinear_constants(rule)
         if result.seed:
             entry["seed"] = result.seed
     return entry
@@ -372,6 +377,15 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
         res.message = (f"the certificate's query is not the obligation of this rule under "
                        f"strategy {res.strategy!r}; run verifidx prove --force")
         return None
+    full = recheck_query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int)
+                             else -1)
+    assert full is not None  # query_for answered, so the strategy and strength are known
+    if res.strategy == "bounded" and entry.get("enumerated") != nonlinear_constants(rule):
+        res.verdict, res.strength = ERROR, None
+        res.message = ("the certificate's enumerated constants are not this rule's; "
+                       "run verifidx prove --force")
+        return None
+    query = full
     rlimit = entry.get("rlimit")
     if not isinstance(rlimit, int) or rlimit <= 0:
         res.verdict, res.strength = ERROR, None

@@ -1,0 +1,221 @@
+"""Map equality, cheapest decision first: structure, enumeration of small domains, Z3.
+
+Layer: with the simplifier (it asks the proven simplifier whether two maps become identical),
+above `smt`, whose `equal` stays the solver path.
+
+`equal(f, g)` keeps the contract of `verifidx.smt.equal` (a Verdict whose `holds` is True only
+when proven, False with a concrete counterexample, None when undecided) and tries, in order:
+1. identical maps, or maps whose results and constraints have the same canonical form;
+2. exact enumeration of both relations when every expression is total and both boxes are
+   small: numpy evaluates each expression over the whole box at once, and the two relations,
+   as sets of (runtime values, dimensions, results) rows, are compared; a row in one set only
+   is a counterexample;
+3. maps that become identical under the proven simplifier;
+4. Z3 (`smt.equal`), which also owns the undefined-operation and shape-mismatch answers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .canonical import canon
+from .expr import Add, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, Variable
+from .indexing_map import IndexingMap
+from .smt import DEFAULT_TIMEOUT_MS, Verdict
+from .smt import equal as smt_equal
+
+#: Largest box (points per map) decided by enumeration.
+ENUMERATION_POINTS = 1 << 16
+
+
+def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+    """Whether `f` and `g` denote the same relation (see the module docstring for the order)."""
+    start = time.perf_counter()
+    if f.is_undefined or g.is_undefined:
+        return smt_equal(f, g, timeout_ms)
+    if f == g or _canonical(f) == _canonical(g):
+        return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
+    verdict = _by_enumeration(f, g)
+    if verdict is None:
+        from .simplifier import default_simplifier  # same layer; loaded only when needed
+
+        simp = default_simplifier()
+        if simp.simplify(f) == simp.simplify(g):
+            verdict = Verdict(True, message="identical after proven simplification")
+        else:
+            return smt_equal(f, g, timeout_ms)
+    verdict.seconds = time.perf_counter() - start
+    return verdict
+
+
+def _canonical(m: IndexingMap) -> IndexingMap:
+    if m.is_known_empty:
+        return m
+    return m.replace(results=tuple(canon(r) for r in m.results),
+                     constraints={canon(e): iv for e, iv in m.constraints.items()})
+
+
+# -- enumeration -------------------------------------------------------------------------------
+
+
+def _enumerable(m: IndexingMap) -> bool:
+    if m.is_known_empty:
+        return True
+    if m.domain_size() > ENUMERATION_POINTS:
+        return False
+    return all(e.is_total for e in (*m.results, *m.constraints))
+
+
+def _by_enumeration(f: IndexingMap, g: IndexingMap) -> Verdict | None:
+    if (f.num_dims, f.num_rt_vars, f.num_results) != (g.num_dims, g.num_rt_vars,
+                                                       g.num_results):
+        return None
+    if not (_enumerable(f) and _enumerable(g)):
+        return None
+    if _same_domain(f, g):
+        return _pointwise(f, g)
+    rows_f, rows_g = _rows(f), _rows(g)
+    only_f = _difference(rows_f, rows_g)
+    if only_f is not None:
+        return _counterexample(f, g, only_f, "first")
+    only_g = _difference(rows_g, rows_f)
+    if only_g is not None:
+        return _counterexample(g, f, only_g, "second")
+    return Verdict(True, message=f"equal by enumeration ({len(rows_f)} tuples)")
+
+
+def _same_domain(f: IndexingMap, g: IndexingMap) -> bool:
+    """No range variables, the same box and the same constraints: the relations are equal
+    exactly when the results agree at every point of the (shared) domain."""
+    return (f.num_range_vars == g.num_range_vars == 0 and not f.is_known_empty
+            and not g.is_known_empty and f.all_vars == g.all_vars
+            and _canonical(f).constraints == _canonical(g).constraints)
+
+
+def _pointwise(f: IndexingMap, g: IndexingMap) -> Verdict:
+    env, n = _box(f)
+    keep = _satisfied(f, env, n)
+    differ = np.zeros(n, dtype=bool)
+    for a, b in zip(f.results, g.results):
+        differ |= _evaluate(a, env, n) != _evaluate(b, env, n)
+    bad = np.flatnonzero(differ & keep)
+    if not len(bad):
+        return Verdict(True, message=f"equal by enumeration ({int(keep.sum())} points)")
+    i = int(bad[0])
+    values = [int(env[v][i]) for v in f.variables]
+    nd = f.num_dims
+    dims, rts = values[:nd], values[nd:]
+    result = f.evaluate(dims, rts)
+    from .syntax import variable_names
+
+    names = variable_names(f)
+    point = dict(zip((names[v] for v in f.variables), values))
+    other = g.evaluate(dims, rts)
+    return Verdict(False, point, lhs_value=result, rhs_value=other,
+                   message=f"the first map relates {point} to {result}; the second map does "
+                           f"not (gives {other})")
+
+
+def _box(m: IndexingMap) -> tuple[dict[Expr, np.ndarray], int]:
+    axes = [np.arange(v.bounds.lo, v.bounds.hi + 1, dtype=np.int64) for v in m.all_vars]
+    grids = np.meshgrid(*axes, indexing="ij") if axes else []
+    env: dict[Expr, np.ndarray] = {v: grid.ravel() for v, grid in zip(m.variables, grids)}
+    return env, grids[0].size if grids else 1
+
+
+def _satisfied(m: IndexingMap, env: dict[Expr, np.ndarray], n: int) -> np.ndarray:
+    keep = np.ones(n, dtype=bool)
+    for e, iv in m.constraints.items():
+        value = _evaluate(e, env, n)
+        keep &= (value >= iv.lo) & (value <= iv.hi)
+    return keep
+
+
+def _rows(m: IndexingMap) -> np.ndarray:
+    """The relation as unique rows (runtime values, dimensions, results), range variables
+    projected away."""
+    width = m.num_rt_vars + m.num_dims + m.num_results
+    if m.is_known_empty or any(v.bounds.is_empty for v in m.all_vars):
+        return np.zeros((0, width), dtype=np.int64)
+    env, n = _box(m)
+    keep = _satisfied(m, env, n)
+    nd, nr = m.num_dims, m.num_range_vars
+    columns = [env[v] for v in m.variables[nd + nr:]] + [env[v] for v in m.variables[:nd]]
+    columns += [_evaluate(r, env, n) for r in m.results]
+    if not columns:
+        return np.zeros((1 if keep.any() else 0, 0), dtype=np.int64)
+    table = np.stack(columns, axis=1)[keep]
+    return np.unique(table, axis=0)
+
+
+def _evaluate(e: Expr, env: dict[Expr, np.ndarray], n: int) -> np.ndarray:
+    """Vectorised evaluation with the semantics of the map language (floor rounding, mod in
+    [0, b - 1]); only called on total expressions, so no divisor is 0 or a bad modulus."""
+    if isinstance(e, Const):
+        return np.full(n, e.value, dtype=np.int64)
+    if isinstance(e, Variable):
+        return env[e]
+    if isinstance(e, Add):
+        out = _evaluate(e.terms[0], env, n)
+        for t in e.terms[1:]:
+            out = out + _evaluate(t, env, n)
+        return out
+    a, b = _evaluate(e.lhs, env, n), _evaluate(e.rhs, env, n)  # type: ignore[attr-defined]
+    if isinstance(e, Mul):
+        return a * b
+    if isinstance(e, FloorDiv):
+        return np.floor_divide(a, b)
+    if isinstance(e, CeilDiv):
+        return -np.floor_divide(-a, b)
+    if isinstance(e, Mod):
+        return np.mod(a, b)
+    if isinstance(e, Min):
+        return np.minimum(a, b)
+    if isinstance(e, Max):
+        return np.maximum(a, b)
+    raise TypeError(f"cannot evaluate {type(e).__name__}")
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """A row of `a` that is not in `b`, or None."""
+    if len(a) == 0:
+        return None
+    if len(b) == 0:
+        return a[0]
+    if a.shape[1] == 0:
+        return None
+    joined = np.concatenate([b, a])
+    _, first, counts = np.unique(joined, axis=0, return_index=True, return_counts=True)
+    lonely = first[(counts == 1) & (first >= len(b))]
+    return joined[lonely.min()] if len(lonely) else None
+
+
+def _counterexample(a: IndexingMap, b: IndexingMap, row: np.ndarray, which: str) -> Verdict:
+    from .syntax import variable_names
+
+    names = variable_names(a)
+    nrt, nd = a.num_rt_vars, a.num_dims
+    rts, dims = [int(x) for x in row[:nrt]], [int(x) for x in row[nrt:nrt + nd]]
+    result = tuple(int(x) for x in row[nrt + nd:])
+    syms: list[int] = []
+    if a.num_range_vars:  # a witness for the range variables (the box is small)
+        syms = next(list(s) for d, s, rt, res in a.points()
+                    if list(d) == dims and list(rt) == rts and res == result)
+    point = {names[v]: x for v, x in zip(a.variables, [*dims, *syms, *rts])}
+    b_value: object = None
+    if b.num_range_vars == 0 and not b.is_known_empty and all(
+            x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
+            b.constraints_satisfied(dims, rts):
+        b_value = b.evaluate(dims, rts)
+    other = "second" if which == "first" else "first"
+    where = (f"gives {b_value}" if b_value is not None else
+             "no value of its range variables gives it" if b.num_range_vars else
+             "outside its domain")
+    msg = (f"the {which} map relates {point} to {result}; the {other} map does not ({where})")
+    lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
+    return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
+
+
+__all__ = ["ENUMERATION_POINTS", "equal"]
