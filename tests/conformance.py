@@ -1,4 +1,4 @@
-"""Reading the XLA conformance vectors (../shared/conformance/xla/*.json)."""
+"""Reading the XLA conformance vectors (tests/data/conformance/xla/*.json, see its README)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles and the location of ../shared."""
+"""Shared test configuration: hypothesis profiles, the conformance vectors, and a proof cache
+private to the test run."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 REPO = Path(__file__).resolve().parents[1]
 
 
+DATA = Path(__file__).resolve().parent / "data"
+
+
 def shared_dir() -> Path | None:
-    """../shared next to the checkout (CI clones the repo with shared/ beside it)."""
-    for candidate in (REPO.parent / "shared", REPO / ".." / "shared"):
-        if (candidate / "conformance" / "xla" / "cases.json").is_file():
-            return candidate.resolve()
+    """The directory holding `conformance/xla/*.json`: the copy in tests/data (see its
+    README.md for the provenance), so that a clone runs every conformance test."""
+    if (DATA / "conformance" / "xla" / "cases.json").is_file():
+        return DATA
     return None
 
 
@@ -32,8 +36,15 @@ def shared_dir() -> Path | None:
 def shared() -> Path:
     d = shared_dir()
     if d is None:
-        pytest.skip("../shared/conformance is absent: conformance vectors not available")
+        pytest.fail("tests/data/conformance/xla is missing from this checkout")
     return d
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_proof_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`verifidx check` remembers re-checked queries in a cache; tests use their own, empty at
+    the start of the run, and never the user's."""
+    os.environ["VERIFIDX_CACHE_DIR"] = str(tmp_path_factory.mktemp("verifidx-cache"))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

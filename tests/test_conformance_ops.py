@@ -1,4 +1,4 @@
-"""Per-op maps against XLA's own expectations (../shared/conformance/xla/cases.json).
+"""Per-op maps against XLA's own expectations (tests/data/conformance/xla/cases.json).
 
 Every `op_output_to_input` and `op_input_to_output` case: our maps must denote the same
 relations as XLA's expected maps (checked by Z3), and their text must be identical ignoring

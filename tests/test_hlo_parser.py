@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import shared_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,11 +34,7 @@ DATA = Path(__file__).resolve().parent / "data" / "hlo"
 
 
 def _shared_dir() -> Path | None:
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "shared", here.parents[1] / ".." / "shared"):
-        if candidate.is_dir():
-            return candidate
-    return None
+    return shared_dir()  # tests/data: the conformance vectors travel with the tests
 
 
 def entry(body: str) -> str:
@@ -1052,14 +1049,13 @@ def _conformance_modules() -> list[tuple[str, str]]:
 
 def test_conformance_hlo_parses(capsys: pytest.CaptureFixture[str]) -> None:
     modules = _conformance_modules()
-    if not modules:
-        pytest.skip("shared/conformance is absent: no XLA conformance vectors to parse")
+    assert modules, "tests/data/conformance/xla holds no HLO modules"
     parsed: list[HloModule] = [parse_hlo(text, case_id) for case_id, text in modules]
-    with capsys.disabled():
-        print(
-            f"\nparsed {len(parsed)} HLO modules from the XLA conformance corpus "
-            f"({len(set(text for _, text in modules))} distinct)"
-        )
+    # the report is captured: pytest -rP (or -s) shows it, -q stays quiet
+    print(
+        f"\nparsed {len(parsed)} HLO modules from the XLA conformance corpus "
+        f"({len(set(text for _, text in modules))} distinct)"
+    )
     assert all(module.entry.root.is_root for module in parsed)
 
 

@@ -224,3 +224,40 @@ def test_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None:
             for p in o["operands"]:
                 assert p["maps"] == [str(m) for m in api[comp["name"]][o["output_index"]]
                                      [p["parameter_name"]]]
+
+
+def test_a_typo_in_an_opcode_is_an_error_a_real_unmodelled_op_is_not(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hlo = tmp_path / "t.hlo"
+    body = "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT x = f32[4] {op}(p)\n}\n"
+    hlo.write_text(body.replace("{op}", "exponentialx"))
+    assert main(["indexing", str(hlo)]) == 2
+    _, err = capsys.readouterr()
+    assert err.strip() == (f"error: {hlo}:4:19: 'exponentialx' is not an HLO opcode "
+                           "(did you mean 'exponential'?)")
+    # for text from a newer XLA: the word is kept as an unmodelled op
+    assert main(["indexing", str(hlo), "--allow-unknown-opcodes"]) == 0
+    assert "unknown indexing" in capsys.readouterr().out
+    hlo.write_text(body.replace("{op}", "cholesky"))  # real, not modelled
+    assert main(["indexing", str(hlo)]) == 0
+    assert "unknown indexing" in capsys.readouterr().out
+
+
+def test_hlo_that_is_not_utf8_names_the_position(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    hlo = tmp_path / "t.hlo"
+    hlo.write_bytes(b"HloModule m\nENTRY e {\n  p = f32[4] par\xe9meter(0)\n}\n")
+    assert main(["indexing", str(hlo)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {hlo}:3:17: not UTF-8 text (byte 0xe9)"
+
+
+def test_every_opcode_of_the_conformance_corpus_is_known() -> None:
+    from conftest import shared_dir
+
+    from verifidx.hlo import parse_hlo
+    from verifidx.hlo.opcodes import HLO_OPCODES
+
+    cases = json.loads((shared_dir() / "conformance" / "xla" / "cases.json").read_text())  # type: ignore[operator]
+    seen = {i.opcode for c in cases if c.get("hlo")
+            for comp in parse_hlo(c["hlo"]).computations.values() for i in comp.instructions}
+    assert seen and seen <= HLO_OPCODES, seen - HLO_OPCODES

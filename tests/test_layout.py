@@ -524,7 +524,10 @@ def test_cli_text() -> None:
 
 
 def test_cli_json_contract() -> None:
+    # every offset only when asked for (issue 12: a 2048x2048 layout wrote 36.6 MB of JSON)
     code, out, _ = run_cli("f32[4,8]{1,0:T(2,4)(2,1)}", "--json")
+    assert code == 0 and "offsets" not in json.loads(out)
+    code, out, _ = run_cli("f32[4,8]{1,0:T(2,4)(2,1)}", "--json", "--all-offsets")
     assert code == 0
     doc = json.loads(out)
     assert doc["shape"] == "f32[4,8]{1,0:T(2,4)(2,1)}"
@@ -533,6 +536,23 @@ def test_cli_json_contract() -> None:
     code, out, _ = run_cli("f32[3,5]{1,0:T(2,2)}", "--json", "--check", "--index", "2,3")
     doc = json.loads(out)
     assert doc["offset"] == 17 and doc["checks"]["injective"]["holds"] is True
+
+
+def test_real_sizes_need_no_enumeration() -> None:
+    code, out, _ = run_cli("f32[8192,8192]{1,0:T(8,128)}", "--check", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["checks"]["injective"]["holds"] is True
+    assert doc["checks"]["in_bounds"]["holds"] is True and "offsets" not in doc
+
+
+@pytest.mark.parametrize("text", ["f32[3,5]{1,0:T(2,2)}", "f32[4,8]{1,0:T(2,4)(2,1)}",
+                                  "f32[7,5,3]{0,2,1:T(2,2)}", "bf16[6,10]{1,0:T(4,4)(2,1)}"])
+def test_streamed_offsets_are_the_offsets(text: str) -> None:
+    s = parse_shape(text)
+    assert list(s.iter_offsets()) == s.offsets()
+    code, out, _ = run_cli(text, "--json", "--all-offsets")
+    assert code == 0 and json.loads(out)["offsets"] == s.offsets()
 
 
 @pytest.mark.parametrize("argv", [("f32[3,5]{1,2}",), ("f32[3,5]", "--index", "3,0"),

@@ -43,3 +43,33 @@ def test_a_parse_error_fails_one_item(tmp_path: Path) -> None:
     proc = pytest_run(tmp_path, "--verifidx-rules", "broken.rules")
     assert proc.returncode == 1
     assert "broken.rules:1:21: 'y' does not occur on the left side" in proc.stdout
+
+
+def test_the_documented_command_works_with_the_package_installed(tmp_path: Path) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "good.rules").write_text(GOOD)
+    proc = pytest_run(tmp_path, "-p", "verifidx.rules.pytest_plugin", "--verifidx-rules",
+                      "rules/")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout and "already registered" not in proc.stderr
+
+
+def test_only_the_rule_files_asked_for_are_collected(tmp_path: Path) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "good.rules").write_text(GOOD)
+    (tmp_path / "other.rules").write_text(BAD)
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    proc = pytest_run(tmp_path, "--verifidx-rules", "rules/")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout and "test_x" not in proc.stdout
+    # with a test path given too, both are collected
+    proc = pytest_run(tmp_path, "--verifidx-rules", "rules/", "test_x.py")
+    assert proc.returncode == 0 and "3 passed" in proc.stdout
+
+
+def test_a_run_without_the_option_loads_neither_verifidx_nor_z3(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text(
+        "import sys\n\ndef test_x():\n"
+        "    assert 'z3' not in sys.modules and 'verifidx' not in sys.modules\n")
+    proc = pytest_run(tmp_path)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .indexing_map import IndexingMap
-from .smt import equal
 
 T = TypeVar("T")
 
@@ -49,6 +48,8 @@ def proven_equal(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEDUP_TIMEOUT
     key = (a, b) if hash(a) <= hash(b) else (b, a)
     if key in _VERDICTS:
         return _VERDICTS[key]
+    from .smt import equal  # Z3 loads on the first proof, not on `import verifidx`
+
     holds = equal(a, b, timeout_ms).holds
     if len(_VERDICTS) > _VERDICT_CACHE_LIMIT:
         _VERDICTS.clear()

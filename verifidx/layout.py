@@ -42,9 +42,10 @@ reading of the document and prove with Z3 that the simplified maps equal the raw
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Union, overload
@@ -340,6 +341,29 @@ class TiledShape:
             row = _as_list(self._column_offset(index), size)
             out = [a + b for a in out for b in row]
         return out
+
+    def iter_offsets(self) -> Iterator[int]:
+        """The offsets of `offsets()`, one at a time in the same order, without holding them all
+        when the layout has no `*` (then each offset is a sum of one table per logical dimension,
+        walked like an odometer); with `*`, from `offsets()` and its limit."""
+        if any(len(g) > 1 for st in self.steps for g in st.groups):
+            yield from self.offsets()
+            return
+        if self.num_elements == 0:
+            return
+        tables = []
+        for d, size in enumerate(self.dims):
+            index: list[IndexValue] = [0] * self.rank
+            index[d] = _Column(range(size))
+            tables.append(_as_list(self._column_offset(index), size))
+        if not tables:
+            yield 0
+            return
+        last = tables[-1]
+        for head in itertools.product(*tables[:-1]):
+            base = sum(head)
+            for b in last:
+                yield base + b
 
     def _column_offset(self, index: Sequence[IndexValue]) -> IndexValue:
         total: IndexValue = 0

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Literal, cast
 
 from . import laws
@@ -863,6 +864,41 @@ def default_simplifier() -> Simplifier:
     return _DEFAULT
 
 
+_CUSTOM: dict[tuple[str, bool], Simplifier] = {}
+
+
+def _fingerprint(paths: Sequence[str | Path]) -> str:
+    """The rule files and their certificates as they are now (a cache key that an edited rule
+    or a re-proof changes)."""
+    import hashlib
+
+    from .rules.parser import rule_files
+    from .rules.store import certificate_path
+
+    h = hashlib.sha256()
+    for f in rule_files(list(paths)):
+        for part in (f, certificate_path(f)):
+            h.update(str(part.resolve()).encode())
+            h.update(part.read_bytes() if part.is_file() else b"-")
+    return h.hexdigest()
+
+
+def simplifier_for(rules: Sequence[str | Path] = (), bundled: bool = True) -> Simplifier:
+    """A simplifier over the bundled rule base (unless `bundled=False`) plus the user's rule
+    files or directories `rules`, each rule admitted only with a current, proved certificate
+    (`proofs/` beside a `rules/` directory, as `verifidx prove` writes them)."""
+    if not rules and bundled:
+        return default_simplifier()
+    key = (_fingerprint(rules), bundled)
+    if key not in _CUSTOM:
+        from .rules.base import package_rule_dir, proven_rule_base
+
+        base = proven_rule_base([package_rule_dir()]) if bundled else []
+        own = [r for path in rules for r in proven_rule_base([path])]
+        _CUSTOM[key] = Simplifier(RuleEngine([*base, *own]))
+    return _CUSTOM[key]
+
+
 def expression_range(m: IndexingMap, e: Expr, simplifier: Simplifier | None = None) -> Interval:
     """Sound interval of `e` over the map's domain, simplified first so that, for instance,
     `s0 - 32 * (s0 floordiv 32)` is seen as `s0 mod 32` and gets [0, 31]."""
@@ -885,12 +921,16 @@ class SimplifyResult:
 
 
 def simplify(m: IndexingMap, verify: bool = False, point_dims: str = "replace",
-             trace: list[Step] | None = None, timeout_ms: int = 5000
+             trace: list[Step] | None = None, timeout_ms: int = 5000,
+             rules: Sequence[str | Path] = (), bundled: bool = True
              ) -> IndexingMap | SimplifyResult:
     """A new map with the same relation. With `verify=True`, also asks Z3 whether the result
-    equals the input and returns a SimplifyResult whose verdict is honest (None: unknown)."""
+    equals the input and returns a SimplifyResult whose verdict is honest (None: unknown).
+    `rules`: the user's own proven rule files or directories, used on top of the bundled rule
+    base, or instead of it with `bundled=False`."""
     steps: list[Step] | None = trace if trace is not None else ([] if verify else None)
-    out = default_simplifier().simplify(m, point_dims=point_dims, trace=steps)
+    engine = simplifier_for(rules, bundled)
+    out = engine.simplify(m, point_dims=point_dims, trace=steps)
     if not verify:
         return out
     from .smt import equal
@@ -906,4 +946,4 @@ def _simplify_map(m: IndexingMap, point_dims: str) -> IndexingMap:
 register_simplifier(_simplify_map)
 
 __all__ = ["RuleEngine", "Simplifier", "SimplifyResult", "Step", "simplify",
-           "default_simplifier", "expression_range"]
+           "default_simplifier", "expression_range", "simplifier_for"]

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import VerifidxError
+from ..errors import ParseError, VerifidxError
 from ..indexing_map import IndexingMap
 from ..smt import Verdict
 from ..syntax import parse_map
@@ -58,11 +58,22 @@ def read_text(arg: str | None, what: str = "map") -> tuple[str, str]:
     path = arg[1:] if arg.startswith("@") else arg
     if arg.startswith("@") or ("\n" not in arg and len(arg) < 4096 and os.path.isfile(path)):
         try:
-            with open(path, encoding="utf-8") as fh:
-                return fh.read(), path
+            with open(path, "rb") as fh:
+                return decode_utf8(fh.read(), path), path
         except OSError as err:
             raise UsageError(f"cannot read {path}: {err.strerror}") from None
     return arg, "<argument>"
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """UTF-8 text, or a ParseError at the line and column of the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ParseError(f"not UTF-8 text (byte 0x{data[err.start]:02x})", line, column,
+                         source) from None
 
 
 def load_map(arg: str | None) -> IndexingMap:

@@ -25,10 +25,11 @@ from ..computation_maps import (
 )
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
+from ..hlo.opcodes import check_opcodes
 from ..hlo.runtime import OperandIndexing
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
 from ..syntax import print_map
-from .common import Subparsers, UsageError, add_command
+from .common import Subparsers, UsageError, add_command, decode_utf8
 
 
 def register(sub: Subparsers) -> None:
@@ -45,6 +46,9 @@ def register(sub: Subparsers) -> None:
                    help="list the maps merged because Z3 proved them equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
+    p.add_argument("--allow-unknown-opcodes", action="store_true",
+                   help="treat a word that is no HLO opcode as an unmodelled op (unknown "
+                        "indexing) instead of an error, e.g. for text from a newer XLA")
     p.add_argument("--refine", metavar="TYPES",
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
@@ -55,12 +59,10 @@ def _read(path: str) -> tuple[str, str]:
     if path == "-":
         return sys.stdin.read(), "<stdin>"
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read(), path
+        with open(path, "rb") as fh:
+            return decode_utf8(fh.read(), path), path
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise UsageError(f"cannot read {path}: not UTF-8 text ({err.reason})") from None
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -166,6 +168,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.refine:
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True)
+    if not args.allow_unknown_opcodes and not is_mlir_text(text):
+        check_opcodes(module, text, source)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:

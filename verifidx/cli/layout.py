@@ -6,9 +6,10 @@
 Text output shows the physical shape, the buffer size, the offset of `--index`, the maps
 (`--map`), the Z3 verdicts (`--check`) and, for 2-D shapes, a grid of offsets like the figures of
 XLA's tiled-layout document. `--json` prints one JSON object with at least
-`{"shape": ..., "buffer_elements": N, "offsets": [...]}` (offsets of every element in row-major
-logical order); other tools read it. Exit code: 0, or 1 when a check or comparison fails, 3 when
-the solver could not decide.
+`{"shape": ..., "buffer_elements": N}`; `--all-offsets` adds `"offsets": [...]` (the offset of
+every element in row-major logical order), streamed, so that it works at real sizes. Nothing else
+enumerates elements: the proofs of `--check` are symbolic. Exit code: 0, or 1 when a check or
+comparison fails, 3 when the solver could not decide.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def register(sub: Subparsers) -> None:
                    help="print the bitcast map from this shape's index to SHAPE's index")
     p.add_argument("--timeout-ms", type=int, default=2000)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--all-offsets", action="store_true",
+                   help="with --json: also list the offset of every element (streamed)")
 
 
 def _index(text: str, shape: TiledShape) -> tuple[int, ...]:
@@ -108,8 +111,6 @@ def _run(args: argparse.Namespace) -> int:
     shape = parse_shape(args.shape, "<argument>")
     verdicts: list[Verdict] = []
     out: dict[str, Any] = {"shape": str(shape), "buffer_elements": shape.buffer_elements}
-    if args.json:
-        out["offsets"] = shape.offsets()
     out["physical_shape"] = list(shape.physical_shape)
     out["element_size_in_bits"] = shape.element_bits
     out["buffer_bytes"] = shape.buffer_bytes
@@ -164,7 +165,10 @@ def _run(args: argparse.Namespace) -> int:
         text.append(f"  logical:  {logical}")
         text.append(f"  physical: {physical}")
     if args.json:
-        print(json.dumps(out))
+        if args.all_offsets:
+            _stream_with_offsets(out, shape)
+        else:
+            print(json.dumps(out))
         return verdicts_exit([v.holds for v in verdicts])
     show_grid = shape.rank == 2 and max(shape.dims) <= GRID_LIMIT and shape.num_elements > 0
     show_memory = 0 < shape.buffer_elements <= MEMORY_LIMIT
@@ -177,3 +181,22 @@ def _run(args: argparse.Namespace) -> int:
         text += ["  " + line for line in memory(shape, offsets)]
     print("\n".join(text))
     return verdicts_exit([v.holds for v in verdicts])
+
+
+def _stream_with_offsets(out: dict[str, Any], shape: TiledShape, chunk: int = 1 << 14) -> None:
+    """`out` as JSON with an `offsets` list written while it is computed."""
+    import sys
+
+    write = sys.stdout.write
+    head = json.dumps(out)
+    write(head[:-1] + (', "offsets": [' if len(head) > 2 else '"offsets": ['))
+    buf: list[str] = []
+    first = True
+    for o in shape.iter_offsets():
+        buf.append(str(o))
+        if len(buf) >= chunk:
+            write(("" if first else ", ") + ", ".join(buf))
+            first, buf = False, []
+    if buf:
+        write(("" if first else ", ") + ", ".join(buf))
+    write("]}\n")

@@ -64,10 +64,20 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(str(err)) from None
         inside = m.constraints_satisfied(dims, syms) and all(
             x in info.bounds for x, info in zip([*dims, *syms], m.all_vars))
+        from ..syntax import print_expr, variable_names
+
+        names = variable_names(m)
+        point = {names[v]: x for v, x in zip(m.variables, [*dims, *syms])}
         if args.json:
-            print(json.dumps({"results": list(values), "in_domain": inside}))
+            print(json.dumps({"results": list(values), "in_domain": inside, "point": point}))
         else:
+            # the values first (scripts read this line), then, as Alive2 reports a
+            # counterexample, the point and each result expression with its value
             print(f"({', '.join(map(str, values))})" + ("" if inside else "  # outside domain"))
+            if point:
+                print("  at " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+            for i, (e, v) in enumerate(zip(m.results, values)):
+                print(f"  result {i}: {print_expr(e, names)} = {v}")
         return 0
     if args.action == "equal":
         verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..rules.model import Rule
 from ..rules.parser import default_rule_dir, parse_rule
+from ..rules.proof_cache import ProofCache
 from ..rules.prover import PROVED, REFUTED, ProofResult, ProverConfig, explain
 from ..rules.store import (
     check_files,
@@ -41,12 +42,17 @@ def register(sub: Subparsers) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="rule files or directories of *.rules (default: the rule base, rules/)")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR", dest="rule_dirs",
+                   help="a rule file or directory (repeatable), the same as a PATH")
     p.add_argument("--proofs", metavar="DIR",
                    help="certificate directory (default: proofs/ beside rules/, else ./proofs)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="prove in N worker processes")
+    p.add_argument("--rlimit", type=int, default=ProverConfig.rlimit, metavar="N",
+                   help="Z3 resource limit of each unbounded attempt (deterministic, about "
+                        "2-3 million a second; default %(default)s)")
     p.add_argument("--timeout-ms", type=int, default=ProverConfig.timeout_ms,
-                   help="cap of each unbounded Z3 attempt (default %(default)s)")
+                   help="wall-clock safety net of one Z3 call (default %(default)s)")
     p.add_argument("--bound", type=int, default=ProverConfig.bound, metavar="N",
                    help="enumerate constants in [-N, N] when Z3 alone cannot decide "
                         "(default %(default)s)")
@@ -67,24 +73,41 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
     p.add_argument("--reprove", action="store_true",
-                   help="re-run Z3 on every rule instead of trusting certificates")
+                   help="run the whole proof search again instead of re-checking each "
+                        "certificate's query")
+    p.add_argument("--no-cache", action="store_true",
+                   help="re-check every query, ignoring the proof cache "
+                        "($VERIFIDX_CACHE_DIR, else ~/.cache/verifidx)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="text format: print only failing rules and the summary line")
 
 
 def _config(args: argparse.Namespace) -> ProverConfig:
     if args.jobs < 1:
         raise UsageError("-j takes a positive number")
-    if args.timeout_ms < 1 or args.bound < 0:
-        raise UsageError("--timeout-ms must be positive and --bound non-negative")
-    return ProverConfig(timeout_ms=args.timeout_ms, bound=args.bound)
+    if args.timeout_ms < 1 or args.rlimit < 1 or args.bound < 0:
+        raise UsageError("--timeout-ms and --rlimit must be positive and --bound non-negative")
+    return ProverConfig(timeout_ms=args.timeout_ms, rlimit=args.rlimit, bound=args.bound)
 
 
-def _paths(args: argparse.Namespace) -> list[str | Path]:
-    if args.paths:
-        return list(args.paths)
+def _paths(args: argparse.Namespace, bundled: bool = False) -> list[str | Path]:
+    """PATHs, else ./rules; for `check` (bundled=True) outside a checkout, the rule base
+    installed with verifidx, so that `verifidx check` re-checks what the simplifier loads."""
+    if args.paths or args.rule_dirs:
+        return [*args.paths, *args.rule_dirs]
     d = default_rule_dir()
-    if not d.is_dir():
-        raise UsageError("no PATH given and no rules/ directory here")
-    return [d]
+    if d.is_dir():
+        return [d]
+    if bundled:
+        from ..rules.base import package_rule_dir
+
+        shipped = package_rule_dir()
+        if shipped.is_dir():
+            if not getattr(args, "quiet", False):
+                print(f"no rules/ here: checking the rule base installed with verifidx "
+                      f"({shipped})", file=sys.stderr)
+            return [shipped]
+    raise UsageError("no PATH given and no rules/ directory here")
 
 
 # -- verifidx prove ------------------------------------------------------------------------------
@@ -94,11 +117,12 @@ def _run_prove(args: argparse.Namespace) -> int:
     config = _config(args)
     files = load_files(_paths(args), args.proofs)
     if args.explain:
-        return _explain(args.explain, [r for rf in files for r in rf.rules])
+        return _explain(args.explain, [r for rf in files for r in rf.rules], args.format)
     if not any(rf.rules for rf in files):
         raise UsageError("no rules found")
     results = prove_files(files, config, args.jobs, force=args.force,
                           write=not args.no_write, log=True)
+    failures = _failures(results)
     suggestions: dict[int, str] = {}
     if args.suggest:
         for i, res in enumerate(results):
@@ -106,28 +130,32 @@ def _run_prove(args: argparse.Namespace) -> int:
                 print(f"searching side conditions for {res.name}...", file=sys.stderr)
                 suggestions[i] = suggest(res.rule, config).text
     if args.format == "json":
-        doc = _document(results)
+        doc = _document(results, failures)
         for i, text in suggestions.items():
             doc["rules"][i]["suggestion"] = text  # type: ignore[index]
         print(json.dumps(doc, indent=1))
     else:
         for i, res in enumerate(results):
-            print(result_text(res))
+            print(result_text(res, failures.get(id(res))))
             if i in suggestions:
                 print(f"    suggestion: {suggestions[i]}")
-        print(_summary_line(results))
-    return EXIT_OK if all(r.verdict == PROVED for r in results) else EXIT_FAILED
+        print(_summary_line(results, failures))
+    return EXIT_FAILED if failures else EXIT_OK
 
 
-def _explain(which: str, rules: Sequence[Rule]) -> int:
+def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
     chosen = [r for r in rules if r.name == which]
     if not chosen:
         if "=>" not in which:
             raise UsageError(f"no rule named {which!r}")
         chosen = [parse_rule(which, "<argument>")]
+    if form == "json":
+        print(json.dumps({"rules": [{"name": r.name, "file": r.file, "line": r.line,
+                                     "smtlib": explain(r)} for r in chosen]}, indent=1))
+        return EXIT_OK
     for r in chosen:
         print(explain(r), end="")
-    return 0
+    return EXIT_OK
 
 
 # -- verifidx check ------------------------------------------------------------------------------
@@ -142,42 +170,57 @@ CHECK_SUFFIXES: set[str] = set()
 
 def _run_check(args: argparse.Namespace) -> int:
     config = _config(args)
-    paths = _paths(args)
+    paths = _paths(args, bundled=True)
     files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
     extra = [r for hook in CHECK_HOOKS for r in hook(paths, args.proofs, args.reprove)]
     if not any(rf.rules for rf in files) and not extra:
         raise UsageError("no rules found")
-    results = check_files(files, config, args.jobs, reprove=args.reprove) + extra
-    failures = {id(r): why for r in results
-                if (why := gate_failure(r, r.rule)) is not None}  # type: ignore[arg-type]
+    cache = None if args.no_cache else ProofCache()
+    results = check_files(files, config, args.jobs, reprove=args.reprove, cache=cache) + extra
+    failures = _failures(results)
     if args.format == "json":
-        doc = _document(results)
-        doc["summary"]["order_violations"] = sum(  # type: ignore[index]
-            1 for r in results if r.verdict == PROVED and id(r) in failures)
-        print(json.dumps(doc, indent=1))
+        print(json.dumps(_document(results, failures), indent=1))
     elif args.format == "junit":
         print(_junit(results, failures))
     elif args.format == "github":
         for r in results:
             if id(r) in failures:
                 print(_github(r, failures[id(r)]))
-        print(_summary_line(results))
+        print(_summary_line(results, failures))
     else:
         for r in results:
-            print(result_text(r, failures.get(id(r))))
-        print(_summary_line(results))
+            if not args.quiet or id(r) in failures:
+                print(result_text(r, failures.get(id(r))))
+        print(_summary_line(results, failures))
     return EXIT_FAILED if failures else EXIT_OK
 
 
 # -- output --------------------------------------------------------------------------------------
 
 
-def _document(results: Sequence[ProofResult]) -> dict[str, object]:
-    return {"rules": [r.to_json() for r in results], "summary": summary(results)}
+def _failures(results: Sequence[ProofResult]) -> dict[int, str]:
+    """The one notion of acceptance, the same for `prove` and `check`: a rule is accepted when
+    it is proved and within the reduction order (store.gate_failure); the rest, with why."""
+    return {id(r): why for r in results
+            if (why := gate_failure(r, r.rule)) is not None}  # type: ignore[arg-type]
 
 
-def _summary_line(results: Sequence[ProofResult]) -> str:
-    counts = summary(results)
+def _document(results: Sequence[ProofResult], failures: dict[int, str]
+              ) -> dict[str, object]:
+    counts: dict[str, int] = dict(summary(results))
+    counts["order_violations"] = sum(1 for r in results
+                                     if r.verdict == PROVED and id(r) in failures)
+    counts["accepted"] = len(results) - len(failures)
+    return {"rules": [r.to_json() for r in results], "summary": counts}
+
+
+def _summary_line(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
+    """Counts by verdict, except that a proved rule the gate rejects (reduction order) is
+    counted as that, not as proved: the line adds up to the number of rules."""
+    counts = dict(summary(results))
+    violating = sum(1 for r in results if r.verdict == PROVED and id(r) in failures)
+    counts[PROVED] -= violating
+    counts["violating the reduction order"] = violating
     parts = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == PROVED)
     return f"{len(results)} rules: {parts}"
 
@@ -218,6 +261,8 @@ def _github(r: ProofResult, why: str) -> str:
     if r.counterexample:
         body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
                                                   for k, v in r.counterexample.items())
+    if r.reproducer:
+        body += f"\nreproduce: {r.reproducer}"
     return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
             f"{_escape(body)}")
 

@@ -7,7 +7,7 @@ import json
 
 from ..simplifier import SimplifyResult, Step, simplify
 from ..syntax import print_map
-from .common import EXIT_FAILED, EXIT_OK, Subparsers, add_command, load_map
+from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, load_map
 
 
 def register(sub: Subparsers) -> None:
@@ -22,14 +22,22 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--slash", action="store_true", help="print floor division as '/'")
     p.add_argument("--timeout-ms", type=int, default=5000, help="for --verify")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR",
+                   help="your own rule file or directory (repeatable), used on top of the "
+                        "bundled rule base; each rule needs a current proof from verifidx prove")
+    p.add_argument("--no-bundled-rules", action="store_true",
+                   help="use only the --rules given, not the bundled rule base")
 
 
 def _run(args: argparse.Namespace) -> int:
     m = load_map(args.map)
     steps: list[Step] = []
     point_dims = "preserve" if args.preserve_point_dims else "replace"
+    if args.no_bundled_rules and not args.rules:
+        raise UsageError("--no-bundled-rules needs at least one --rules DIR")
     out = simplify(m, verify=args.verify, point_dims=point_dims, trace=steps,
-                   timeout_ms=args.timeout_ms)
+                   timeout_ms=args.timeout_ms, rules=args.rules,
+                   bundled=not args.no_bundled_rules)
     verdict = None
     if isinstance(out, SimplifyResult):
         verdict, out = out.verdict, out.map

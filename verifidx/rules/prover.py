@@ -6,15 +6,20 @@ A rule is an obligation: for all values of its term variables, constants and int
 memberships are equivalent). Conditions are read the way the evaluator reads them, left to right
 with short-circuit `and`/`or`; a condition that is undefined does not hold.
 
-The verdict is honest about its strength. Strategies run in order, each under a time cap, and only
-an `unsat` answer proves anything:
+The verdict is honest about its strength. Strategies run in order, each under a Z3 resource limit
+(deterministic: the same answer on every machine and under any load), and only an `unsat` answer
+proves anything:
 
 1. `direct`: the obligation exactly as `verifidx.smt` encodes floordiv and mod;
 2. `quotients`: the same semantics with a fresh quotient per division (`b*q <= a < b*q + b`),
    simplified by Z3's equation solver; this is what usually closes symbolic moduli;
 3. `sign splits`: cases `c < 0`, `c == 0`, `c > 0` of the constants in non-linear positions;
 4. `bounded`: those constants enumerated in [-N, N] (smallest first), the rest left to Z3; the
-   result is `bounded: |c| <= N` where N is the largest bound fully covered in the time given.
+   result is `bounded: |c| <= N` where N is the largest bound fully covered within the budget.
+
+Each strategy is an SMT-LIB2 script run by Z3's command interpreter, the front end of the `z3`
+executable; the script that answered `unsat` at every check is the certificate's query, so that
+anyone can re-run exactly what proved the rule.
 
 A `sat` answer anywhere is a counterexample: it is shrunk towards small values, re-checked with
 verifidx's own evaluator, and only then reported as `refuted`. Everything else is `unknown`.
@@ -23,6 +28,12 @@ verifidx's own evaluator, and only then reported as `refuted`. Everything else i
 from __future__ import annotations
 
 import itertools
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +55,6 @@ from .model import (
     Rule,
     TermVar,
     Truth,
-    condition_exprs,
     evaluate_condition,
     rule_exprs,
     side_exprs,
@@ -53,21 +63,22 @@ from .model import (
 Z3_VERSION = z3.get_version_string()
 
 PROVED, REFUTED, UNKNOWN, ERROR = "proved", "refuted", "unknown", "error"
-QUICK_MS = 300  # the first, short try of each unbounded encoding
 
 
 @dataclass(frozen=True)
 class ProverConfig:
-    """Time caps and the enumeration bound. Defaults keep a 30-rule file under a minute on
-    two cores while leaving each strategy a real chance."""
+    """Budgets, in Z3 resource units (`rlimit`, deterministic: about 2-3 million a second on
+    one core), and the enumeration bound. The defaults keep a 30-rule file under a minute on two
+    cores while leaving each strategy a real chance."""
 
-    timeout_ms: int = 2000  # each unbounded attempt
-    split_budget_ms: int = 3000  # all sign cases together
+    quick_rlimit: int = 300_000  # the first, short try of each unbounded encoding
+    rlimit: int = 5_000_000  # the full try of each unbounded encoding
+    case_rlimit: int = 3_000_000  # one sign case, one enumerated case
     bound: int = 64  # constants enumerated in [-bound, bound]
     min_bound: int = 8  # a bounded proof below this is reported as unknown
-    bounded_budget_s: float = 12.0
-    case_timeout_ms: int = 1000  # one enumerated case
-    minimize_budget_ms: int = 1500
+    bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
+    minimize_steps: int = 40  # solver calls spent shrinking a counterexample
+    timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
 
 
 @dataclass
@@ -91,6 +102,9 @@ class ProofResult:
     smtlib: str = field(default="", repr=False)
     rule: Rule | None = field(default=None, repr=False, compare=False)
     cached: bool = False  # read from a current certificate, not proven in this run
+    recheck: str | None = None  # check: "z3" (query re-run now) or "cache" (re-run before)
+    seed: int = 0  # Z3's random seed in the proving query (sign splits only)
+    rlimit: int = 0  # the resource limit of each check that proved it (0: the config's)
 
     @property
     def ok(self) -> bool:
@@ -165,6 +179,25 @@ def nonlinear_constants(rule: Rule) -> list[str]:
                 for a in n.args:
                     found |= consts(a)
     return sorted(found, key=lambda s: (len(s), s))
+
+
+def logic(rule: Rule) -> str:
+    """`QF_LIA` when the obligation is linear (every product, divisor, gcd and lcm operand is a
+    number once the rule's numbers are in), else `QF_NIA`. Linear queries can be re-checked by
+    any SMT solver of the field; non-linear ones are where solvers differ."""
+
+    def symbolic(e: Expr) -> bool:
+        return any(isinstance(n, (TermVar, ConstVar)) or _is_bound(n) for n in e.walk())
+
+    for e in rule_exprs(rule):
+        for n in e.walk():
+            if isinstance(n, (FloorDiv, CeilDiv, Mod)) and symbolic(n.rhs):
+                return "QF_NIA"
+            if isinstance(n, Mul) and symbolic(n.lhs) and symbolic(n.rhs):
+                return "QF_NIA"
+            if isinstance(n, Call) and n.fn in ("gcd", "lcm") and any(map(symbolic, n.args)):
+                return "QF_NIA"
+    return "QF_LIA"
 
 
 # -- encoding ----------------------------------------------------------------------------------
@@ -273,14 +306,6 @@ class Obligation:
     leaves: dict[str, z3.ArithRef]
     fixed: dict[str, int]
 
-    def smtlib(self) -> str:
-        s = z3.Solver()
-        s.add(self.formula)
-        head = (f"; verifidx obligation for rule {self.rule.name}\n"
-                f"; {self.rule.normalized_text}\n"
-                "; unsat = proved: no values satisfy the conditions and break the rule\n")
-        return head + s.to_smt2()
-
 
 def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
                      quotients: bool = False) -> Obligation:
@@ -320,16 +345,157 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
 
 def explain(rule: Rule) -> str:
     """The SMT-LIB2 text of the rule's obligation (the `direct` encoding)."""
-    return build_obligation(rule).smtlib()
+    return render_query(build_obligation(rule), "direct", False)
 
 
-# -- solving -----------------------------------------------------------------------------------
+# -- queries: the SMT-LIB2 scripts that prove, and that anyone can re-run ------------------------
+
+# Explicit tactics: a plain (check-sat) lets Z3 pick a tactic for the logic, and the non-linear
+# ones cap sub-steps by wall-clock time, so the answer would depend on the machine's load.
+CHECK = "(check-sat-using smt)"
+TACTIC_CHECK = "(check-sat-using (then simplify solve-eqs smt))"
+_ANSWER = re.compile(r"^(sat|unsat|unknown)$", re.M)
+_VALUE = re.compile(r"\((\|[^|]*\||[^\s()|]+)\s+(\(\s*-\s*\d+\s*\)|-?\d+)\)")
 
 
-def _solver(tactic: bool, timeout_ms: float) -> z3.Solver:
-    s = z3.Then("simplify", "solve-eqs", "smt").solver() if tactic else z3.Solver()
-    s.set("timeout", max(1, int(timeout_ms)))
-    return s
+def _smt2(e: z3.ExprRef, decls: dict[str, str]) -> str:
+    """SMT-LIB2 text of a Z3 term, as a tree (no `let`s: Z3's own printer shares subterms by
+    reference count, which depends on what the Python process happens to hold, so its text is
+    not a function of the formula). Constants are collected in `decls` in order of appearance."""
+    if z3.is_int_value(e):
+        v = e.as_long()
+        return str(v) if v >= 0 else f"(- {-v})"
+    if z3.is_true(e):
+        return "true"
+    if z3.is_false(e):
+        return "false"
+    if z3.is_const(e):
+        name = e.sexpr()
+        decls.setdefault(name, f"(declare-fun {name} () {e.sort().sexpr()})")
+        return name
+    op = "ite" if z3.is_app_of(e, z3.Z3_OP_ITE) else e.decl().name()
+    args = [_smt2(k, decls) for k in e.children()]
+    if op in ("and", "or") and len(args) < 2:
+        return args[0] if args else ("true" if op == "and" else "false")
+    return f"({op} {' '.join(args)})"
+
+
+def _declarations(ob: Obligation) -> str:
+    """The obligation's declarations and assertion, without a check command."""
+    decls: dict[str, str] = {}
+    body = _smt2(ob.formula, decls)
+    return "".join(d + "\n" for d in decls.values()) + f"(assert\n {body})\n"
+
+
+def render_query(ob: Obligation, strategy: str, tactic: bool,
+                 cases: Sequence[z3.BoolRef] = (), seed: int = 0) -> str:
+    """The script that proves the rule when every check in it answers `unsat`: one check, or one
+    per case between push/pop; `seed` (non-linear case splits only) picks another of Z3's
+    deterministic search orders. Same rule text and Z3 version, same bytes."""
+    check = TACTIC_CHECK if tactic else CHECK
+    body = f"(set-option :smt.random_seed {seed})\n" if seed else ""
+    body += _declarations(ob)
+    if not cases:
+        body += check + "\n"
+    for case in cases:
+        body += f"(push 1)\n(assert {_smt2(case, {})})\n{check}\n(pop 1)\n"
+    head = (f"; verifidx obligation for rule {ob.rule.name} (strategy: {strategy})\n"
+            f"; {ob.rule.normalized_text}\n"
+            "; unsat at every check = proved: no values satisfy the conditions and break the "
+            "rule\n")
+    return head + body
+
+
+_SCRIPT_PARAMETERS = ("rlimit", "timeout", "smt.random_seed")
+
+
+class ScriptRun:
+    """One Z3 command interpreter (the same front end as the `z3` binary) fed SMT-LIB2 text.
+    Each check is capped by a resource limit, which is deterministic (a wall-clock cap is not):
+    the same text under the same Z3 gives the same answers on every machine. `timeout_ms` is
+    only a safety net; an answer it cuts short is `unknown`, never `unsat`."""
+
+    def __init__(self, rlimit: int, timeout_ms: int) -> None:
+        self.ctx = z3.Context()
+        self.text: list[str] = []
+        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {timeout_ms})\n"
+
+    def _eval(self, text: str, record: bool = True) -> str:
+        if record:
+            self.text.append(text)
+        # `set-option` in a script sets Z3's process-wide parameters; put them back so that no
+        # other solver of the process inherits a resource limit or a seed
+        saved = {p: z3.get_param(p) for p in _SCRIPT_PARAMETERS}
+        try:
+            return str(z3.Z3_eval_smtlib2_string(self.ctx.ref(), text))
+        except z3.Z3Exception as err:  # e.g. out of resources in a push: the output so far,
+            value = err.value  # whose missing answers never count as unsat
+            return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        finally:
+            for p, v in saved.items():
+                z3.set_param(p, v)
+
+    def run(self, text: str) -> list[str]:
+        """Evaluate `text`; the answers of its checks, in order."""
+        return _ANSWER.findall(self._eval(self.options + text))
+
+    def query(self, text: str) -> str:
+        """A command whose output is not an answer (get-value, get-info); not recorded."""
+        return self._eval(self.options + text, record=False)
+
+    def spent(self) -> int:
+        m = re.search(r"\d+", self.query("(get-info :rlimit)"))
+        return int(m.group(0)) if m else 0
+
+    def reason(self) -> str:
+        m = re.search(r'"(.*)"', self.query("(get-info :reason-unknown)"))
+        return m.group(1) if m and m.group(1) else "unknown"
+
+
+_IN_PROCESS = threading.Lock()  # Z3's parameters are process-wide: one script at a time
+
+
+def z3_binary() -> str | None:
+    """The `z3` executable of this Z3 version (the z3-solver wheel installs one beside Python's
+    scripts), or None."""
+    scripts = sysconfig.get_path("scripts")
+    exe = shutil.which("z3", path=os.pathsep.join([scripts, os.environ.get("PATH", "")]))
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return exe if f"version {Z3_VERSION} " in out.stdout + " " else None
+
+
+def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
+    """The answers of a stored query as stock Z3 gives them: the `z3` executable when `exe` is
+    given (a process of its own, so queries run in parallel), else Z3's command interpreter in
+    this process, one at a time. No resource limit: with more resources Z3's deterministic
+    search follows the same path, so a query that proved still answers `unsat`."""
+    if exe is not None:
+        try:
+            out = subprocess.run([exe, f"-T:{max(1, timeout_ms // 1000)}", "-in"], input=text,
+                                 capture_output=True, text=True, timeout=timeout_ms / 1000 + 30)
+        except subprocess.TimeoutExpired:
+            return ["unknown"]
+        return _ANSWER.findall(out.stdout)
+    with _IN_PROCESS:
+        run = ScriptRun(0, timeout_ms)
+        return run.run(text)
+
+
+def _values(run: ScriptRun, leaves: Mapping[str, z3.ArithRef]) -> dict[str, int] | None:
+    if not leaves:
+        return {}
+    out = run.query(f"(get-value ({' '.join(t.sexpr() for t in leaves.values())}))")
+    by_symbol = {sym: int(val.replace("(", "").replace(")", "").replace(" ", ""))
+                 for sym, val in _VALUE.findall(out)}
+    try:
+        return {k: by_symbol[t.sexpr()] for k, t in leaves.items()}
+    except KeyError:
+        return None
 
 
 @dataclass
@@ -339,32 +505,35 @@ class _Answer:
     reason: str = ""
 
 
-def _check(formula: z3.BoolRef, leaves: Mapping[str, z3.ArithRef], tactic: bool,
-           timeout_ms: float, extra: Sequence[z3.BoolRef] = ()) -> _Answer:
-    s = _solver(tactic, timeout_ms)
-    s.add(formula, *extra)
-    r = s.check()
-    if r == z3.unsat:
+def _check(ob: Obligation, tactic: bool, rlimit: int, config: ProverConfig,
+           extra: Sequence[z3.BoolRef] = ()) -> _Answer:
+    """One check of the obligation plus `extra` assertions, with a model when satisfiable."""
+    run = ScriptRun(rlimit, config.timeout_ms)
+    asserts = "".join(f"(assert {_smt2(e, {})})\n" for e in extra)
+    answers = run.run(_declarations(ob) + asserts + (TACTIC_CHECK if tactic else CHECK))
+    if answers == ["unsat"]:
         return _Answer("unsat")
-    if r == z3.sat:
-        m = s.model()
-        return _Answer("sat", {k: m.eval(v, model_completion=True).as_long()
-                               for k, v in leaves.items()})
-    return _Answer("unknown", reason=s.reason_unknown())
+    if answers == ["sat"]:
+        values = _values(run, ob.leaves)
+        if values is not None:
+            return _Answer("sat", values)
+    return _Answer("unknown", reason=run.reason())
 
 
-def _minimise(ob: Obligation, values: dict[str, int], tactic: bool, budget_ms: int
+def _minimise(ob: Obligation, values: dict[str, int], tactic: bool, config: ProverConfig
               ) -> dict[str, int]:
     """Shrink a counterexample: first the largest magnitude, then each value in turn (binary
-    search on |v|), preferring non-negative values. Best effort within the budget."""
-    deadline = time.perf_counter() + budget_ms / 1000
+    search on |v|), preferring non-negative values. Best effort within a fixed number of solver
+    calls, each under the quick resource limit, so the result is the same on every run."""
     terms = ob.leaves
+    calls = config.minimize_steps
 
     def attempt(extra: list[z3.BoolRef]) -> dict[str, int] | None:
-        left = (deadline - time.perf_counter()) * 1000
-        if left <= 5:
+        nonlocal calls
+        if calls <= 0:
             return None
-        a = _check(ob.formula, terms, tactic, min(300, left), extra)
+        calls -= 1
+        a = _check(ob, tactic, config.quick_rlimit, config, extra)
         return a.values if a.result == "sat" else None
 
     def within(t: z3.ArithRef, m: int) -> z3.BoolRef:
@@ -464,8 +633,10 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
     else:
         message = differ
     at = ", ".join(f"{k} = {v}" for k, v in values.items())
+    # a map cannot show an undefined value: `verifidx map eval` would only fail on it
+    reproducer = _reproducer(rule, env) if lv is not None and rv is not None else None
     return _Report(lv, rv, f"{message} (at {at})" if at else message,
-                   _subterms(rule, env), _reproducer(rule, env))
+                   _subterms(rule, env), reproducer)
 
 
 def _membership_text(m: Membership, env: Mapping[Expr, int]) -> str:
@@ -562,61 +733,89 @@ class _Outcome:
     strength: str | None = None
     values: dict[str, int] | None = None
     message: str = ""
+    query: str = ""  # the script whose checks all answered unsat (proved only)
+    seed: int = 0
+    rlimit: int = 0  # of each check, when not the config's (an escalated sign split)
 
 
 def _refutation(ob: Obligation, answer: _Answer, tactic: bool, strategy: str,
                 config: ProverConfig) -> _Outcome:
     assert answer.values is not None
-    values = _minimise(ob, answer.values, tactic, config.minimize_budget_ms)
+    values = _minimise(ob, answer.values, tactic, config)
     full = {**ob.fixed, **values}
     names = rule_leaves(ob.rule)
     return _Outcome(REFUTED, strategy, values={k: full[k] for k in names if k in full})
 
 
+def _encodings(rule: Rule) -> list[tuple[str, Obligation, bool]]:
+    return [("direct", build_obligation(rule), False),
+            ("quotients", build_obligation(rule, quotients=True), True)]
+
+
 def _unbounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome | None:
-    """Both encodings, first briefly (each often answers in milliseconds), then with the full
-    cap; then sign splits over the quotient encoding."""
-    direct = build_obligation(rule)
-    quotients = build_obligation(rule, quotients=True)
-    attempts = (("direct", direct, False), ("quotients", quotients, True))
-    quick = min(config.timeout_ms, QUICK_MS)
-    for budget in (quick, config.timeout_ms - quick):
-        if budget <= 0:
-            continue
+    """Both encodings, first with the quick resource limit (each often answers at once), then
+    with the full one; then sign splits over the quotient encoding."""
+    attempts = _encodings(rule)
+    for rlimit in dict.fromkeys((min(config.quick_rlimit, config.rlimit), config.rlimit)):
         for strategy, ob, tactic in attempts:
-            a = _check(ob.formula, ob.leaves, tactic, budget)
-            if a.result == "unsat":
-                return _Outcome(PROVED, strategy, "all")
-            if a.result == "sat":
-                return _refutation(ob, a, tactic, strategy, config)
-            if budget != quick:
-                notes.append(f"{strategy}: {a.reason or 'unknown'}")
-    return _sign_splits(rule, quotients, config, notes)
+            text = render_query(ob, strategy, tactic)
+            run = ScriptRun(rlimit, config.timeout_ms)
+            answers = run.run(text)
+            if answers == ["unsat"]:
+                return _Outcome(PROVED, strategy, "all", query=text)
+            if answers == ["sat"]:
+                values = _values(run, ob.leaves)
+                if values is not None:
+                    return _refutation(ob, _Answer("sat", values), tactic, strategy, config)
+            if rlimit == config.rlimit:
+                notes.append(f"{strategy}: {run.reason()}")
+    return _sign_splits(rule, attempts[1][1], config, notes)
+
+
+def _sign_cases(rule: Rule, ob: Obligation) -> list[z3.BoolRef]:
+    names = nonlinear_constants(rule)[:3]
+    return [z3.And([ob.leaves[n] > 0 if s > 0 else ob.leaves[n] == 0 if s == 0
+                    else ob.leaves[n] < 0 for n, s in zip(names, signs)])
+            for signs in itertools.product((1, 0, -1), repeat=len(names))] if names else []
+
+
+SEEDS = (0, 1, 2, 3)  # Z3's search orders tried by the sign splits, in this order
+ESCALATION = 5  # when one sign case stays open: this many times the case budget ...
+ESCALATION_SEEDS = tuple(range(8))  # ... under these seeds (digit_merge_high_nested needs 4)
 
 
 def _sign_splits(rule: Rule, ob: Obligation, config: ProverConfig, notes: list[str]
                  ) -> _Outcome | None:
-    names = nonlinear_constants(rule)[:3]
-    if not names:
+    """Cases by sign, each under the case resource limit. Non-linear cases are where Z3's
+    search order matters most, so the split is tried under a few fixed seeds; the seed that
+    worked is part of the stored query."""
+    cases = _sign_cases(rule, ob)
+    if not cases:
         return None
-    deadline = time.perf_counter() + config.split_budget_ms / 1000
-    open_cases = 0
-    for signs in itertools.product((1, 0, -1), repeat=len(names)):
-        left = (deadline - time.perf_counter()) * 1000
-        if left <= 10:
-            notes.append("sign splits: out of time")
-            return None
-        case = [ob.leaves[n] > 0 if s > 0 else ob.leaves[n] == 0 if s == 0
-                else ob.leaves[n] < 0 for n, s in zip(names, signs)]
-        a = _check(ob.formula, ob.leaves, True, min(left, config.case_timeout_ms), case)
-        if a.result == "sat":
-            return _refutation(ob, a, True, "sign splits", config)
-        if a.result == "unknown":
-            open_cases += 1
-    if open_cases:
-        notes.append(f"sign splits: {open_cases} case(s) unknown")
-        return None
-    return _Outcome(PROVED, "sign splits", "all")
+    fewest = len(cases)
+    for seed in SEEDS:
+        text = render_query(ob, "sign splits", True, cases, seed)
+        answers = ScriptRun(config.case_rlimit, config.timeout_ms).run(text)
+        if answers == ["unsat"] * len(cases):
+            return _Outcome(PROVED, "sign splits", "all", query=text, seed=seed)
+        for case, answer in zip(cases, answers):
+            if answer == "sat":
+                a = _check(ob, True, config.case_rlimit, config, [case])
+                if a.result == "sat":
+                    return _refutation(ob, a, True, "sign splits", config)
+        fewest = min(fewest, len(cases) - answers.count("unsat"))
+    if fewest == 1:  # nearly there: one hard case is worth a larger budget and more seeds
+        rlimit = config.case_rlimit * ESCALATION
+        for seed in ESCALATION_SEEDS:
+            text = render_query(ob, "sign splits", True, cases, seed)
+            answers = ScriptRun(rlimit, config.timeout_ms).run(text)
+            if answers == ["unsat"] * len(cases):
+                return _Outcome(PROVED, "sign splits", "all", query=text, seed=seed,
+                                rlimit=rlimit)
+    notes.append(f"sign splits: {fewest} case(s) unknown under each of {len(SEEDS)} seeds"
+                 + (f" (and of {len(ESCALATION_SEEDS)} with {ESCALATION}x the budget)"
+                    if fewest == 1 else ""))
+    return None
 
 
 def _shell(k: int, m: int) -> Iterator[tuple[int, ...]]:
@@ -633,58 +832,107 @@ def _shell(k: int, m: int) -> Iterator[tuple[int, ...]]:
                     yield (*head, v, *tail)
 
 
+def _bounded_cases(ob: Obligation, names: Sequence[str], m: int) -> list[z3.BoolRef]:
+    return [z3.And([ob.leaves[n] == v for n, v in zip(names, combo)])
+            for combo in _shell(len(names), m)]
+
+
+def bounded_base(rule: Rule) -> str:
+    """What a bounded proof's certificate stores: the obligation without its cases. The cases
+    (every value in [-N, N] of the enumerated constants) follow from the strength and are
+    regenerated by `bounded_query`; storing them would cost megabytes per rule."""
+    ob = build_obligation(rule, quotients=True)
+    head = render_query(ob, "bounded", True, [z3.BoolVal(True)])
+    return head[: head.index("(push 1)")]
+
+
+def bounded_query(rule: Rule, covered: int) -> str:
+    """The script of a `bounded: |c| <= covered` proof: the base query, then one check per value
+    of the enumerated constants (the other constants and the terms stay symbolic)."""
+    ob = build_obligation(rule, quotients=True)
+    names = nonlinear_constants(rule)
+    cases = [c for m in range(covered + 1) for c in _bounded_cases(ob, names, m)]
+    return render_query(ob, "bounded", True, cases)
+
+
+def bounded_limit(strength: str | None) -> int | None:
+    """N of `bounded: |c| <= N`, or None."""
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength or "")
+    return int(m.group(1)) if m else None
+
+
 def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
+    """Enumerate shells |c| = 0, 1, 2, ... in one command interpreter: the text fed to it up to
+    the last complete shell is exactly the stored query, so its answers are the same on
+    re-checking. Stops when the resource budget is spent."""
     names = nonlinear_constants(rule)
     if not names:
         return _Outcome(UNKNOWN, "bounded", message="; ".join(notes))
-    nodes = rule_leaves(rule)
-    chosen = {nodes[n] for n in names}
-    # conjuncts over the enumerated constants alone are decided in Python, before any Z3 call
-    prefilter = [c for c in conjuncts(rule.condition) if _only_constants(c, chosen)]
-    deadline = time.perf_counter() + config.bounded_budget_s
-    covered = -1
+    ob = build_obligation(rule, quotients=True)
+    head = bounded_base(rule)  # then the shells: head + shells = the query `check` runs
+    run = ScriptRun(config.case_rlimit, config.timeout_ms)
+    run.run(head)
+    start = run.spent()
+    covered, why = -1, ""
     for m in range(config.bound + 1):
-        for combo in _shell(len(names), m):
-            if time.perf_counter() > deadline:
-                return _bounded_result(covered, names, config, notes, "out of time")
-            env = {nodes[n]: v for n, v in zip(names, combo)}
-            try:
-                if not all(evaluate_condition(c, env) for c in prefilter):
-                    continue
-            except EvaluationError:
-                continue
-            ob = build_obligation(rule, dict(zip(names, combo)))
-            a = _check(ob.formula, ob.leaves, False, config.case_timeout_ms)
-            if a.result == "sat":
-                return _refutation(ob, a, False, "bounded", config)
-            if a.result == "unknown":
-                at = ", ".join(f"{n} = {v}" for n, v in zip(names, combo))
-                return _bounded_result(covered, names, config, notes,
-                                       f"Z3 answered unknown at {at}")
+        if run.spent() - start > config.bounded_rlimit:
+            why = "out of resources"
+            break
+        cases = _bounded_cases(ob, names, m)
+        body = "".join(f"(push 1)\n(assert {_smt2(c, {})})\n{TACTIC_CHECK}\n(pop 1)\n"
+                       for c in cases)
+        answers = run.run(body)
+        if answers != ["unsat"] * len(cases):
+            for case, answer in zip(cases, answers):
+                if answer == "sat":
+                    a = _check(ob, True, config.case_rlimit, config, [case])
+                    if a.result == "sat":
+                        return _refutation(ob, a, True, "bounded", config)
+            why = "Z3 answered unknown"
+            break
         covered = m
-    return _bounded_result(covered, names, config, notes, "")
+    return _bounded_result(rule, covered, names, config, notes, why)
 
 
-def _only_constants(cond: Condition, allowed: set[Expr]) -> bool:
-    for e in condition_exprs(cond):
-        for n in e.walk():
-            if isinstance(n, TermVar) or _is_bound(n):
-                return False
-            if isinstance(n, ConstVar) and n not in allowed:
-                return False
-    return True
-
-
-def _bounded_result(covered: int, names: Sequence[str], config: ProverConfig,
+def _bounded_result(rule: Rule, covered: int, names: Sequence[str], config: ProverConfig,
                     notes: list[str], why: str) -> _Outcome:
     which = ", ".join(names)
     if covered >= config.min_bound:
         others = " (other constants and all terms unbounded)"
         return _Outcome(PROVED, "bounded", f"bounded: |c| <= {covered}",
-                        message=f"{which} enumerated in [-{covered}, {covered}]{others}")
+                        message=f"{which} enumerated in [-{covered}, {covered}]{others}",
+                        query=bounded_base(rule))
     reason = "; ".join([*notes, f"bounded: {why or 'nothing to enumerate'}"
                         + (f" after |c| <= {covered}" if covered >= 0 else "")])
     return _Outcome(UNKNOWN, "bounded", message=reason)
+
+
+def query_for(rule: Rule, strategy: str | None, strength: str | None, seed: int = 0
+              ) -> str | None:
+    """The query a certificate with this strategy and strength must hold for `rule`, rebuilt
+    from the rule's text alone (None: no such strategy). `verifidx check` compares it with the
+    stored text and runs it (with the enumerated cases appended, for a bounded proof), so a
+    certificate cannot claim a proof of an easier formula."""
+    if strategy in ("direct", "quotients"):
+        quotients = strategy == "quotients"
+        return render_query(build_obligation(rule, quotients=quotients), strategy, quotients)
+    if strategy == "sign splits":
+        ob = build_obligation(rule, quotients=True)
+        cases = _sign_cases(rule, ob)
+        return render_query(ob, strategy, True, cases, seed) if cases else None
+    if strategy == "bounded":
+        return bounded_base(rule) if bounded_limit(strength) is not None else None
+    return None
+
+
+def recheck_query_for(rule: Rule, strategy: str | None, strength: str | None, seed: int = 0
+                      ) -> str | None:
+    """The script `verifidx check` runs: the stored query itself, or for a bounded proof the
+    base query followed by every enumerated case up to the certificate's bound."""
+    if strategy == "bounded":
+        limit = bounded_limit(strength)
+        return bounded_query(rule, limit) if limit is not None else None
+    return query_for(rule, strategy, strength, seed)
 
 
 def _search(rule: Rule, config: ProverConfig) -> _Outcome:
@@ -709,6 +957,8 @@ def prove_rule(rule: Rule, config: ProverConfig | None = None) -> ProofResult:
         result.seconds = time.perf_counter() - start
         return result
     result.strategy = outcome.strategy
+    if outcome.verdict == PROVED:
+        result.smtlib, result.seed, result.rlimit = outcome.query, outcome.seed, outcome.rlimit
     result.verdict, result.strength, result.message = (outcome.verdict, outcome.strength,
                                                        outcome.message)
     if outcome.verdict == REFUTED:

@@ -1,9 +1,14 @@
 """pytest plugin: `pytest --verifidx-rules rules/` reports every rule as a test item.
 
-A rule passes when it is proven and respects the reduction order (the `verifidx check` gate).
-Its current certificate is trusted; a rule without one (or with `--verifidx-reprove`) is proven
-on the spot, without writing certificates. Enable it with `-p verifidx.rules.pytest_plugin` or
-through the `pytest11` entry point of the package.
+A rule passes when `verifidx check` would accept it: its certificate is current, the query
+rebuilt from the rule's text answers `unsat` again (or did on this machine before, see the proof
+cache), and it respects the reduction order. A rule without a current certificate (or every
+rule, with `--verifidx-reprove`) is proven on the spot, without writing certificates.
+
+The options live in the light module `verifidx_pytest`, which the package's `pytest11` entry
+point loads in every pytest run; it imports this module only when `--verifidx-rules` is given.
+`-p verifidx.rules.pytest_plugin` works too (it pulls in the options module). Only the rule
+paths asked for are collected, unless test paths are given on the command line as well.
 """
 
 from __future__ import annotations
@@ -17,15 +22,34 @@ import pytest
 from ..errors import ParseError
 from .model import Rule
 
+pytest_plugins = ("verifidx_pytest",)
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("verifidx", "verifidx rule proofs")
-    group.addoption("--verifidx-rules", action="append", default=[], metavar="PATH",
-                    help="rule files or directories whose rules become test items")
-    group.addoption("--verifidx-proofs", default=None, metavar="DIR",
-                    help="certificate directory (default as for verifidx check)")
-    group.addoption("--verifidx-reprove", action="store_true",
-                    help="prove every rule now instead of trusting certificates")
+
+def _rule_roots(config: pytest.Config) -> list[Path]:
+    return [Path(p).resolve() for p in config.getoption("--verifidx-rules")]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Collect the rule paths asked for, instead of the project's test paths (testpaths or the
+    current directory) when no test path was given explicitly."""
+    paths = config.getoption("--verifidx-rules")
+    if not paths:
+        return
+    for p in paths:
+        if not Path(p).exists():
+            raise pytest.UsageError(f"--verifidx-rules: no such file or directory: {p}")
+    explicit = getattr(config, "args_source", None) == pytest.Config.ArgsSource.ARGS
+    config.args = [*(config.args if explicit else []), *map(str, paths)]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix != ".rules":
+        return None
+    resolved = file_path.resolve()
+    if not any(resolved == root or root in resolved.parents
+               for root in _rule_roots(parent.config)):
+        return None
+    return RuleFile.from_parent(parent, path=file_path)
 
 
 class RuleFailure(Exception):
@@ -47,9 +71,10 @@ class RuleFile(pytest.File):
             yield BrokenRuleFile.from_parent(self, name="<parse>", error=str(err))
             return
         proofs = self.config.getoption("--verifidx-proofs")
+        self.certificate = certificate_path(self.path, proofs)
         try:
             self.entries: dict[str, dict[str, object]] = load_certificates(
-                certificate_path(self.path, proofs), self.path)
+                self.certificate, self.path)
             self.problem: str | None = None
         except Exception as err:  # noqa: BLE001 - a broken certificate fails its items
             self.entries, self.problem = {}, str(err)
@@ -63,22 +88,24 @@ class RuleItem(pytest.Item):
         self.rule = rule
 
     def runtest(self) -> None:
-        from .prover import prove_rule
-        from .store import display_path, gate_failure, result_from_entry, result_text, staleness
+        from . import store
+        from .proof_cache import ProofCache
+        from .prover import ProverConfig, prove_rule
 
         parent = self.parent
         assert isinstance(parent, RuleFile)
         entry = parent.entries.get(self.rule.name)
         if self.config.getoption("--verifidx-reprove") or parent.problem or \
-                staleness(self.rule, entry) is not None:
+                store.staleness(self.rule, entry) is not None:
             result = prove_rule(self.rule)
         else:
-            assert entry is not None
-            result = result_from_entry(self.rule, entry)
-        result.file = display_path(self.path)
-        why = gate_failure(result, self.rule)
+            one = store.RuleFile(self.path, [self.rule], parent.certificate,
+                                 {self.rule.name: entry} if entry else {}, None)
+            result = store.check_files([one], ProverConfig(), cache=ProofCache())[0]
+        result.file = store.display_path(self.path)
+        why = store.gate_failure(result, self.rule)
         if why is not None:
-            raise RuleFailure(result_text(result, why))
+            raise RuleFailure(store.result_text(result, why))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
@@ -101,19 +128,3 @@ class BrokenRuleFile(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
         return str(excinfo.value)
-
-
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
-                                  items: list[pytest.Item]) -> None:
-    paths = config.getoption("--verifidx-rules")
-    if not paths:
-        return
-    from .parser import rule_files
-
-    try:
-        files = rule_files(paths)
-    except ParseError as err:
-        raise pytest.UsageError(f"--verifidx-rules: {err}") from None
-    for f in files:
-        collector = RuleFile.from_parent(session, path=f.resolve())
-        items.extend(collector.collect())

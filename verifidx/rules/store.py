@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,22 +23,32 @@ from ..errors import VerifidxError
 from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
+from .proof_cache import ProofCache, cache_key
 from .prover import (
     ERROR,
     PROVED,
     REFUTED,
+    UNKNOWN,
     Z3_VERSION,
     ProofResult,
     ProverConfig,
+    logic,
+    nonlinear_constants,
     prove_rules,
+    query_for,
+    recheck_query_for,
     rule_leaves,
+    run_query,
+    z3_binary,
 )
 
-FORMAT = 1
+FORMAT = 3  # 2: the proving query, its resource limit and logic, no timings; 3: a bounded
+# proof stores its base query and the enumerated constants, not every case
 STALE, MISSING = "stale", "missing"
 VERDICTS = ("proved", "refuted", "unknown", "stale", "missing", "error")
 _STORED = ("verdict", "strength", "order", "strategy", "counterexample", "lhs_value",
            "rhs_value", "subterms", "reproducer", "message")
+_MULTI_CASE = ("sign splits", "bounded")
 
 
 class CertificateError(VerifidxError):
@@ -122,25 +133,38 @@ def load_certificates(path: Path, rule_file: Path | None = None
     return entries
 
 
-def entry_for(result: ProofResult, rule: Rule) -> dict[str, object]:
+def proof_rlimit(strategy: object, config: ProverConfig) -> int:
+    """The resource limit of each check of a proof's query: what the prover gave it."""
+    return config.case_rlimit if strategy in _MULTI_CASE else config.rlimit
+
+
+def entry_for(result: ProofResult, rule: Rule, config: ProverConfig) -> dict[str, object]:
+    """A certificate entry. Nothing in it depends on the clock or the machine: same rule text,
+    same Z3 and verifidx versions, same bytes (docs/contracts.md, Certificates)."""
     entry: dict[str, object] = {k: getattr(result, k) for k in _STORED
                                 if getattr(result, k) not in (None, "")}
     entry.update(sha256=rule_hash(rule), z3_version=Z3_VERSION,
-                 verifier_version=verifier_version(), seconds=round(result.seconds, 3),
-                 smtlib=result.smtlib)
+                 verifier_version=verifier_version(), smtlib=result.smtlib,
+                 logic=logic(rule))
+    if result.verdict == PROVED:
+        entry["rlimit"] = result.rlimit or proof_rlimit(result.strategy, config)
+        if result.strategy == "bounded":  # the cases `check` appends: these, in [-N, N]
+            entry["enumerated"] = nonlinear_constants(rule)
+        if result.seed:
+            entry["seed"] = result.seed
     return entry
 
 
 def write_certificates(path: Path, rule_file: Path, rules: Sequence[Rule],
-                       fresh: dict[str, ProofResult], old: dict[str, dict[str, object]]
-                       ) -> bool:
+                       fresh: dict[str, ProofResult], old: dict[str, dict[str, object]],
+                       config: ProverConfig | None = None) -> bool:
     """Write the file for `rules`: new entries for the `fresh` results, the `old` entries of
     the others as they were; rules that no longer exist lose their entry. Returns whether the
     bytes changed."""
     entries: dict[str, object] = {}
     for r in rules:
         if r.name in fresh:
-            entries[r.name] = entry_for(fresh[r.name], r)
+            entries[r.name] = entry_for(fresh[r.name], r, config or ProverConfig())
         elif r.name in old:
             entries[r.name] = old[r.name]
     doc = {"format": FORMAT, "file": _recorded_path(path, rule_file), "rules": entries}
@@ -181,7 +205,6 @@ def result_from_entry(rule: Rule, entry: dict[str, object]) -> ProofResult:
     if isinstance(res.counterexample, dict):  # JSON sorted the keys; restore the rule's order
         cx = res.counterexample
         res.counterexample = {k: cx[k] for k in rule_leaves(rule) if k in cx}
-    res.seconds = float(entry.get("seconds", 0.0))  # type: ignore[arg-type]
     res.smtlib = str(entry.get("smtlib", ""))
     return res
 
@@ -203,7 +226,11 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
     head = f"{r.file}:{r.line}: {r.name}: {verdict}"
     if r.order:
         head += f", {r.order}"
-    if r.cached:
+    if r.recheck == "cache":
+        head += " (re-checked before: proof cache)"
+    elif r.recheck == "z3":
+        head += f", re-checked {r.seconds:.2f}s"
+    elif r.cached:
         head += " (certificate)"
     elif r.verdict in (PROVED, REFUTED, "unknown"):
         head += f", {r.seconds:.2f}s"
@@ -221,6 +248,10 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
             lines.append(f"    subterms: {subs}")
         if r.reproducer:
             lines.append(f"    reproduce: {r.reproducer}")
+        elif r.lhs_value is None or r.rhs_value is None:
+            side = "left" if r.lhs_value is None else "right"
+            lines.append(f"    {side} side undefined here (no map reproduces an undefined "
+                         "value)")
     return "\n".join(lines)
 
 
@@ -291,20 +322,24 @@ def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
     for rf in files:
         new = {r.name: fresh[(r.file, r.name)] for r in rf.rules if (r.file, r.name) in fresh}
         results += [fresh.get((r.file, r.name)) or cached[(r.file, r.name)] for r in rf.rules]
-        if write and write_certificates(rf.certificate, rf.path, rf.rules, new, rf.entries) \
-                and log:
+        if write and write_certificates(rf.certificate, rf.path, rf.rules, new, rf.entries,
+                                        config) and log:
             print(f"wrote {display_path(rf.certificate)}", file=sys.stderr)
     return results
 
 
 def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
-                reprove: bool = False) -> list[ProofResult]:
-    """`verifidx check`: every rule must have a current certificate saying `proved` (or, with
-    `reprove`, must be proven again now)."""
+                reprove: bool = False, cache: ProofCache | None = None) -> list[ProofResult]:
+    """`verifidx check`: a rule passes only when its certificate is current and its query,
+    rebuilt from the rule's text, answers `unsat` again now (or did on this machine before, as
+    the proof cache remembers). With `reprove`, the whole proof search runs again instead."""
     if reprove:
         rules = [r for rf in files for r in rf.rules]
         return [_with_place(res, r) for r, res in zip(rules, prove_rules(rules, config, jobs))]
+    from .order import classify
+
     results: list[ProofResult] = []
+    todo: list[tuple[ProofResult, str, int, str]] = []  # (result, query, rlimit, cache key)
     for rf in files:
         for r in rf.rules:
             entry = rf.entries.get(r.name)
@@ -314,15 +349,86 @@ def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
                 res = ProofResult(r.name, r.file, r.line, MISSING,
                                   message=f"no certificate in {display_path(rf.certificate)};"
                                           " run verifidx prove")
+            elif (why := staleness(r, entry)) is not None:
+                res = ProofResult(r.name, r.file, r.line, STALE, order=None,
+                                  message=f"{why}; run verifidx prove")
             else:
-                why = staleness(r, entry)
-                if why is not None:
-                    res = ProofResult(r.name, r.file, r.line, STALE, order=None,
-                                      message=f"{why}; run verifidx prove")
-                else:
-                    res = result_from_entry(r, entry)
+                res = result_from_entry(r, entry)
+                res.order = classify(r).verdict  # computed, never read from the certificate
+                if res.verdict == PROVED:
+                    job = _recheck_job(res, r, entry, config, cache)
+                    if job is not None:
+                        todo.append((res, *job))
             results.append(_with_place(res, r))
+    _run_rechecks(todo, config, jobs, cache)
     return results
+
+
+def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
+                 config: ProverConfig, cache: ProofCache | None
+                 ) -> tuple[str, int, str] | None:
+    """What must run to believe the certificate's `proved`; None when nothing must (the
+    certificate was refused, or this machine re-checked the same query before)."""
+    res.cached = False
+    seed = entry.get("seed", 0)
+    query = query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int) else -1)
+    if query is None or query != entry.get("smtlib"):
+        res.verdict, res.strength = ERROR, None
+        res.message = (f"the certificate's query is not the obligation of this rule under "
+                       f"strategy {res.strategy!r}; run verifidx prove --force")
+        return None
+    full = recheck_query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int)
+                             else -1)
+    assert full is not None  # query_for answered, so the strategy and strength are known
+    if res.strategy == "bounded" and entry.get("enumerated") != nonlinear_constants(rule):
+        res.verdict, res.strength = ERROR, None
+        res.message = ("the certificate's enumerated constants are not this rule's; "
+                       "run verifidx prove --force")
+        return None
+    query = full
+    rlimit = entry.get("rlimit")
+    if not isinstance(rlimit, int) or rlimit <= 0:
+        res.verdict, res.strength = ERROR, None
+        res.message = "the certificate has no resource limit; run verifidx prove --force"
+        return None
+    key = cache_key(query, rule.normalized_text, rlimit, Z3_VERSION, verifier_version())
+    if cache is not None and key in cache:
+        res.recheck = "cache"
+        return None
+    return query, rlimit, key
+
+
+def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: ProverConfig,
+                  jobs: int, cache: ProofCache | None) -> None:
+    """Run the queries, `jobs` at a time, each in its own `z3` process (in this process, one at
+    a time, when the executable of this Z3 version is not installed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not todo:
+        return
+    exe = z3_binary()
+
+    def one(job: tuple[ProofResult, str, int, str]) -> tuple[list[str], float]:
+        start = time.perf_counter()
+        return run_query(job[1], config.timeout_ms, exe), time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = list(pool.map(one, todo))
+    for (res, query, _, key), (answers, seconds) in zip(todo, outcomes):
+        res.seconds = seconds
+        checks = query.count("(check-sat")
+        if answers == ["unsat"] * checks:
+            res.recheck = "z3"
+            if cache is not None:
+                cache.add(key)
+        elif "sat" in answers:
+            res.verdict, res.strength = REFUTED, None
+            res.message = ("the certificate says proved, but Z3 finds its query satisfiable: "
+                           "the rule does not hold; run verifidx prove for a counterexample")
+        else:
+            res.verdict, res.strength = UNKNOWN, None
+            res.message = (f"re-checking the certificate's query did not answer unsat at every"
+                           f" check ({', '.join(answers) or 'no answer'})")
 
 
 def summary(results: Iterable[ProofResult]) -> dict[str, int]:

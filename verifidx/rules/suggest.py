@@ -34,7 +34,8 @@ class Suggestion:
             return (f"no side condition among the {self.tried} tried makes the rule provable")
         shown = " | ".join(f"if {c}" for c in self.conditions)
         many = "s" if len(self.conditions) > 1 else ""
-        return f"weakest side condition{many} found: {shown} ({self.tried} tried)"
+        return (f"weakest side condition{many} found: {shown} ({self.tried} tried; added to "
+                "the rule's own condition with `and`, not replacing it)")
 
 
 def candidates(rule: Rule) -> list[str]:
@@ -98,8 +99,9 @@ def suggest(rule: Rule, config: ProverConfig | None = None, budget_s: float = 30
     """Search the family for side conditions under which `rule` is proven."""
     start = time.perf_counter()
     base = config or ProverConfig()
-    quick = replace(base, timeout_ms=min(base.timeout_ms, 600), split_budget_ms=800,
-                    bounded_budget_s=0.0, minimize_budget_ms=0)
+    quick = replace(base, rlimit=min(base.rlimit, 1_500_000),
+                    case_rlimit=min(base.case_rlimit, 100_000), bounded_rlimit=0,
+                    minimize_steps=0)
     atoms = candidates(rule)
     parsed = {a: parse_condition(a) for a in atoms}
     logic = _Logic(rule, list(parsed.values()))

@@ -11,7 +11,7 @@ graphs and for checking counterexamples).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,5 +264,5 @@ def _delinearize(b: Backend, lin: Any, sizes: Sequence[Any]) -> list[Any]:
     return out[::-1]
 
 
-def points(shape: Sequence[int]) -> itertools.product[tuple[int, ...]]:
+def points(shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
     return itertools.product(*[range(n) for n in shape])
