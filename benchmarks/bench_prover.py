@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# the console script's entry point (`python -m verifidx.cli` would load verifidx.cli twice)
+# the console script's entry point, run in a fresh interpreter
 VERIFIDX = [sys.executable, "-c", "import sys; from verifidx.cli import main; sys.exit(main())"]
 
 
