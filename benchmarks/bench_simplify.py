@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import fmt_us, print_table  # noqa: E402
-from families import FAMILIES  # noqa: E402
+from families import FAMILIES, factorize  # noqa: E402
 from families import corpus as family_corpus  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
@@ -76,20 +76,7 @@ def _prod(xs: list[int]) -> int:
     return p
 
 
-def _factorize(total: int, rnd: random.Random) -> list[int]:
-    dims, rest = [], total
-    for p in (2, 3, 5, 7):
-        while rest % p == 0:
-            dims.append(p)
-            rest //= p
-    rnd.shuffle(dims)
-    out: list[int] = []
-    for d in dims:
-        if out and rnd.random() < 0.5:
-            out[-1] *= d
-        else:
-            out.append(d)
-    return out or [1]
+CHAIN_PRIMES = (2, 3, 5, 7)
 
 
 def chain_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -97,11 +84,12 @@ def chain_corpus(n: int, seed: int = 0) -> list[tuple[str, str]]:
     rnd = random.Random(seed)
     out = []
     for _ in range(n):
-        start = _factorize(rnd.choice([24, 36, 48, 60, 64, 72, 96, 120, 128, 256]), rnd)
+        total = rnd.choice([24, 36, 48, 60, 64, 72, 96, 120, 128, 256])
+        start = factorize(total, rnd, CHAIN_PRIMES)
         shapes, ops = [start], []
         for _step in range(rnd.randint(1, 3)):
             if rnd.random() < 0.5:
-                nxt = _factorize(_prod(shapes[-1]), rnd)
+                nxt = factorize(_prod(shapes[-1]), rnd, CHAIN_PRIMES)
                 ops.append(("reshape", shapes[-1], nxt))
             else:
                 perm = list(range(len(shapes[-1])))

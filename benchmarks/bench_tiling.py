@@ -26,6 +26,7 @@ from common import print_table  # noqa: E402
 
 from verifidx.hlo import parse_hlo  # noqa: E402
 from verifidx.tiling import proof  # noqa: E402
+from verifidx.tiling.coalescing import outer_fusions  # noqa: E402
 from verifidx.tiling.propagation import TilingError, analyze, propagate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,16 +45,7 @@ def choose_tiling(sym) -> tuple[int, ...] | None:  # type: ignore[no-untyped-def
 
 
 def fusion_computations(module) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
-    fused = {c for comp in module.computations.values() for inst in comp.instructions
-             if inst.opcode == "fusion" for c in inst.called_computations}
-    out = []
-    for comp in module.computations.values():
-        if comp.name in fused:
-            continue
-        for inst in comp.instructions:
-            if inst.opcode == "fusion" and inst.called_computations:
-                out.append((inst.name, inst.called_computations[0]))
-    return out
+    return [(inst.name, inst.called_computations[0]) for inst in outer_fusions(module)]
 
 
 def main() -> int:

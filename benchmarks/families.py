@@ -97,10 +97,11 @@ def digits(rnd: random.Random) -> str:
     return f"{header} -> ({' + '.join(parts)}), domain: {domain}"
 
 
-def _factorize(total: int, rnd: random.Random) -> list[int]:
+def factorize(total: int, rnd: random.Random, primes: tuple[int, ...] = (2, 3, 5)) -> list[int]:
+    """A random shape with `total` elements (primes other than `primes` are left out)."""
     dims: list[int] = []
     rest = total
-    for p in (2, 3, 5):
+    for p in primes:
         while rest % p == 0:
             dims.append(p)
             rest //= p
@@ -125,7 +126,7 @@ def chain(rnd: random.Random) -> str:
     """Output-to-input map of a chain reshape -> transpose -> bitcast(reshape), written as one
     composed map (the input index of each step substituted into the next)."""
     total = rnd.choice([24, 36, 48, 60, 64, 72, 96, 120, 128, 256])
-    out_shape = _factorize(total, rnd)
+    out_shape = factorize(total, rnd)
     names = [f"d{i}" for i in range(len(out_shape))]
     # the output index, linearised; a transpose permutes which names carry which strides
     perm = list(range(len(out_shape)))
@@ -134,7 +135,7 @@ def chain(rnd: random.Random) -> str:
     shape = [out_shape[p] for p in perm]
     lin = _linear(shape, [names[p] for p in perm])
     # reshape (bitcast) to the input shape: each input index is a digit of the linear index
-    in_shape = _factorize(total, rnd)
+    in_shape = factorize(total, rnd)
     results, stride = [], 1
     for n in reversed(in_shape):
         if stride * n >= total:

@@ -173,17 +173,17 @@ def coalescing(module: HloModule, warp_size: int = WARP_SIZE,
                transaction_bytes: int = TRANSACTION_BYTES,
                thread_order: ThreadOrder | None = None) -> list[FusionCoalescing]:
     """One entry per fusion instruction of the module outside fused computations."""
+    return [fusion_coalescing(module, inst, warp_size, transaction_bytes, thread_order)
+            for inst in outer_fusions(module)]
+
+
+def outer_fusions(module: HloModule) -> list[HloInstruction]:
+    """The fusion instructions that are not themselves inside a fused computation: the kernels."""
     fused = {c for comp in module.computations.values() for inst in comp.instructions
              if inst.opcode == "fusion" for c in inst.called_computations}
-    out = []
-    for comp in module.computations.values():
-        if comp.name in fused:
-            continue
-        for inst in comp.instructions:
-            if inst.opcode == "fusion" and inst.called_computations:
-                out.append(fusion_coalescing(module, inst, warp_size, transaction_bytes,
-                                             thread_order))
-    return out
+    return [inst for comp in module.computations.values() if comp.name not in fused
+            for inst in comp.instructions
+            if inst.opcode == "fusion" and inst.called_computations]
 
 
 def bandwidth_utilization(shape: Shape, tile_sizes: Sequence[int], tile_strides: Sequence[int],
