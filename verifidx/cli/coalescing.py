@@ -12,8 +12,7 @@ import json
 
 from ..hlo import parse_hlo
 from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
-from .common import Subparsers, UsageError, add_command
-from .indexing import _read
+from .common import Subparsers, UsageError, add_command, read_file
 
 
 def register(sub: Subparsers) -> None:
@@ -32,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
                     ("--transaction-bytes", args.transaction_bytes), ("--unroll", args.unroll)):
         if v < 1:
             raise UsageError(f"{name} must be at least 1, got {v}")
-    text, source = _read(args.hlo)
+    text, source = read_file(args.hlo)
     module = parse_hlo(text, source)
     results = coalescing(module, args.warp_size, args.transaction_bytes,
                          loop_thread_order(args.unroll))

@@ -65,6 +65,17 @@ def read_text(arg: str | None, what: str = "map") -> tuple[str, str]:
     return arg, "<argument>"
 
 
+def read_file(path: str) -> tuple[str, str]:
+    """A whole input file (`-` is stdin) as UTF-8 text, with the name errors should cite."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, "rb") as fh:
+            return decode_utf8(fh.read(), path), path
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+
+
 def decode_utf8(data: bytes, source: str) -> str:
     """UTF-8 text, or a ParseError at the line and column of the first byte that is not."""
     try:

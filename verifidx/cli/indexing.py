@@ -29,7 +29,7 @@ from ..hlo.opcodes import check_opcodes
 from ..hlo.runtime import OperandIndexing
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
 from ..syntax import print_map
-from .common import Subparsers, UsageError, add_command, decode_utf8
+from .common import Subparsers, UsageError, add_command, read_file
 
 
 def register(sub: Subparsers) -> None:
@@ -53,16 +53,6 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
-
-
-def _read(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        with open(path, "rb") as fh:
-            return decode_utf8(fh.read(), path), path
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror}") from None
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -164,7 +154,7 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 def _run(args: argparse.Namespace) -> int:
     set_proven_dedup(not args.textual_dedup)
-    text, source = _read(args.file)
+    text, source = read_file(args.file)
     if args.refine:
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True)

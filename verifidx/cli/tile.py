@@ -21,8 +21,7 @@ from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from ..tiling.propagation import propagate
 from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
-from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_text
-from .indexing import _read
+from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_file, read_text
 
 
 def register(sub: Subparsers) -> None:
@@ -118,7 +117,7 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     arg = args.input
     if arg.endswith(".hlo") and not arg.startswith("@"):
-        text, source = _read(arg)
+        text, source = read_file(arg)
     else:
         text, source = read_text(arg)
     if _is_hlo(text):
