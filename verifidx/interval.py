@@ -129,9 +129,13 @@ def _mod_range(n: Interval, d: Interval) -> Interval:
     return Interval(0, d.hi - 1)
 
 
-def range_of(expr: Expr, bounds: Mapping[Variable, Interval]) -> Interval:
-    """Sound interval of `expr` when each variable lies in `bounds` (missing: error)."""
-    cache: dict[Expr, Interval] = {}
+def range_of(expr: Expr, bounds: Mapping[Variable, Interval],
+             cache: dict[Expr, Interval] | None = None) -> Interval:
+    """Sound interval of `expr` when each variable lies in `bounds` (missing: error). `cache`:
+    ranges of subterms under the same `bounds`, read and filled (callers that ask about many
+    terms sharing subterms pass one)."""
+    if cache is None:
+        cache = {}
 
     def go(e: Expr) -> Interval:
         hit = cache.get(e)

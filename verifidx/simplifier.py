@@ -32,14 +32,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 from . import laws
 from .canonical import canon, linear_form, order_key
 from .errors import EvaluationError
 from .expr import (
     Add,
-    Binary,
     CeilDiv,
     Const,
     Dim,
@@ -51,24 +50,18 @@ from .expr import (
     Mul,
     Variable,
     add,
-    ceil_div,
-    floor_div,
-    floor_mod,
     mul,
 )
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
-from .rules.matcher import match
+from .rules.guard import compile_function, condition_source, guard_for
+from .rules.matcher import KIND_BITS, kinds, match
 from .rules.model import (
     Call,
-    Compare,
-    Condition,
     ConstVar,
     Membership,
-    Not,
     Rule,
     TermVar,
-    Truth,
     rule_exprs,
 )
 
@@ -156,46 +149,9 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     hit = _CONDITIONS.get(rule)
     if hit is None:
         keys: list[Expr] = []
-
-        def expr(e: Expr) -> str:
-            if isinstance(e, Const):
-                return f"({e.value})"
-            if isinstance(e, ConstVar) or (isinstance(e, Call) and e.fn in ("lo", "hi")):
-                if e not in keys:
-                    keys.append(e)
-                return f"v[K[{keys.index(e)}]]"
-            if isinstance(e, Add):
-                return "(" + " + ".join(expr(t) for t in e.terms) + ")"
-            if isinstance(e, Call):
-                fn = {"gcd": "_gcd", "lcm": "_lcm", "abs": "abs"}[e.fn]
-                return f"{fn}({', '.join(expr(a) for a in e.args)})"
-            assert isinstance(e, Binary)
-            a, b = expr(e.lhs), expr(e.rhs)
-            op = {Mul: "{} * {}", FloorDiv: "_fd({}, {})", CeilDiv: "_cd({}, {})",
-                  Mod: "_fm({}, {})", Min: "min({}, {})", Max: "max({}, {})"}[type(e)]
-            return "(" + op.format(a, b) + ")"
-
-        def cond(c: Condition) -> str:
-            if isinstance(c, Truth):
-                return str(c.value)
-            if isinstance(c, Compare):
-                return f"({expr(c.lhs)} {c.op} {expr(c.rhs)})"
-            if isinstance(c, Not):
-                return f"(not {cond(c.arg)})"
-            return "(" + f" {c.op} ".join(cond(a) for a in c.args) + ")"
-
-        body = cond(rule.condition)
-        scope: dict[str, object] = {"K": keys, "_fd": floor_div, "_cd": ceil_div,
-                                    "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
-        exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
-        compiled = cast(Callable[[Mapping[Expr, int]], bool], scope["_cond"])
-        _CONDITIONS[rule] = compiled
-        return compiled
+        hit = compile_function(condition_source(rule.condition, keys, "v[K[{}]]"), keys)
+        _CONDITIONS[rule] = hit
     return hit
-
-
-def _lcm(a: int, b: int) -> int:
-    return abs(a * b) // math.gcd(a, b) if a and b else 0
 
 
 _CALLS: dict[Rule, list[Call]] = {}
@@ -219,24 +175,8 @@ def _calls(rule: Rule) -> list[Call]:
 
 
 _MATCH_CACHE_LIMIT = 200_000
-_KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
-_KINDS: dict[Expr, int] = {}
-
-
-def _kinds(e: Expr) -> int:
-    """Bit set of the division and min/max operators occurring in `e` (a cheap necessary
-    condition for a pattern to match: the matcher never invents these operators)."""
-    hit = _KINDS.get(e)
-    if hit is None:
-        hit = _KIND_BITS.get(type(e), 0)
-        for c in e.children:
-            hit |= _kinds(c)
-        _KINDS[e] = hit
-    return hit
-
-
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
-_DIV_BITS = _KIND_BITS[FloorDiv] | _KIND_BITS[Mod] | _KIND_BITS[CeilDiv]
+_DIV_BITS = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
 
 
 def _cost(e: Expr) -> tuple[int, int]:
@@ -307,9 +247,18 @@ _VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
 
 
 def _variables(e: Expr) -> tuple[Variable, ...]:
+    """The variables of `e` in term order, from those of its children (each term is new once,
+    its children usually are not)."""
     hit = _VARIABLES.get(e)
     if hit is None:
-        hit = _VARIABLES[e] = tuple(sorted(e.variables(), key=order_key))
+        if isinstance(e, Variable):
+            hit = (e,)
+        else:
+            found: set[Variable] = set()
+            for c in e.children:
+                found.update(_variables(c))
+            hit = tuple(sorted(found, key=order_key))
+        _VARIABLES[e] = hit
     return hit
 
 
@@ -353,6 +302,7 @@ class RuleEngine:
             if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
                 table.setdefault(Add, []).append(r)
             compiled_condition(r)  # once, when the rule base is loaded
+            guard_for(r)
             _rule_calls(r)
 
     # -- one rewrite at the root of an expression -------------------------------------------
@@ -368,10 +318,18 @@ class RuleEngine:
              ) -> Expr | None:
         rhs, lhs = rule.rhs, rule.lhs
         assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
+        guard = guard_for(rule)
+        if guard is not None and guard.divisor is not None:
+            if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+                return None  # `P op cK` matches only the same operator over a constant
+            if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
+                return None
         for candidate in self._decompositions(rule, e):
             if candidate.rejected:
                 continue
             env = candidate.env
+            if guard is not None and not guard.holds(env):
+                continue  # a constant-only part of the condition fails: no interval needed
             try:
                 values = _condition_env(rule, env, bound)
                 if not compiled_condition(rule)(values):
@@ -408,7 +366,7 @@ class RuleEngine:
         if hit is not None:
             return hit
         found: list[_Candidate] = []
-        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
+        if kinds(lhs) & ~kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
             found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
@@ -504,11 +462,16 @@ class _ExprSimplifier:
     #: the trials: a term whose simplification ran a trial is not shared across calls (a
     #: trial's guard makes its inner results depend on the order of work).
     trials: list[int] = field(default_factory=lambda: [0])
+    #: Interval arithmetic's ranges of subterms under `bounds` (before any constraint), shared
+    #: by every `bound` call: a candidate remainder is new, its summands are not.
+    raw_ranges: dict[Expr, Interval] = field(default_factory=dict)
+    #: `_shared_key` of the terms seen so far.
+    keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
         if hit is None:
-            hit = range_of(e, self.bounds)
+            hit = range_of(e, self.bounds, self.raw_ranges)
             extra = self.constraints.get(e)
             if extra is not None:
                 hit = hit.intersect(extra)
@@ -527,7 +490,14 @@ class _ExprSimplifier:
         play; hash-consing makes the key cheap)."""
         if self.constraints or self.trace is not None:
             return None
-        return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
+        hit = self.keys.get(e)
+        if hit is None:  # flat ints: hashing an Interval runs Python code, hashing ints does not
+            parts: list[object] = [e, self.root_first]
+            for v in _variables(e):
+                iv = self.bounds[v]
+                parts += (v, iv.lo, iv.hi)
+            hit = self.keys[e] = tuple(parts)
+        return hit
 
     def _rewrite(self, node: Expr, rules: Sequence[Rule], trace: list[Step] | None
                  ) -> Expr | None:
@@ -570,7 +540,7 @@ class _ExprSimplifier:
         node = self._rewrite_to_fixpoint(node, fuel)
         written = canon(e)
         if self.root_first and isinstance(written, Add) and written is not first and \
-                _kinds(node) & _DIV_BITS:
+                kinds(node) & _DIV_BITS:
             node = self._root_first(written, node, fuel)
         self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
@@ -605,7 +575,8 @@ class _ExprSimplifier:
         self.memo[written] = bottom_up  # the trial must not re-enter this sum
         self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
-                              self.ranges, self.root_first, self.trials)
+                              self.ranges, self.root_first, self.trials,
+                              raw_ranges=self.raw_ranges)
         alternative = sub.simplify(node, fuel)
         if _cost(alternative) < _cost(bottom_up):
             if self.trace is not None and trial is not None:
@@ -633,7 +604,8 @@ class _ExprSimplifier:
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
         self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges, self.root_first, self.trials)
+                              self.memo, self.ranges, self.root_first, self.trials,
+                              raw_ranges=self.raw_ranges)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:

@@ -22,10 +22,26 @@ from collections.abc import Iterator
 from math import gcd
 
 from ..canonical import canon, from_linear, linear_form
-from ..expr import Add, Binary, Const, Expr, Max, Min, Mul
+from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
+
+KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
+_KINDS: dict[Expr, int] = {}
+
+
+def kinds(e: Expr) -> int:
+    """Bit set of the division and min/max operators occurring in `e` (a cheap necessary
+    condition for a pattern to match: the matcher never invents these operators)."""
+    hit = _KINDS.get(e)
+    if hit is None:
+        hit = KIND_BITS.get(type(e), 0)
+        for c in e.children:
+            hit |= kinds(c)
+        _KINDS[e] = hit
+    return hit
+
 
 #: Cap on the candidate factors tried for a group (keeps matching linear in practice).
 _MAX_FACTORS = 12
@@ -299,7 +315,10 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
                 yield b1, left_over
         return
     # one term of the sum
+    need = kinds(p)
     for base, coeff in remaining.items():
+        if need & ~kinds(base):
+            continue  # p has an operator the term lacks
         term = _scaled(base, coeff)
         left = dict(remaining)
         del left[base]
