@@ -229,8 +229,13 @@ def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
 def _summands_fit(pattern: Expr, e: Expr) -> bool:
     """Discrimination by operator shape at sums: every rigid summand of the pattern needs a
     summand of the expression with the same shape (the matcher maps summands one to one,
-    except a term variable, which has no shape)."""
-    if not isinstance(pattern, Add) or not isinstance(e, Add):
+    except a term variable, which has no shape). Also at the dividend of a division or mod
+    (`(x mod c0 + y) mod c1` needs a mod summand), where a single term is a sum of one."""
+    if isinstance(pattern, (FloorDiv, Mod, CeilDiv)) and type(e) is type(pattern):
+        pattern, e = pattern.lhs, e.lhs  # type: ignore[attr-defined]
+        if not isinstance(pattern, Add):
+            return True
+    elif not isinstance(pattern, Add) or not isinstance(e, Add):
         return True
     have = list(_summand_shapes(e))
     for s in _summand_shapes(pattern):
