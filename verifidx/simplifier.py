@@ -248,6 +248,40 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+def _signature(e: Expr) -> tuple[object, ...]:
+    """Everything `_may_match` reads of a term: its operator, its operator kinds, its
+    children's node types, for a division or mod the divisor's value, and the summand shapes
+    of the sum (or dividend)."""
+    t = type(e)
+    if t is Add:
+        return (t, kinds(e), *_summand_shapes(e))
+    kids = e.children
+    if not kids:
+        return (t,)
+    if t is FloorDiv or t is Mod or t is CeilDiv:
+        d = e.rhs  # type: ignore[attr-defined]
+        return (t, kinds(e), type(e.lhs), type(d),  # type: ignore[attr-defined]
+                d.value if isinstance(d, Const) else None,
+                *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
+    return (t, kinds(e), *(type(k) for k in kids))
+
+
+def _may_match(rule: Rule, e: Expr) -> bool:
+    """Necessary conditions for `rule` to rewrite `e` that read only `_signature(e)`: the
+    operator kinds, children and summand shapes the left side needs, and the conjuncts of the
+    condition about the divisor alone."""
+    lhs = rule.lhs
+    assert isinstance(lhs, Expr)
+    if kinds(lhs) & ~kinds(e) or not _children_fit(lhs, e) or not _summands_fit(lhs, e):
+        return False
+    guard = guard_for(rule)
+    if guard is not None and guard.divisor is not None:
+        if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+            return False  # `P op cK` matches only the same operator over a constant
+        return guard.divisor_allows(e.rhs)  # type: ignore[attr-defined]
+    return True
+
+
 _VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
 
 
@@ -289,6 +323,8 @@ class RuleEngine:
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
+        #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
+        self._index: dict[tuple[int, tuple[object, ...]], list[Rule]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -313,22 +349,28 @@ class RuleEngine:
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
                 trace: list[Step] | None) -> Expr | None:
-        for rule in rules:
+        for rule in self.applicable(e, rules):
             out = self._try(rule, e, bound, trace)
             if out is not None:
                 return out
         return None
+
+    def applicable(self, e: Expr, rules: Sequence[Rule]) -> list[Rule]:
+        """The rules of `rules` that may match `e`, in order: a discrimination index keyed by
+        what the structural filters (`_may_match`) look at, so each filter runs once per
+        signature instead of once per term. Dropping a rule here is exact: every filter is a
+        necessary condition for a match or a part of the rule's condition."""
+        key = (id(rules), _signature(e))  # the engine's rule lists live as long as the engine
+        hit = self._index.get(key)
+        if hit is None:
+            hit = self._index[key] = [r for r in rules if _may_match(r, e)]
+        return hit
 
     def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
         rhs, lhs = rule.rhs, rule.lhs
         assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
         guard = guard_for(rule)
-        if guard is not None and guard.divisor is not None:
-            if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
-                return None  # `P op cK` matches only the same operator over a constant
-            if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
-                return None
         for candidate in self._decompositions(rule, e):
             if candidate.rejected:
                 continue
@@ -365,14 +407,13 @@ class RuleEngine:
     def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
                                 ) -> list[_Candidate]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
-        often share a left side), so they are computed once per (pattern, expression)."""
+        often share a left side), so they are computed once per (pattern, expression). Only
+        asked for rules that passed `applicable`."""
         key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        found: list[_Candidate] = []
-        if kinds(lhs) & ~kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
-            found = [_Candidate(env) for env in match(lhs, e, split=split)]
+        found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
         self._matches[key] = found
