@@ -54,10 +54,11 @@ from .expr import (
 )
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
-from .rules.guard import compile_function, condition_source, guard_for
+from .rules.guard import compile_function, condition_source, conjuncts, guard_for
 from .rules.matcher import KIND_BITS, kinds, match
 from .rules.model import (
     Call,
+    Compare,
     ConstVar,
     Membership,
     Rule,
@@ -261,7 +262,7 @@ def _signature(e: Expr) -> tuple[object, ...]:
     if t is FloorDiv or t is Mod or t is CeilDiv:
         d = e.rhs  # type: ignore[attr-defined]
         return (t, kinds(e), type(e.lhs), type(d),  # type: ignore[attr-defined]
-                d.value if isinstance(d, Const) else None,
+                d.value if isinstance(d, Const) else None, _has_multiple_summand(e),
                 *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
     return (t, kinds(e), *(type(k) for k in kids))
 
@@ -274,12 +275,73 @@ def _may_match(rule: Rule, e: Expr) -> bool:
     assert isinstance(lhs, Expr)
     if kinds(lhs) & ~kinds(e) or not _children_fit(lhs, e) or not _summands_fit(lhs, e):
         return False
+    if isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and isinstance(lhs.rhs, Const) \
+            and e.rhs is not lhs.rhs:  # type: ignore[attr-defined]
+        return False  # `x floordiv -1` needs that very divisor
     guard = guard_for(rule)
     if guard is not None and guard.divisor is not None:
         if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
             return False  # `P op cK` matches only the same operator over a constant
-        return guard.divisor_allows(e.rhs)  # type: ignore[attr-defined]
-    return True
+        if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
+            return False
+    return not _needs_multiple(rule) or _has_multiple_summand(e)
+
+
+_MULTIPLE: dict[Expr, bool] = {}
+
+
+def _has_multiple_summand(e: Expr) -> bool:
+    """For `S op k`: whether k is 0 or 1 or some variable summand of S has a coefficient that
+    is a multiple of k (what `_needs_multiple` rules need, see there)."""
+    hit = _MULTIPLE.get(e)
+    if hit is None:
+        d = e.rhs  # type: ignore[attr-defined]
+        if not isinstance(d, Const) or d.value in (0, 1):
+            hit = True
+        else:
+            coeffs, _constant = linear_form(e.lhs)  # type: ignore[attr-defined]
+            hit = any(c % d.value == 0 for c in coeffs.values())
+        if len(_MULTIPLE) > _MATCH_CACHE_LIMIT:
+            _MULTIPLE.clear()
+        _MULTIPLE[e] = hit
+    return hit
+
+
+_NEEDS_MULTIPLE: dict[Rule, bool] = {}
+
+
+def _needs_multiple(rule: Rule) -> bool:
+    """True when the left side is `D op cK` (not `[split]`) and D has a summand `y * cA`, y a
+    term variable used once, where cA is cK itself or the condition requires `cA mod cK == 0`
+    (cA used once). Every way the matcher can fill that summand then needs a variable summand
+    of the dividend whose coefficient is a multiple of the divisor k, or k = 1: one term `t *
+    a` gives cA = a; a bare term or the constant gives cA = 1 (implicit coefficient); a group
+    of terms, or a whole sum with a common factor, gives cA = a factor that divides each
+    coefficient of the group (a bound variable would need y used twice)."""
+    hit = _NEEDS_MULTIPLE.get(rule)
+    if hit is not None:
+        return hit
+    lhs = rule.lhs
+    hit = False
+    if not rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and \
+            isinstance(lhs.rhs, ConstVar):
+        k = lhs.rhs
+        uses: dict[Expr, int] = {}
+        for n in lhs.walk():
+            uses[n] = uses.get(n, 0) + 1
+        multiples = {k}
+        for c in conjuncts(rule.condition):
+            if isinstance(c, Compare) and c.op == "==" and c.rhs is Const(0) and \
+                    isinstance(c.lhs, Mod) and c.lhs.rhs is k and \
+                    isinstance(c.lhs.lhs, ConstVar) and uses.get(c.lhs.lhs) == 1:
+                multiples.add(c.lhs.lhs)
+        d = lhs.lhs
+        for t in d.terms if isinstance(d, Add) else (d,):
+            if isinstance(t, Mul) and isinstance(t.lhs, TermVar) and uses[t.lhs] == 1 and \
+                    t.rhs in multiples:
+                hit = True
+    _NEEDS_MULTIPLE[rule] = hit
+    return hit
 
 
 _VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
