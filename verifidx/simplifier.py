@@ -249,10 +249,22 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
+_SIGNATURES: dict[Expr, tuple[object, ...]] = {}
+
+
 def _signature(e: Expr) -> tuple[object, ...]:
     """Everything `_may_match` reads of a term: its operator, its operator kinds, its
     children's node types, for a division or mod the divisor's value, and the summand shapes
     of the sum (or dividend)."""
+    hit = _SIGNATURES.get(e)
+    if hit is None:
+        if len(_SIGNATURES) > _MATCH_CACHE_LIMIT:
+            _SIGNATURES.clear()
+        hit = _SIGNATURES[e] = _compute_signature(e)
+    return hit
+
+
+def _compute_signature(e: Expr) -> tuple[object, ...]:
     t = type(e)
     if t is Add:
         return (t, kinds(e), *_summand_shapes(e))
@@ -697,7 +709,7 @@ class _ExprSimplifier:
         divisions: expand, simplify, and keep the outcome only if it is smaller. One-shot, so
         the expansion phase cannot cycle."""
         expansions = self.engine.expansions.get(Mod, ())
-        if not expansions or not laws.ON.canonical_sums:
+        if not expansions or not laws.ON.canonical_sums or not kinds(node) & KIND_BITS[Mod]:
             return None  # rebuilding the sum from its linear form relies on those laws
         coeffs, constant = linear_form(node)
         mods = [b for b in coeffs if isinstance(b, Mod)]
