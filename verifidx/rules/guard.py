@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from ..errors import EvaluationError
 from ..expr import (
@@ -81,7 +82,7 @@ def compile_function(body: str, keys: list[Expr]) -> Callable[[Mapping[Expr, obj
     """`def f(v): return bool(body)` with `K` bound to `keys`."""
     scope = {**_SCOPE, "K": keys}
     exec(f"def _f(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
-    return scope["_f"]  # type: ignore[return-value]
+    return cast(Callable[[Mapping[Expr, object]], bool], scope["_f"])
 
 
 def conjuncts(cond: Condition) -> list[Condition]:
@@ -101,41 +102,40 @@ _Check = Callable[[Mapping[Expr, object]], bool]
 
 
 class Guard:
-    """The constant-only conjuncts of one rule's condition, compiled: `holds(env)` is False
-    when one of them is false or undefined under the constants bound in `env` (every constant
-    they mention is bound in a complete match), and `divisor_allows(k)` checks early those that
-    mention only the divisor `cK` of a left side `P op cK`, before any matching."""
+    """The constant-only conjuncts of one rule's condition, compiled into one function each:
+    `holds(env)` is False when one of them is false or undefined under the constants bound
+    in `env` (every constant they mention is bound in a complete match), and
+    `divisor_allows(k)` checks early those that mention only the divisor `cK` of a left side
+    `P op cK`, before any matching."""
 
-    __slots__ = ("_all", "_divisor", "divisor", "_by_value")
+    __slots__ = ("holds", "divisor", "_divisor", "_by_value")
 
-    def __init__(self, checks: list[tuple[frozenset[Expr], _Check]], divisor: ConstVar | None
-                 ) -> None:
-        self._all = [fn for _needs, fn in checks]
+    def __init__(self, conjuncts: list[Condition], divisor: ConstVar | None) -> None:
+        self.holds = _all_of(conjuncts)
         self.divisor = divisor
-        self._divisor = [fn for needs, fn in checks if divisor is not None and needs == {divisor}]
+        self._divisor = _all_of([c for c in conjuncts
+                                 if divisor is not None and _leaves(c) == {divisor}])
         self._by_value: dict[Expr, bool] = {}
-
-    def holds(self, env: Mapping[Expr, object]) -> bool:
-        return _passes(self._all, env)
 
     def divisor_allows(self, value: Expr) -> bool:
         hit = self._by_value.get(value)
         if hit is None:
             assert self.divisor is not None
-            hit = self._by_value[value] = _passes(self._divisor, {self.divisor: value})
+            hit = self._by_value[value] = self._divisor({self.divisor: value})
         return hit
 
 
-def _passes(checks: list[_Check], env: Mapping[Expr, object]) -> bool:
-    for check in checks:
-        try:
-            if not check(env):
-                return False
-        except EvaluationError:
-            return False
-        except KeyError:  # a constant the match did not bind: no verdict here
-            continue
-    return True
+def _all_of(conditions: list[Condition]) -> _Check:
+    """One function for the conjunction, over bindings (constants bound to Const nodes):
+    False when a conjunct is false or undefined (EvaluationError); True, no verdict, when a
+    constant is not bound (KeyError)."""
+    keys: list[Expr] = []
+    body = " and ".join(condition_source(c, keys, "v[K[{}]].value") for c in conditions)
+    scope = {**_SCOPE, "K": keys, "EvaluationError": EvaluationError}
+    exec(f"def _f(v):\n    try:\n        return bool({body or True})\n"  # noqa: S102
+         "    except EvaluationError:\n        return False\n"
+         "    except KeyError:\n        return True\n", scope)
+    return cast(_Check, scope["_f"])
 
 
 def _divisor(rule: Rule) -> ConstVar | None:
@@ -158,11 +158,8 @@ def guard_for(rule: Rule) -> Guard | None:
     checks = []
     for c in conjuncts(rule.condition):
         leaves = _leaves(c)
-        if not leaves or not all(isinstance(k, ConstVar) for k in leaves):
-            continue
-        keys: list[Expr] = []
-        fn = compile_function(condition_source(c, keys, "v[K[{}]].value"), keys)
-        checks.append((frozenset(keys), fn))
+        if leaves and all(isinstance(k, ConstVar) for k in leaves):
+            checks.append(c)
     guard = Guard(checks, _divisor(rule)) if checks else None
     _GUARDS[rule] = guard
     return guard
