@@ -163,6 +163,47 @@ def test_canonical_form_keeps_values(m, point) -> None:
 
 
 @given(st.data())
+def test_condition_checks_agree_with_compiled_conditions(data) -> None:
+    """The engine's hot path (`condition_check`: intervals only when reached) accepts a match
+    exactly when the table-based `compiled_condition` does; an error counts as a rejection,
+    as it does in the engine."""
+    from verifidx.errors import EvaluationError
+    from verifidx.expr import Const
+    from verifidx.interval import Interval, range_of
+    from verifidx.rules.model import ConstVar, TermVar, rule_exprs
+    from verifidx.simplifier import (
+        _condition_env,
+        _NoValue,
+        compiled_condition,
+        condition_check,
+    )
+
+    for rule in default_simplifier().engine.rules:
+        leaves = {n for e in rule_exprs(rule) for n in e.walk()}
+        terms = sorted((n for n in leaves if isinstance(n, TermVar)), key=str)
+        env = {v: Dim(i) for i, v in enumerate(terms)}
+        env.update({c: Const(data.draw(st.integers(-20, 20))) for c in leaves
+                    if isinstance(c, ConstVar)})
+        boxes = {}
+        for i in range(len(terms)):
+            lo = data.draw(st.integers(-20, 20))
+            boxes[Dim(i)] = Interval(lo, lo + data.draw(st.integers(0, 20)))
+
+        def bound(e, boxes=boxes):
+            return range_of(e, boxes)
+
+        try:
+            eager = compiled_condition(rule)(_condition_env(rule, env, bound))
+        except (EvaluationError, _NoValue):
+            eager = False
+        try:
+            fast = condition_check(rule)(env, bound)
+        except (EvaluationError, _NoValue):
+            fast = False
+        assert fast == eager, rule.name
+
+
+@given(st.data())
 def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
     """The simplifier evaluates rule conditions through generated code; same truth values and
     same errors as `evaluate_condition` on random values of constants and bounds."""

@@ -155,6 +155,38 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     return hit
 
 
+_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr], RangeFn], bool]] = {}
+
+
+def condition_check(rule: Rule) -> Callable[[Mapping[Expr, Expr], RangeFn], bool]:
+    """The rule's condition as Python code over a match and the interval function: the truth
+    value of `compiled_condition` on `_condition_env`'s values (a test checks both agree), but
+    an interval is computed only when the evaluation reaches its `lo`/`hi` (most conditions
+    fail on their constants first), and no table of values is built."""
+    hit = _CHECKS.get(rule)
+    if hit is None:
+        keys: list[Expr] = []
+        body = condition_source(rule.condition, keys, "_k{}_")
+        args: list[Expr] = []
+        for i, k in enumerate(keys):
+            if isinstance(k, Call):
+                args.append(k.args[0])
+                code = f"bound(_arg(E, bound, A[{len(args) - 1}])).{k.fn}"
+            else:
+                code = f"E[K[{i}]].value"
+            body = body.replace(f"_k{i}_", code)
+        scope = {"K": keys, "A": args, "_arg": _bound_argument}
+        hit = compile_function(body, keys, "E, bound", scope)
+        _CHECKS[rule] = hit
+    return hit
+
+
+def _bound_argument(env: Mapping[Expr, Expr], bound: RangeFn, pattern: Expr) -> Expr:
+    """The term whose interval `lo(pattern)`/`hi(pattern)` reads at the match site."""
+    arg = env.get(pattern) if isinstance(pattern, TermVar) else None
+    return _instantiate(pattern, env, bound) if arg is None else arg
+
+
 _CALLS: dict[Rule, list[Call]] = {}
 
 
@@ -417,6 +449,7 @@ class RuleEngine:
             if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
                 table.setdefault(Add, []).append(r)
             compiled_condition(r)  # once, when the rule base is loaded
+            condition_check(r)
             guard_for(r)
             _rule_calls(r)
 
@@ -452,8 +485,7 @@ class RuleEngine:
             if guard is not None and not guard.holds(env):
                 continue  # a constant-only part of the condition fails: no interval needed
             try:
-                values = _condition_env(rule, env, bound)
-                if not compiled_condition(rule)(values):
+                if not condition_check(rule)(env, bound):
                     continue
                 # the condition is cheaper than this check, so it comes second
                 if not candidate.is_decomposition(lhs, e):

@@ -78,11 +78,12 @@ def condition_source(cond: Condition, keys: list[Expr], leaf: str) -> str:
     return go(cond)
 
 
-def compile_function(body: str, keys: list[Expr]) -> Callable[[Mapping[Expr, object]], bool]:
-    """`def f(v): return bool(body)` with `K` bound to `keys`."""
-    scope = {**_SCOPE, "K": keys}
-    exec(f"def _f(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
-    return cast(Callable[[Mapping[Expr, object]], bool], scope["_f"])
+def compile_function(body: str, keys: list[Expr], params: str = "v",
+                     scope: Mapping[str, object] | None = None) -> Callable[..., bool]:
+    """`def f(params): return bool(body)` with `K` bound to `keys` (and `scope`)."""
+    scope = {**_SCOPE, "K": keys, **(scope or {})}
+    exec(f"def _f({params}):\n    return bool({body})\n", scope)  # noqa: S102 - generated
+    return cast(Callable[..., bool], scope["_f"])
 
 
 def conjuncts(cond: Condition) -> list[Condition]:
