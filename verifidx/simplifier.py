@@ -251,11 +251,24 @@ def _shape(e: Expr) -> tuple[type, ...]:
 _SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
 
 
+_NO_SHAPES: list[tuple[type, ...]] = []
+_SHAPE_KEYS: dict[tuple[type, ...], str] = {}
+
+
+def _shape_key(shape: tuple[type, ...]) -> str:
+    hit = _SHAPE_KEYS.get(shape)
+    if hit is None:
+        hit = _SHAPE_KEYS[shape] = repr(shape)
+    return hit
+
+
 def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
+    if not kinds(e):
+        return _NO_SHAPES  # only divisions, mods, min and max give a summand a shape
     hit = _SHAPES.get(e)
     if hit is None:
         terms = e.terms if isinstance(e, Add) else (e,)
-        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=repr)
+        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=_shape_key)
     return hit
 
 
@@ -430,7 +443,7 @@ class RuleEngine:
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
-        self._index: dict[tuple[int, tuple[object, ...]], list[Rule]] = {}
+        self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -456,13 +469,13 @@ class RuleEngine:
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
                 trace: list[Step] | None) -> Expr | None:
-        for rule in self.applicable(e, rules):
-            out = self._try(rule, e, bound, trace)
+        for plan in self.applicable(e, rules):
+            out = self._try(plan, e, bound, trace)
             if out is not None:
                 return out
         return None
 
-    def applicable(self, e: Expr, rules: Sequence[Rule]) -> list[Rule]:
+    def applicable(self, e: Expr, rules: Sequence[Rule]) -> list[_Plan]:
         """The rules of `rules` that may match `e`, in order: a discrimination index keyed by
         what the structural filters (`_may_match`) look at, so each filter runs once per
         signature instead of once per term. Dropping a rule here is exact: every filter is a
@@ -470,14 +483,12 @@ class RuleEngine:
         key = (id(rules), _signature(e))  # the engine's rule lists live as long as the engine
         hit = self._index.get(key)
         if hit is None:
-            hit = self._index[key] = [r for r in rules if _may_match(r, e)]
+            hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
         return hit
 
-    def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
+    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        rhs, lhs = rule.rhs, rule.lhs
-        assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
-        guard = guard_for(rule)
+        rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
         for candidate in self._decompositions(rule, e):
             if candidate.rejected:
                 continue
@@ -485,7 +496,7 @@ class RuleEngine:
             if guard is not None and not guard.holds(env):
                 continue  # a constant-only part of the condition fails: no interval needed
             try:
-                if not condition_check(rule)(env, bound):
+                if not check(env, bound):
                     continue
                 # the condition is cheaper than this check, so it comes second
                 if not candidate.is_decomposition(lhs, e):
@@ -557,6 +568,18 @@ class RuleEngine:
                                                **_justification(rule, env2, bound)}))
                         return new_e, new_iv
         return None
+
+
+class _Plan:
+    """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
+
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check")
+
+    def __init__(self, rule: Rule) -> None:
+        assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
+        self.rule, self.lhs, self.rhs = rule, rule.lhs, rule.rhs
+        self.guard = guard_for(rule)
+        self.check = condition_check(rule)
 
 
 class _Candidate:
