@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from math import gcd
 
-from ..canonical import canon, from_linear, linear_form
-from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul
+from .. import laws
+from ..canonical import canon, from_linear, linear_form, order_key
+from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
@@ -193,14 +194,35 @@ _CACHE_LIMIT = 100_000
 
 
 def _expr(terms: Terms) -> Expr:
+    """`from_linear` of the terms, with each scaled term taken from a cache: the remainders the
+    matcher proposes for one sum share most of their terms."""
     key = frozenset(terms.items())
     hit = _SUMS.get(key)
     if hit is None:
+        parts = sorted((_product(b, c) for b, c in terms.items() if b is not _ONE and c),
+                       key=order_key)
         constant = terms.get(_ONE, 0)
-        hit = from_linear({k: v for k, v in terms.items() if k is not _ONE}, constant)
+        if constant:
+            parts.append(Const(constant))
+        hit = Const(0) if not parts else parts[0] if len(parts) == 1 else Add(parts)
         if len(_SUMS) > _CACHE_LIMIT:
             _SUMS.clear()
         _SUMS[key] = hit
+    return hit
+
+
+_PRODUCTS: dict[tuple[Expr, int], Expr] = {}
+for _cache in (_SUMS, _SCALED, _PRODUCTS):
+    laws.on_change(_cache.clear)  # built under other proven laws
+
+
+def _product(base: Expr, coeff: int) -> Expr:
+    """`mul(base, coeff)`, remembered."""
+    hit = _PRODUCTS.get((base, coeff))
+    if hit is None:
+        if len(_PRODUCTS) > _CACHE_LIMIT:
+            _PRODUCTS.clear()
+        hit = _PRODUCTS[base, coeff] = mul(base, coeff)
     return hit
 
 
@@ -234,6 +256,7 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
 #: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
 #: the divisor, and its matches do not depend on which. Bindings are never mutated.
 _SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = {}
+laws.on_change(_SUM_MATCHES.clear)
 
 
 def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
