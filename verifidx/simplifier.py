@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from . import laws
 from .canonical import canon, linear_form, order_key
@@ -93,33 +93,64 @@ class _NoValue(Exception):
 
 def _instantiate(pattern: Expr, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
                  ) -> Expr:
-    """The pattern with its variables replaced, constant computations folded."""
-    cache: dict[Expr, Expr] = {}
+    """The pattern with its variables replaced, constant computations folded: `lo(t)`/`hi(t)`
+    become the bounds of t's interval, `gcd` and the like are evaluated once their arguments
+    are constants. Runs code generated once per pattern (`_instance_code`)."""
+    code = _INSTANCES.get(pattern)
+    if code is None:
+        code = _INSTANCES[pattern] = _instance_code(pattern)
+    return code(env, bound)
 
-    def go(p: Expr) -> Expr:
-        hit = cache.get(p)
-        if hit is not None:
-            return hit
+
+_INSTANCES: dict[Expr, Callable[[Mapping[Expr, Expr], RangeFn], Expr]] = {}
+
+
+def _instance_code(pattern: Expr) -> Callable[[Mapping[Expr, Expr], RangeFn], Expr]:
+    """One nested Python expression for the pattern. A subtree without variables or calls
+    stays the pattern's own node (as `map_children` leaves it); any other node is rebuilt
+    through its smart constructor unless no child changed."""
+    nodes: list[Expr] = []
+
+    def ref(p: Expr) -> str:
+        nodes.append(p)
+        return f"N[{len(nodes) - 1}]"
+
+    def gen(p: Expr) -> str:
         if isinstance(p, (TermVar, ConstVar)):
-            value = env.get(p)
-            if value is None:
-                raise _NoValue(str(p))
-            out = value
-        elif isinstance(p, Call):
-            args = [go(a) for a in p.args]
+            return f"_get(E, {ref(p)})"
+        if not any(isinstance(n, (TermVar, ConstVar, Call)) for n in p.walk()):
+            return ref(p)
+        kids = ", ".join(gen(c) for c in p.children)
+        if isinstance(p, Call):
             if p.fn in ("lo", "hi"):
-                iv = bound(args[0])
-                out = Const(iv.lo if p.fn == "lo" else iv.hi)
-            else:
-                if not all(isinstance(a, Const) for a in args):
-                    raise _NoValue(str(p))
-                out = Const(p.rebuild(args).evaluate({}))
-        else:
-            out = p.map_children(go)
-        cache[p] = out
-        return out
+                return f"Const(bound({kids}).{p.fn})"
+            return f"_call({ref(p)}, [{kids}])"
+        return f"_rebuild({ref(p)}, [{kids}])"
 
-    return go(pattern)
+    body = gen(pattern)
+    scope: dict[str, object] = {"N": nodes, "Const": Const, "_get": _get, "_call": _call,
+                                "_rebuild": _rebuild}
+    exec(f"def _f(E, bound):\n    return {body}\n", scope)  # noqa: S102 - generated
+    return cast(Callable[[Mapping[Expr, Expr], RangeFn], Expr], scope["_f"])
+
+
+def _get(env: Mapping[Expr, Expr], var: Expr) -> Expr:
+    value = env.get(var)
+    if value is None:
+        raise _NoValue(str(var))
+    return value
+
+
+def _call(node: Expr, args: list[Expr]) -> Expr:
+    if not all(isinstance(a, Const) for a in args):
+        raise _NoValue(str(node))
+    return Const(node.rebuild(args).evaluate({}))
+
+
+def _rebuild(node: Expr, kids: list[Expr]) -> Expr:
+    if all(a is b for a, b in zip(kids, node.children)):
+        return node
+    return node.rebuild(kids)
 
 
 def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
