@@ -339,12 +339,23 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
         return
     # one term of the sum
     need = kinds(p)
+    scaled_var = isinstance(p, Mul) and isinstance(p.lhs, TermVar) and \
+        isinstance(p.rhs, ConstVar) and p.lhs not in b and p.rhs not in b
     for base, coeff in remaining.items():
         if need & ~kinds(base):
             continue  # p has an operator the term lacks
         term = _scaled(base, coeff)
         left = dict(remaining)
         del left[base]
+        if scaled_var and not isinstance(term, Add):
+            # `x * c0` with both free, what `_match_product` gives, without its generators:
+            # `t * k` binds (t, k); any other term binds itself with the implicit 1
+            assert isinstance(p, Mul)
+            if isinstance(term, Mul) and isinstance(term.rhs, Const):
+                yield {**b, p.lhs: term.lhs, p.rhs: term.rhs}, left
+            else:
+                yield {**b, p.rhs: _ONE, p.lhs: term}, left
+            continue
         for b1 in _match(p, term, b):
             yield b1, left
     # a group of terms sharing a factor, for `x * c0`
