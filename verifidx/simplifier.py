@@ -885,11 +885,14 @@ class Simplifier:
             return m
         for _ in range(8):  # tightened bounds can make points, points simplify constraints
             before = m
-            m = self._constraints_to_fixpoint(m, trace)
+            m, settled = self._constraints_to_fixpoint(m, trace)
             if m.is_known_empty:
                 return m
+            fixed = m
             if point_dims == "replace":
                 m = self._replace_point_dims(m)
+            if m is fixed and settled:
+                break  # another round would reach this same fixpoint again
             if m == before:
                 break
         simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
@@ -901,7 +904,10 @@ class Simplifier:
         return out
 
     # constraints
-    def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
+    def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None
+                                 ) -> tuple[IndexingMap, bool]:
+        """The constraints simplified until a round changes nothing (True), or as far as 32
+        rounds go (False)."""
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
@@ -917,15 +923,15 @@ class Simplifier:
                 if not r.is_empty and iv2.contains(r):
                     continue  # always satisfied
                 if r.intersect(iv2).is_empty and not r.is_empty:
-                    return new.replace(is_known_empty=True)
+                    return new.replace(is_known_empty=True), True
                 new = new.add_constraint(e2, iv2)
                 if new.is_known_empty:
-                    return new
+                    return new, True
             new = self._merge_mod_constraints(new, trace)
             if new.is_known_empty or new == before:
-                return new
+                return new, True
             m = new
-        return m
+        return m, False
 
     def _merge_mod_constraints(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
         """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b)
