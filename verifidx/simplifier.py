@@ -350,7 +350,7 @@ def _compute_signature(e: Expr) -> tuple[object, ...]:
     if t is FloorDiv or t is Mod or t is CeilDiv:
         d = e.rhs  # type: ignore[attr-defined]
         return (t, kinds(e), type(e.lhs), type(d),  # type: ignore[attr-defined]
-                d.value if isinstance(d, Const) else None, _has_multiple_summand(e),
+                d.value if isinstance(d, Const) else None, *_divisor_facts(e),
                 *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
     return (t, kinds(e), *(type(k) for k in kids))
 
@@ -372,26 +372,68 @@ def _may_match(rule: Rule, e: Expr) -> bool:
             return False  # `P op cK` matches only the same operator over a constant
         if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
             return False
-    return not _needs_multiple(rule) or _has_multiple_summand(e)
+    if _needs_multiple(rule) and not _divisor_facts(e)[0]:
+        return False
+    return not _needs_common_factor(rule) or _divisor_facts(e)[1]
 
 
-_MULTIPLE: dict[Expr, bool] = {}
+_DIVISOR_FACTS: dict[Expr, tuple[bool, bool]] = {}
 
 
-def _has_multiple_summand(e: Expr) -> bool:
-    """For `S op k`: whether k is 0 or 1 or some variable summand of S has a coefficient that
-    is a multiple of k (what `_needs_multiple` rules need, see there)."""
-    hit = _MULTIPLE.get(e)
+def _divisor_facts(e: Expr) -> tuple[bool, bool]:
+    """For `S op k`: (k is 0 or 1, or some variable summand of S has a coefficient that is a
+    multiple of k; k is not a constant, or is 0, or shares a factor > 1 with every variable
+    coefficient of S), what `_needs_multiple` and `_needs_common_factor` rules need."""
+    hit = _DIVISOR_FACTS.get(e)
     if hit is None:
         d = e.rhs  # type: ignore[attr-defined]
-        if not isinstance(d, Const) or d.value in (0, 1):
-            hit = True
+        if not isinstance(d, Const) or d.value == 0:
+            hit = (True, True)
         else:
             coeffs, _constant = linear_form(e.lhs)  # type: ignore[attr-defined]
-            hit = any(c % d.value == 0 for c in coeffs.values())
-        if len(_MULTIPLE) > _MATCH_CACHE_LIMIT:
-            _MULTIPLE.clear()
-        _MULTIPLE[e] = hit
+            k = d.value
+            hit = (k == 1 or any(c % k == 0 for c in coeffs.values()),
+                   math.gcd(*coeffs.values(), k) > 1)
+        if len(_DIVISOR_FACTS) > _MATCH_CACHE_LIMIT:
+            _DIVISOR_FACTS.clear()
+        _DIVISOR_FACTS[e] = hit
+    return hit
+
+
+_NEEDS_COMMON_FACTOR: dict[Rule, bool] = {}
+
+
+def _needs_common_factor(rule: Rule) -> bool:
+    """True when the left side is `(x * cA + cB) op cK` (x and cA used once, not `[split]`)
+    and the condition requires `cA > 1` and `cK mod cA == 0`. `x * cA` must then take every
+    variable summand of the dividend (cB takes only its constant): one summand `t * a` gives
+    cA = a, a bare one cA = 1, a group cA = a factor of each coefficient; so cA > 1 divides k
+    and every variable coefficient of the dividend."""
+    hit = _NEEDS_COMMON_FACTOR.get(rule)
+    if hit is not None:
+        return hit
+    lhs = rule.lhs
+    hit = False
+    if not rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and \
+            isinstance(lhs.rhs, ConstVar) and isinstance(lhs.lhs, Add) and \
+            len(lhs.lhs.terms) == 2:
+        k = lhs.rhs
+        t, c = lhs.lhs.terms
+        uses: dict[Expr, int] = {}
+        for n in lhs.walk():
+            uses[n] = uses.get(n, 0) + 1
+        if isinstance(t, Mul) and isinstance(t.lhs, TermVar) and isinstance(t.rhs, ConstVar) \
+                and isinstance(c, ConstVar) and uses[t.lhs] == 1 and uses[t.rhs] == 1 \
+                and len({k, t.rhs, c}) == 3:
+            a = t.rhs
+            parts = conjuncts(rule.condition)
+            above_one = any(isinstance(p, Compare) and p.op == ">" and p.lhs is a
+                            and p.rhs is Const(1) for p in parts)
+            divides = any(isinstance(p, Compare) and p.op == "==" and p.rhs is Const(0)
+                          and isinstance(p.lhs, Mod) and p.lhs.lhs is k and p.lhs.rhs is a
+                          for p in parts)
+            hit = above_one and divides
+    _NEEDS_COMMON_FACTOR[rule] = hit
     return hit
 
 
