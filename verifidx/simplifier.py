@@ -571,13 +571,13 @@ class RuleEngine:
             try:
                 if not check(env, bound):
                     continue
-                # the condition is cheaper than this check, so it comes second
+                out = canon(_instantiate(rhs, env, bound))
+                if out is e:
+                    continue  # (`x * 1` read as `x * c0`: the rule would change nothing)
+                # the most expensive check comes last; it is remembered per proposal
                 if not candidate.is_decomposition(lhs, e):
                     continue
-                out = canon(_instantiate(rhs, env, bound))
             except (_NoValue, EvaluationError):
-                continue
-            if out is e:
                 continue
             if trace is not None:
                 trace.append(Step(rule.name, e, out, _justification(rule, env, bound)))
