@@ -597,8 +597,7 @@ class RuleEngine:
     def _pattern_decompositions(self, lhs: Expr, e: Expr, split: bool = False
                                 ) -> list[_Candidate]:
         """They depend neither on intervals nor on the rule (patterns are interned, and rules
-        often share a left side), so they are computed once per (pattern, expression). Only
-        asked for rules that passed `applicable`."""
+        often share a left side), so they are computed once per (pattern, expression)."""
         key = (lhs, e, split)
         hit = self._matches.get(key)
         if hit is not None:
@@ -614,7 +613,8 @@ class RuleEngine:
         for rule in self.constraint_rules.get(type(e), ()):
             lhs, rhs = rule.lhs, rule.rhs
             assert isinstance(lhs, Membership) and isinstance(rhs, Membership)
-            for env in match(lhs.expr, e):
+            for candidate in self._pattern_decompositions(lhs.expr, e):
+                env = candidate.env
                 for env1 in match(lhs.lo, Const(iv.lo), env):
                     for env2 in match(lhs.hi, Const(iv.hi), env1):
                         if not _within_proof(rule, env2):
