@@ -284,12 +284,16 @@ def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bin
         yield {**b, first: _expr(remaining)}  # the rest of the sum, possibly 0
         return
     seen: set[tuple[frozenset[tuple[Expr, int]], frozenset[tuple[Expr, Expr]]]] = set()
+    last = rest[0] if len(rest) == 1 and isinstance(rest[0], TermVar) else None
     for b1, left in _candidates(first, remaining, b):
         sig = (frozenset(left.items()), frozenset(b1.items()))
         if sig in seen:
             continue
         seen.add(sig)
-        yield from _assign(rest, left, b1)
+        if last is not None and last not in b1:
+            yield {**b1, last: _expr(left)}  # what `_assign([last], left, b1)` gives
+        else:
+            yield from _assign(rest, left, b1)
 
 
 def _without(remaining: Terms, base: Expr, coeff: int) -> Terms | None:
