@@ -227,6 +227,9 @@ class Const(Expr):
     value: int
 
     def __new__(cls, value: int) -> Const:
+        node = _TABLE.get(("c", value))  # equal numbers share the node int(value) would give
+        if node is not None:
+            return node  # type: ignore[return-value]
         value = int(value)
 
         def init(n: Expr) -> None:
@@ -250,6 +253,9 @@ class Variable(Expr):
     prefix: ClassVar[str] = "v"
 
     def __new__(cls, index: int) -> Variable:
+        node = _TABLE.get((cls.prefix, index))
+        if node is not None:
+            return node  # type: ignore[return-value]
         index = int(index)
         if index < 0:
             raise ValueError("variable index must be >= 0")
@@ -304,20 +310,22 @@ class Add(Expr):
 
     def __new__(cls, terms: Sequence[Expr]) -> Add:
         terms = tuple(terms)
+        key = ("+", terms)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
-
         depth = 1 + max(t._depth for t in terms)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-
-        def init(n: Expr) -> None:
-            n.terms = terms  # type: ignore[attr-defined]
-            n._size = 1 + sum(t._size for t in terms)
-            n._total = all(t._total for t in terms)
-            n._depth = depth
-
-        return cls._intern(("+", terms), init)  # type: ignore[return-value]
+        node = object.__new__(cls)
+        node.terms = terms  # type: ignore[attr-defined]
+        node._size = 1 + sum(t._size for t in terms)
+        node._total = all(t._total for t in terms)
+        node._depth = depth
+        _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -342,18 +350,21 @@ class Binary(Expr):
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
+        key = (cls.tag, lhs, rhs)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]  # built (and checked) before
         cls._check_operands(rhs)
         depth = 1 + max(lhs._depth, rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-
-        def init(n: Expr) -> None:
-            n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
-            n._size = 1 + lhs._size + rhs._size
-            n._total = lhs._total and rhs._total and cls._total_with(rhs)
-            n._depth = depth
-
-        return cls._intern((cls.tag, lhs, rhs), init)  # type: ignore[return-value]
+        node = object.__new__(cls)
+        node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
+        node._size = 1 + lhs._size + rhs._size
+        node._total = lhs._total and rhs._total and cls._total_with(rhs)
+        node._depth = depth
+        _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     @staticmethod
     def _total_with(rhs: Expr) -> bool:
@@ -512,7 +523,7 @@ def add(*operands: ExprLike) -> Expr:
     const_at = -1
     const_sum = 0
     for op in operands:
-        e = as_expr(op)
+        e = op if isinstance(op, Expr) else as_expr(op)
         for t in e.terms if flatten and isinstance(e, Add) else (e,):
             if merge and isinstance(t, Const):
                 if const_at < 0:
@@ -543,7 +554,8 @@ def neg(x: ExprLike) -> Expr:
 def mul(a: ExprLike, b: ExprLike) -> Expr:
     """Product; constants fold and move to the right, `(x * c1) * c2` becomes `x * (c1 * c2)`."""
     on = _laws.ON
-    x, y = as_expr(a), as_expr(b)
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
     if isinstance(x, Const) and not isinstance(y, Const) and on.mul_const_right:
         x, y = y, x
     if isinstance(y, Const):

@@ -23,6 +23,7 @@ from .expr import (
     Const,
     Dim,
     Expr,
+    ExprLike,
     FloorDiv,
     Max,
     Min,
@@ -32,7 +33,13 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    ceildiv,
+    floordiv,
     is_constant_valued,
+    maximum,
+    minimum,
+    mod,
+    mul,
     neg,
     raw_add,
 )
@@ -378,6 +385,10 @@ class _Parser:
 
 def parse_map(text: str, source: str = "<string>") -> IndexingMap:
     """Parse XLA's map text (one-line or multi-line), `KNOWN EMPTY` or `UNDEFINED`."""
+    try:
+        return _MapReader(text).indexing_map()
+    except Exception:  # noqa: BLE001 - any doubt: the full parser decides, and reports errors
+        pass
     stripped = text.strip()
     if stripped.startswith("affine_map<"):
         affine = parse_affine_map(text, source)
@@ -385,6 +396,210 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
             f"an affine_map has no bounds; use IndexingMap.from_tensor_sizes "
             f"({affine.num_dims} dims, {affine.num_symbols} symbols)", 1, 1, source)
     return _Parser(text, source).indexing_map()
+
+
+# -- fast reader ---------------------------------------------------------------------------------
+
+# Whole tokens as plain strings, found in one C-level pass; whitespace is what no branch matches
+# (the same characters `str.isspace` skips in `tokenize`). `\S` catches every other character,
+# which no rule of the grammar below accepts.
+_WORDS = re.compile(r"\d+|[A-Za-z_][A-Za-z0-9_]*|->|\S")
+_DIGITS = frozenset("0123456789")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
+    "floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv, "mod": mod}
+_END = " "  # after the last token: never a token (whitespace is skipped)
+
+
+class _Reject(Exception):
+    """The fast reader stops at the first thing it does not expect."""
+
+
+class _MapReader:
+    """The map grammar of `_Parser`, for well-formed text only, with no per-token objects.
+
+    Maps are read on every first sight, so this is the path that must be fast. It builds each
+    node with the same smart constructors, in the same order, as `_Parser`; at anything unusual
+    (an error, `UNDEFINED`, non-ASCII text) it raises and `parse_map` hands the text to `_Parser`,
+    which gives the result or the error with its line and column. `tests/test_syntax.py` checks
+    that both agree."""
+
+    __slots__ = ("toks", "i", "names")
+
+    def __init__(self, text: str) -> None:
+        self.toks = _WORDS.findall(text)
+        self.toks.append(_END)
+        self.i = 0
+        self.names: dict[str, Expr] = {}
+
+    def take(self, word: str) -> None:
+        if self.toks[self.i] != word:
+            raise _Reject
+        self.i += 1
+
+    def expr(self, depth: int) -> Expr:
+        e = self.term(depth)
+        toks = self.toks
+        while True:
+            t = toks[self.i]
+            if t == "+":
+                self.i += 1
+                e = add(e, self.term(depth))
+            elif t == "-":
+                self.i += 1
+                e = add(e, neg(self.term(depth)))
+            else:
+                return e
+
+    def term(self, depth: int) -> Expr:
+        e = self.unary(depth)
+        toks = self.toks
+        while True:
+            t = toks[self.i]
+            if t == "*":
+                self.i += 1
+                e = mul(e, self.unary(depth))
+                continue
+            div = _DIVISIONS.get(t)
+            if div is None:
+                return e
+            self.i += 1
+            rhs = self.unary(depth)
+            if not isinstance(rhs, Const) and not is_constant_valued(rhs):
+                raise _Reject
+            e = div(e, rhs)
+
+    def unary(self, depth: int) -> Expr:
+        if self.toks[self.i] != "-":
+            return self.atom(depth)
+        if depth >= MAX_DEPTH:
+            raise _Reject
+        self.i += 1
+        inner = self.unary(depth + 1)
+        return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
+
+    def atom(self, depth: int) -> Expr:
+        toks, i = self.toks, self.i
+        t = toks[i]
+        first = t[0]
+        if first in _DIGITS:
+            self.i = i + 1
+            return Const(int(t))
+        if t == "(":
+            if depth >= MAX_DEPTH:
+                raise _Reject
+            self.i = i + 1
+            e = self.expr(depth + 1)
+            self.take(")")
+            return e
+        if first not in _NAME_START:
+            raise _Reject
+        if toks[i + 1] == "(" and (t == "min" or t == "max"):
+            if depth >= MAX_DEPTH:
+                raise _Reject
+            self.i = i + 2
+            a = self.expr(depth + 1)
+            self.take(",")
+            b = self.expr(depth + 1)
+            self.take(")")
+            return minimum(a, b) if t == "min" else maximum(a, b)
+        self.i = i + 1
+        return self.names[t]
+
+    def name_list(self, close: str, make: Callable[[int], Variable]) -> list[str]:
+        toks, names = self.toks, self.names
+        out: list[str] = []
+        if toks[self.i] == close:
+            self.i += 1
+            return out
+        while True:
+            t = toks[self.i]
+            if t[0] not in _NAME_START or t in names:
+                raise _Reject
+            names[t] = make(len(out))
+            out.append(t)
+            self.i += 1
+            if toks[self.i] == close:
+                self.i += 1
+                return out
+            self.take(",")
+
+    def integer(self) -> int:
+        toks = self.toks
+        sign = 1
+        if toks[self.i] == "-":
+            sign = -1
+            self.i += 1
+        t = toks[self.i]
+        if t[0] not in _DIGITS:
+            raise _Reject
+        self.i += 1
+        return sign * int(t)
+
+    def interval(self) -> Interval:
+        self.take("[")
+        lo = self.integer()
+        self.take(",")
+        hi = self.integer()
+        self.take("]")
+        return Interval(lo, hi)
+
+    def indexing_map(self) -> IndexingMap:
+        toks = self.toks
+        self.take("(")
+        dims = self.name_list(")", Dim)
+        syms: list[str] = []
+        rts: list[str] = []
+        if toks[self.i] == "[":
+            self.i += 1
+            syms = self.name_list("]", Symbol)
+        if toks[self.i] == "{":
+            self.i += 1
+            rts = self.name_list("}", RtVar)
+        self.take("->")
+        self.take("(")
+        results: list[Expr] = []
+        if toks[self.i] == ")":
+            self.i += 1
+        else:
+            while True:
+                results.append(self.expr(0))
+                if toks[self.i] == ")":
+                    self.i += 1
+                    break
+                self.take(",")
+        names = self.names
+        bounds: dict[str, Interval] = {}
+        constraints: list[tuple[Expr, Interval]] = []
+        if toks[self.i] == ",":
+            self.i += 1
+            self.take("domain")
+            self.take(":")
+            while True:
+                start = toks[self.i]
+                is_var = start in names and toks[self.i + 1] == "in"
+                e = self.expr(0)
+                self.take("in")
+                iv = self.interval()
+                if is_var and start not in bounds:
+                    bounds[start] = iv
+                else:  # as in XLA, a repeated bare variable intersects its bounds
+                    constraints.append((e, iv))
+                if toks[self.i] != ",":
+                    break
+                self.i += 1
+        if self.i != len(toks) - 1:
+            raise _Reject
+
+        def var_list(written: list[str], default: str) -> tuple[Var, ...]:
+            return tuple(Var(bounds[n], None if n == f"{default}{i}" else n)
+                         for i, n in enumerate(written))
+
+        m = IndexingMap(tuple(results), var_list(dims, "d"), var_list(syms, "s"),
+                        var_list(rts, "rt"), {})
+        for e, iv in constraints:
+            m = m.add_constraint(e, iv)
+        return m._mark_empty()
 
 
 def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
