@@ -438,73 +438,67 @@ class _MapReader:
         self.i += 1
 
     def expr(self, depth: int) -> Expr:
-        e = self.term(depth)
+        """A sum of products in one loop (`_Parser.expr` and `_Parser.term`): each product is
+        finished before it is added, so the constructors run in the same order."""
         toks = self.toks
-        while True:
-            t = toks[self.i]
-            if t == "+":
-                self.i += 1
-                e = add(e, self.term(depth))
-            elif t == "-":
-                self.i += 1
-                e = add(e, neg(self.term(depth)))
-            else:
-                return e
-
-    def term(self, depth: int) -> Expr:
-        e = self.unary(depth)
-        toks = self.toks
+        total: Expr | None = None
+        minus = False
+        e = self.operand(depth)
         while True:
             t = toks[self.i]
             if t == "*":
                 self.i += 1
-                e = mul(e, self.unary(depth))
-                continue
-            div = _DIVISIONS.get(t)
-            if div is None:
-                return e
-            self.i += 1
-            rhs = self.unary(depth)
-            if not isinstance(rhs, Const) and not is_constant_valued(rhs):
-                raise _Reject
-            e = div(e, rhs)
+                e = mul(e, self.operand(depth))
+            elif t == "+" or t == "-":
+                self.i += 1
+                total = e if total is None else add(total, neg(e) if minus else e)
+                minus = t == "-"
+                e = self.operand(depth)
+            else:
+                div = _DIVISIONS.get(t)
+                if div is None:
+                    break
+                self.i += 1
+                rhs = self.operand(depth)
+                if not isinstance(rhs, Const) and not is_constant_valued(rhs):
+                    raise _Reject
+                e = div(e, rhs)
+        if total is None:
+            return e
+        return add(total, neg(e) if minus else e)
 
-    def unary(self, depth: int) -> Expr:
-        if self.toks[self.i] != "-":
-            return self.atom(depth)
-        if depth >= MAX_DEPTH:
-            raise _Reject
-        self.i += 1
-        inner = self.unary(depth + 1)
-        return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
-
-    def atom(self, depth: int) -> Expr:
+    def operand(self, depth: int) -> Expr:
+        """A unary minus or an atom (`_Parser.unary`, `_Parser.atom`)."""
         toks, i = self.toks, self.i
         t = toks[i]
         first = t[0]
         if first in _DIGITS:
             self.i = i + 1
             return Const(int(t))
+        if first in _NAME_START:
+            if toks[i + 1] == "(" and (t == "min" or t == "max"):
+                if depth >= MAX_DEPTH:
+                    raise _Reject
+                self.i = i + 2
+                a = self.expr(depth + 1)
+                self.take(",")
+                b = self.expr(depth + 1)
+                self.take(")")
+                return minimum(a, b) if t == "min" else maximum(a, b)
+            self.i = i + 1
+            return self.names[t]
+        if depth >= MAX_DEPTH:
+            raise _Reject
         if t == "(":
-            if depth >= MAX_DEPTH:
-                raise _Reject
             self.i = i + 1
             e = self.expr(depth + 1)
             self.take(")")
             return e
-        if first not in _NAME_START:
-            raise _Reject
-        if toks[i + 1] == "(" and (t == "min" or t == "max"):
-            if depth >= MAX_DEPTH:
-                raise _Reject
-            self.i = i + 2
-            a = self.expr(depth + 1)
-            self.take(",")
-            b = self.expr(depth + 1)
-            self.take(")")
-            return minimum(a, b) if t == "min" else maximum(a, b)
-        self.i = i + 1
-        return self.names[t]
+        if t == "-":
+            self.i = i + 1
+            inner = self.operand(depth + 1)
+            return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
+        raise _Reject
 
     def name_list(self, close: str, make: Callable[[int], Variable]) -> list[str]:
         toks, names = self.toks, self.names
