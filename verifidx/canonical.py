@@ -63,24 +63,26 @@ def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     """(base -> coefficient, constant) of an expression seen as a sum of scaled bases.
     Bases are canonical and never sums or constant multiples."""
     coeffs: dict[Expr, int] = {}
-    constant = 0
-
-    def visit(t: Expr, scale: int) -> None:
-        nonlocal constant
-        if scale == 0:
-            return
-        if isinstance(t, Const):
-            constant += t.value * scale
-        elif isinstance(t, Add):
-            for s in t.terms:
-                visit(s, scale)
-        elif isinstance(t, Mul) and isinstance(t.rhs, Const):
-            visit(t.lhs, scale * t.rhs.value)
-        else:
-            coeffs[t] = coeffs.get(t, 0) + scale
-
-    visit(e, 1)
+    constant = _collect(e, 1, coeffs)
     return {b: c for b, c in coeffs.items() if c != 0}, constant
+
+
+def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:
+    """Adds `t * scale` to `coeffs`; returns its constant part."""
+    while scale:
+        if isinstance(t, Const):
+            return t.value * scale
+        if isinstance(t, Add):
+            constant = 0
+            for s in t.terms:
+                constant += _collect(s, scale, coeffs)
+            return constant
+        if isinstance(t, Mul) and isinstance(t.rhs, Const):
+            t, scale = t.lhs, scale * t.rhs.value
+            continue
+        coeffs[t] = coeffs.get(t, 0) + scale
+        break
+    return 0
 
 
 def from_linear(coeffs: dict[Expr, int] | Iterable[tuple[Expr, int]], constant: int = 0) -> Expr:

@@ -70,12 +70,13 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total", "_depth")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_vars")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
     _depth: int
+    _vars: frozenset[Variable]  # set on first use (`variable_set`)
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
@@ -125,8 +126,8 @@ class Expr:
         kids = self.children
         if not kids:
             return self
-        new = [fn(k) for k in kids]
-        if all(a is b for a, b in zip(new, kids)):
+        new = tuple([fn(k) for k in kids])
+        if new == kids:  # nodes compare by identity: the same children
             return self
         return self.rebuild(new)
 
@@ -170,7 +171,26 @@ class Expr:
         return None
 
     def variables(self) -> set[Variable]:
-        return {n for n in self.walk() if isinstance(n, Variable)}
+        return set(self.variable_set())
+
+    def variable_set(self) -> frozenset[Variable]:
+        """The variables of this expression, computed once per node (nodes are interned and
+        immutable, so the children's sets are shared)."""
+        try:
+            return self._vars
+        except AttributeError:
+            pass
+        kids = self.children
+        if isinstance(self, Variable):
+            found: frozenset[Variable] = frozenset((self,))
+        elif not kids:
+            found = _NO_VARIABLES
+        elif len(kids) == 1:
+            found = kids[0].variable_set()
+        else:
+            found = frozenset().union(*[k.variable_set() for k in kids])
+        self._vars = found
+        return found
 
     # -- operators -------------------------------------------------------------------------
     def __add__(self, other: ExprLike) -> Expr:
@@ -219,6 +239,9 @@ class Expr:
             raise UnsupportedError("no expression printer registered; `import verifidx` "
                                    "registers verifidx.syntax's")
         return _printer(self)
+
+
+_NO_VARIABLES: frozenset[Variable] = frozenset()
 
 
 class Const(Expr):
@@ -507,6 +530,8 @@ def is_constant_valued(e: Expr) -> bool:
 def as_expr(x: ExprLike) -> Expr:
     if isinstance(x, Expr):
         return x
+    if type(x) is int:
+        return Const(x)
     if isinstance(x, bool) or not isinstance(x, int):
         raise TypeError(f"not an expression or integer: {x!r}")
     return Const(x)

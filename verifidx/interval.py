@@ -131,29 +131,48 @@ def _mod_range(n: Interval, d: Interval) -> Interval:
 
 def range_of(expr: Expr, bounds: Mapping[Variable, Interval]) -> Interval:
     """Sound interval of `expr` when each variable lies in `bounds` (missing: error)."""
-    cache: dict[Expr, Interval] = {}
-
-    def go(e: Expr) -> Interval:
-        hit = cache.get(e)
-        if hit is not None:
-            return hit
-        r = _range(e, go, bounds)
-        cache[e] = r
-        return r
-
-    return go(expr)
+    return _range(expr, bounds, {})
 
 
-def _range(e: Expr, go, bounds: Mapping[Variable, Interval]) -> Interval:  # type: ignore[no-untyped-def]
-    if isinstance(e, Const):
-        return Interval.point(e.value)
+def _range(e: Expr, bounds: Mapping[Variable, Interval], cache: dict[Expr, Interval]
+           ) -> Interval:
+    hit = cache.get(e)
+    if hit is not None:
+        return hit
     if isinstance(e, Variable):
-        return bounds[e]
-    if isinstance(e, Add):
-        total = Interval(0, 0)
+        r = bounds[e]
+    elif isinstance(e, Const):
+        r = Interval(e.value, e.value)
+    elif isinstance(e, Add):
+        # canonical sums are mostly `x * c` terms: add the ends, one Interval at the end
+        lo = hi = 0
+        empty = False
         for t in e.terms:
-            total = total + go(t)
-        return total
+            if isinstance(t, Mul) and isinstance(t.rhs, Const):
+                x, c = _range(t.lhs, bounds, cache), t.rhs.value
+                if c >= 0:
+                    t_lo, t_hi = x.lo * c, x.hi * c
+                else:
+                    t_lo, t_hi = x.hi * c, x.lo * c
+                empty = empty or x.lo > x.hi
+            else:
+                x = _range(t, bounds, cache)
+                t_lo, t_hi = x.lo, x.hi
+                empty = empty or t_lo > t_hi
+            lo += t_lo
+            hi += t_hi
+        r = EMPTY if empty else Interval(lo, hi)
+    else:
+        r = _operation_range(e, bounds, cache)
+    cache[e] = r
+    return r
+
+
+def _operation_range(e: Expr, bounds: Mapping[Variable, Interval],
+                     cache: dict[Expr, Interval]) -> Interval:
+    def go(x: Expr) -> Interval:
+        return _range(x, bounds, cache)
+
     if isinstance(e, Mul):
         if isinstance(e.rhs, Const):
             return go(e.lhs).scale(e.rhs.value)
