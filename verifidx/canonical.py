@@ -78,7 +78,8 @@ def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:
                 constant += _collect(s, scale, coeffs)
             return constant
         if isinstance(t, Mul) and isinstance(t.rhs, Const):
-            t, scale = t.lhs, scale * t.rhs.value
+            scale *= t.rhs.value
+            t = t.lhs
             continue
         coeffs[t] = coeffs.get(t, 0) + scale
         break
