@@ -88,7 +88,7 @@ class Expr:
             node = object.__new__(cls)
             init(node)
             _TABLE[key] = node
-        return node
+        return node  # (the core classes inline this, it is on every parse and rewrite)
 
     # -- structure -------------------------------------------------------------------------
     @property
@@ -133,34 +133,11 @@ class Expr:
 
     def substitute(self, mapping: Mapping[Expr, Expr]) -> Expr:
         """Replace sub-expressions (usually variables) everywhere, bottom-up."""
-        cache: dict[Expr, Expr] = {}
-
-        def go(e: Expr) -> Expr:
-            hit = mapping.get(e)
-            if hit is not None:
-                return hit
-            done = cache.get(e)
-            if done is None:
-                done = e.map_children(go)
-                cache[e] = done
-            return done
-
-        return go(self)
+        return _substitute(self, mapping, {})
 
     def evaluate(self, env: Mapping[Expr, int]) -> int:
         """Exact integer value; variables are looked up in `env`."""
-        cache: dict[Expr, int] = {}
-
-        def go(e: Expr) -> int:
-            v = cache.get(e)
-            if v is None:
-                v = env.get(e)  # a node given a value directly (e.g. `lo(x)` in a rule)
-                if v is None:
-                    v = e._eval([go(c) for c in e.children], env)
-                cache[e] = v
-            return v
-
-        return go(self)
+        return _evaluate(self, env, {})
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         raise NotImplementedError
@@ -244,6 +221,34 @@ class Expr:
 _NO_VARIABLES: frozenset[Variable] = frozenset()
 
 
+# Walkers as plain functions with explicit memo tables: a nested function that calls itself
+# would be a reference cycle per call, left for the garbage collector.
+def _substitute(e: Expr, mapping: Mapping[Expr, Expr], cache: dict[Expr, Expr]) -> Expr:
+    hit = mapping.get(e)
+    if hit is not None:
+        return hit
+    done = cache.get(e)
+    if done is None:
+        kids = e.children
+        if not kids:
+            done = e
+        else:
+            new = tuple([_substitute(k, mapping, cache) for k in kids])
+            done = e if new == kids else e.rebuild(new)
+        cache[e] = done
+    return done
+
+
+def _evaluate(e: Expr, env: Mapping[Expr, int], cache: dict[Expr, int]) -> int:
+    v = cache.get(e)
+    if v is None:
+        v = env.get(e)  # a node given a value directly (e.g. `lo(x)` in a rule)
+        if v is None:
+            v = e._eval([_evaluate(c, env, cache) for c in e.children], env)
+        cache[e] = v
+    return v
+
+
 class Const(Expr):
     __slots__ = ("value",)
     kind = "const"
@@ -254,12 +259,14 @@ class Const(Expr):
         if node is not None:
             return node  # type: ignore[return-value]
         value = int(value)
-
-        def init(n: Expr) -> None:
-            n.value = value  # type: ignore[attr-defined]
-            n._size, n._total, n._depth = 1, True, 1
-
-        return cls._intern(("c", value), init)  # type: ignore[return-value]
+        key = ("c", value)
+        node = _TABLE.get(key)
+        if node is None:
+            node = object.__new__(cls)
+            node.value = value  # type: ignore[attr-defined]
+            node._size, node._total, node._depth = 1, True, 1
+            _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         return self.value
@@ -339,13 +346,20 @@ class Add(Expr):
             return node  # type: ignore[return-value]
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
-        depth = 1 + max(t._depth for t in terms)
+        depth = size = 0
+        total = True
+        for t in terms:
+            if t._depth > depth:
+                depth = t._depth
+            size += t._size
+            total = total and t._total
+        depth += 1
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
         node = object.__new__(cls)
         node.terms = terms  # type: ignore[attr-defined]
-        node._size = 1 + sum(t._size for t in terms)
-        node._total = all(t._total for t in terms)
+        node._size = 1 + size
+        node._total = total
         node._depth = depth
         _TABLE[key] = node
         return node  # type: ignore[return-value]
@@ -378,7 +392,7 @@ class Binary(Expr):
         if node is not None:
             return node  # type: ignore[return-value]  # built (and checked) before
         cls._check_operands(rhs)
-        depth = 1 + max(lhs._depth, rhs._depth)
+        depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
         node = object.__new__(cls)
