@@ -275,6 +275,9 @@ class Const(Expr):
         return (Const, (self.value,))
 
 
+_ZERO = Const(0)
+
+
 class Variable(Expr):
     """A dimension, range or runtime variable, identified by its kind and position."""
 
@@ -583,6 +586,46 @@ def add(*operands: ExprLike) -> Expr:
     if len(terms) == 1:
         return terms[0]
     return Add(terms)
+
+
+def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
+    """`add(...add(add(first, rest[0]), rest[1])..., rest[-1])`, the sum a parser builds term by
+    term, without building the partial sums. The order matters: `3 - 3 + d1 + 2` is `d1 + 2`,
+    while `add(3, -3, d1, 2)` is `2 + d1` (the constant cancels, then a new one comes last)."""
+    on = _laws.ON
+    terms = list(first.terms) if isinstance(first, Add) else [first]
+    consts = [i for i, t in enumerate(terms) if isinstance(t, Const)]
+    if not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero) or len(consts) > 1:
+        for r in rest:  # the literal fold
+            first = add(first, r)
+        return first
+    const_at = consts[0] if consts else -1
+    const_sum = terms[const_at].value if consts else 0  # type: ignore[attr-defined]
+    depth = max(t._depth for t in terms)
+    for r in rest:
+        if not terms:  # the partial sum was 0: a constant operand, at the front
+            terms, const_at, const_sum = [_ZERO], 0, 0
+        for t in r.terms if isinstance(r, Add) else (r,):
+            if isinstance(t, Const):
+                if const_at < 0:
+                    const_at = len(terms)
+                    terms.append(t)
+                const_sum += t.value
+            else:
+                terms.append(t)
+                if t._depth > depth:
+                    depth = t._depth
+        if const_at >= 0:
+            if const_sum == 0:
+                del terms[const_at]
+                const_at = -1
+            else:
+                terms[const_at] = Const(const_sum)
+        if len(terms) > 1 and depth + 1 > MAX_DEPTH:
+            raise DepthError(depth + 1, MAX_DEPTH)  # where `add` would build this partial sum
+    if not terms:
+        return _ZERO
+    return terms[0] if len(terms) == 1 else Add(terms)
 
 
 def neg(x: ExprLike) -> Expr:

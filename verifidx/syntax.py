@@ -33,6 +33,7 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    add_fold,
     ceildiv,
     floordiv,
     is_constant_valued,
@@ -438,10 +439,11 @@ class _MapReader:
         self.i += 1
 
     def expr(self, depth: int) -> Expr:
-        """A sum of products in one loop (`_Parser.expr` and `_Parser.term`): each product is
-        finished before it is added, so the constructors run in the same order."""
+        """A sum of products in one loop (`_Parser.expr` and `_Parser.term`); the sum is
+        `_Parser`'s term-by-term sum (`add_fold`) without its partial sums."""
         toks = self.toks
-        total: Expr | None = None
+        first: Expr | None = None
+        rest: list[Expr] = []
         minus = False
         e = self.operand(depth)
         while True:
@@ -451,7 +453,10 @@ class _MapReader:
                 e = mul(e, self.operand(depth))
             elif t == "+" or t == "-":
                 self.i += 1
-                total = e if total is None else add(total, neg(e) if minus else e)
+                if first is None:
+                    first = e
+                else:
+                    rest.append(neg(e) if minus else e)
                 minus = t == "-"
                 e = self.operand(depth)
             else:
@@ -463,9 +468,10 @@ class _MapReader:
                 if not isinstance(rhs, Const) and not is_constant_valued(rhs):
                     raise _Reject
                 e = div(e, rhs)
-        if total is None:
+        if first is None:
             return e
-        return add(total, neg(e) if minus else e)
+        rest.append(neg(e) if minus else e)
+        return add_fold(first, rest)
 
     def operand(self, depth: int) -> Expr:
         """A unary minus or an atom (`_Parser.unary`, `_Parser.atom`)."""
