@@ -203,10 +203,12 @@ class IndexingMap:
     def _mark_empty(self) -> IndexingMap:
         if self.is_known_empty or self.is_undefined:
             return self
-        if any(v.bounds.is_empty for v in self.all_vars) or any(
-            iv.is_empty for iv in self.constraints.values()
-        ):
-            return self.replace(is_known_empty=True)
+        for v in self.all_vars:
+            if v.bounds.lo > v.bounds.hi:
+                return self.replace(is_known_empty=True)
+        for iv in self.constraints.values():
+            if iv.lo > iv.hi:
+                return self.replace(is_known_empty=True)
         return self
 
     def replace(self, **changes: object) -> IndexingMap:

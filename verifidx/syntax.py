@@ -412,6 +412,31 @@ _DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
 _END = " "  # after the last token: never a token (whitespace is skipped)
 
 
+# Bounds repeat from map to map: share the (immutable) values instead of building each again.
+_INTERVALS: dict[tuple[int, int], Interval] = {}
+_VARS: dict[tuple[int, int, str | None], Var] = {}
+_SHARED_LIMIT = 10_000
+
+
+def _interval(lo: int, hi: int) -> Interval:
+    iv = _INTERVALS.get((lo, hi))
+    if iv is None:
+        if len(_INTERVALS) > _SHARED_LIMIT:
+            _INTERVALS.clear()
+        iv = _INTERVALS[lo, hi] = Interval(lo, hi)
+    return iv
+
+
+def _var(bounds: Interval, name: str | None) -> Var:
+    key = (bounds.lo, bounds.hi, name)
+    v = _VARS.get(key)
+    if v is None:
+        if len(_VARS) > _SHARED_LIMIT:
+            _VARS.clear()
+        v = _VARS[key] = Var(bounds, name)
+    return v
+
+
 class _Reject(Exception):
     """The fast reader stops at the first thing it does not expect."""
 
@@ -501,6 +526,10 @@ class _MapReader:
             self.take(")")
             return e
         if t == "-":
+            written = toks[i + 1]
+            if written[0] in _DIGITS:  # a negative constant: no node for its absolute value
+                self.i = i + 2
+                return Const(-int(written))
             self.i = i + 1
             inner = self.operand(depth + 1)
             return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
@@ -542,7 +571,7 @@ class _MapReader:
         self.take(",")
         hi = self.integer()
         self.take("]")
-        return Interval(lo, hi)
+        return _interval(lo, hi)
 
     def indexing_map(self) -> IndexingMap:
         toks = self.toks
@@ -592,8 +621,8 @@ class _MapReader:
             raise _Reject
 
         def var_list(written: list[str], default: str) -> tuple[Var, ...]:
-            return tuple(Var(bounds[n], None if n == f"{default}{i}" else n)
-                         for i, n in enumerate(written))
+            return tuple([_var(bounds[n], None if n == f"{default}{i}" else n)
+                          for i, n in enumerate(written)])
 
         m = IndexingMap(tuple(results), var_list(dims, "d"), var_list(syms, "s"),
                         var_list(rts, "rt"), {})
