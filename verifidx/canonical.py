@@ -89,7 +89,18 @@ def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:
 def from_linear(coeffs: dict[Expr, int] | Iterable[tuple[Expr, int]], constant: int = 0) -> Expr:
     """Build the canonical sum of scaled bases (bases must already be canonical)."""
     items = coeffs.items() if isinstance(coeffs, dict) else coeffs
-    terms = sorted((mul(b, c) for b, c in items if c != 0), key=order_key)
+    mul_one = laws.ON.mul_one
+    scaled = []
+    for b, c in items:
+        if c == 0:
+            continue
+        if isinstance(b, Const) or (isinstance(b, Mul) and isinstance(b.rhs, Const)):
+            scaled.append(mul(b, c))  # folded by the constructor
+        elif c == 1 and mul_one:
+            scaled.append(b)  # what `mul(b, 1)` gives, without the call
+        else:
+            scaled.append(Mul(b, Const(c)))  # what `mul(b, c)` gives for any other base
+    terms = sorted(scaled, key=order_key)
     if constant:
         terms.append(Const(constant))
     if not terms:

@@ -186,6 +186,14 @@ def _operation_range(e: Expr, bounds: Mapping[Variable, Interval],
             return Interval(min(r.lo * r.lo, r.hi * r.hi), sq.hi)
         return go(e.lhs) * go(e.rhs)
     if isinstance(e, (FloorDiv, CeilDiv)):
+        if isinstance(e.rhs, Const) and e.rhs.value:
+            # a constant divisor (every map's): the quotient is monotone in the dividend
+            n, c = go(e.lhs), e.rhs.value
+            if n.lo > n.hi:
+                return EMPTY
+            fn = floor_div if isinstance(e, FloorDiv) else ceil_div
+            q_lo, q_hi = fn(n.lo, c), fn(n.hi, c)
+            return Interval(q_lo, q_hi) if q_lo <= q_hi else Interval(q_hi, q_lo)
         return _div_range(go(e.lhs), go(e.rhs), type(e))
     if isinstance(e, Mod):
         return _mod_range(go(e.lhs), go(e.rhs))
