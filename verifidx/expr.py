@@ -157,15 +157,16 @@ class Expr:
             return self._vars
         except AttributeError:
             pass
-        kids = self.children
         if isinstance(self, Variable):
             found: frozenset[Variable] = frozenset((self,))
-        elif not kids:
-            found = _NO_VARIABLES
-        elif len(kids) == 1:
-            found = kids[0].variable_set()
         else:
-            found = frozenset().union(*[k.variable_set() for k in kids])
+            parts = [vs for vs in [k.variable_set() for k in self.children] if vs]
+            if not parts:
+                found = _NO_VARIABLES
+            elif len(parts) == 1 or all(vs == parts[0] for vs in parts[1:]):
+                found = parts[0]  # shared with the child (`x * 4` has the variables of x)
+            else:
+                found = frozenset().union(*parts)
         self._vars = found
         return found
 
