@@ -129,9 +129,12 @@ def _mod_range(n: Interval, d: Interval) -> Interval:
     return Interval(0, d.hi - 1)
 
 
-def range_of(expr: Expr, bounds: Mapping[Variable, Interval]) -> Interval:
-    """Sound interval of `expr` when each variable lies in `bounds` (missing: error)."""
-    return _range(expr, bounds, {})
+def range_of(expr: Expr, bounds: Mapping[Variable, Interval],
+             cache: dict[Expr, Interval] | None = None) -> Interval:
+    """Sound interval of `expr` when each variable lies in `bounds` (missing: error). `cache`:
+    ranges of subterms under the same `bounds`, read and filled (callers that ask about many
+    terms sharing subterms pass one)."""
+    return _range(expr, bounds, {} if cache is None else cache)
 
 
 def _range(e: Expr, bounds: Mapping[Variable, Interval], cache: dict[Expr, Interval]
