@@ -677,39 +677,49 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
 _LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
 
 
-def _is_negation(e: Expr) -> bool:
-    return isinstance(e, Mul) and isinstance(e.rhs, Const) and e.rhs.value == -1
-
-
 class _Printer:
+    """XLA's text of expressions. `top` prints a sum's terms with their signs, `level2` a
+    product or division (operands parenthesised where XLA's parser would group otherwise)."""
+
     def __init__(self, names: Mapping[Variable, str], div: str = "floordiv") -> None:
         self.names = names
         self.div = div
+        self.words: dict[type[Expr], str] = {FloorDiv: div, CeilDiv: "ceildiv", Mod: "mod"}
+        # text per node, for this printer's names: a map repeats its sums (x floordiv c, x mod c)
+        self.tops: dict[Expr, str] = {}
+        self.level2s: dict[Expr, str] = {}
 
     def name(self, v: Variable) -> str:
         return self.names.get(v) or f"{v.prefix}{v.index}"
 
     def top(self, e: Expr) -> str:
-        if isinstance(e, Add):
-            out = self.top_term(e.terms[0])
-            for t in e.terms[1:]:
-                out += self.later_term(t)
-            return out
-        return self.top_term(e)
+        out = self.tops.get(e)
+        if out is None:
+            if isinstance(e, Add):
+                terms = e.terms
+                out = self.top_term(terms[0])
+                for t in terms[1:]:
+                    out += self.later_term(t)
+            else:
+                out = self.top_term(e)
+            self.tops[e] = out
+        return out
 
     def top_term(self, e: Expr) -> str:
-        if _is_negation(e):
+        if type(e) is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
             return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
         return self.level2(e)
 
     def later_term(self, t: Expr) -> str:
-        if isinstance(t, Const) and t.value < 0:
-            return f" - {-t.value}"
-        if isinstance(t, Mul) and isinstance(t.rhs, Const) and t.rhs.value < 0:
-            c = -t.rhs.value
+        kind = type(t)
+        if kind is Const:
+            value = t.value  # type: ignore[attr-defined]
+            return f" - {-value}" if value < 0 else f" + {value}"
+        if kind is Mul and type(t.rhs) is Const and t.rhs.value < 0:  # type: ignore[attr-defined]
+            c = -t.rhs.value  # type: ignore[attr-defined]
             if c == 1:
-                return " - " + self.operand(t.lhs, left_of=None)
-            return " - " + self.level2(Mul(t.lhs, Const(c)))
+                return " - " + self.operand(t.lhs, left_of=None)  # type: ignore[attr-defined]
+            return f" - {self.operand(t.lhs, Mul)} * {c}"  # type: ignore[attr-defined]
         return " + " + self.top_term(t)
 
     def atomic(self, e: Expr) -> str:
@@ -721,37 +731,44 @@ class _Printer:
 
     def operand(self, e: Expr, left_of: type[Expr] | None) -> str:
         """Print a child of a `*`/`floordiv`/`mod` node (or of a subtracted term)."""
-        if isinstance(e, Add):
+        kind = type(e)
+        if kind is Add:
             return f"({self.top(e)})"
-        if _is_negation(e):
-            return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
-        if isinstance(e, _LEVEL2):
-            same = left_of is not None and type(e) is left_of
-            if not (same or (isinstance(e, Mul) and left_of is Mul)):
-                return f"({self.level2(e)})"
+        if kind is Mul:
+            if type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+                return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+            return self.level2(e) if left_of is Mul else f"({self.level2(e)})"
+        if kind in self.words:  # a division
+            return self.level2(e) if kind is left_of else f"({self.level2(e)})"
         return self.level2(e)
 
     def level2(self, e: Expr) -> str:
-        if isinstance(e, Const):
-            return str(e.value)
+        out = self.level2s.get(e)
+        if out is None:
+            out = self.level2s[e] = self._level2(e)
+        return out
+
+    def _level2(self, e: Expr) -> str:
+        kind = type(e)
+        if kind is Mul:
+            if type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+                return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+            # products group to the left when parsed: a product on the right keeps its parentheses
+            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"  # type: ignore[attr-defined]
+        word = self.words.get(kind)
+        if word is not None:
+            lhs = self.operand(e.lhs, kind)  # type: ignore[attr-defined]
+            return f"{lhs} {word} {self.operand(e.rhs, None)}"  # type: ignore[attr-defined]
+        if kind is Const:
+            return str(e.value)  # type: ignore[attr-defined]
         if isinstance(e, Variable):
             return self.name(e)
-        if isinstance(e, Add):
+        if kind is Add:
             return f"({self.top(e)})"
-        if isinstance(e, (Min, Max)):
-            word = "min" if isinstance(e, Min) else "max"
-            return f"{word}({self.top(e.lhs)}, {self.top(e.rhs)})"
-        if isinstance(e, Mul):
-            if _is_negation(e):
-                return "-" + self.atomic(e.lhs)
-            # products group to the left when parsed: a product on the right keeps its parentheses
-            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"
-        if not isinstance(e, (FloorDiv, CeilDiv, Mod)):
-            return str(e)  # pattern leaves and function calls of the rule language
-        word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]
-        lhs = self.operand(e.lhs, type(e))  # type: ignore[attr-defined]
-        rhs = self.operand(e.rhs, None)  # type: ignore[attr-defined]
-        return f"{lhs} {word} {rhs}"
+        if kind is Min or kind is Max:
+            word = "min" if kind is Min else "max"
+            return f"{word}({self.top(e.lhs)}, {self.top(e.rhs)})"  # type: ignore[attr-defined]
+        return str(e)  # pattern leaves and function calls of the rule language
 
 
 def variable_names(m: IndexingMap) -> dict[Variable, str]:
