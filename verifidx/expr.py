@@ -83,12 +83,14 @@ class Expr:
 
     @classmethod
     def _intern(cls, key: tuple[object, ...], init: Callable[[Expr], None]) -> Expr:
+        """The node of `key`, built by `init` the first time. The rule language's leaves use
+        it; the map nodes below do the same inline (every parse and rewrite builds them)."""
         node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
             init(node)
             _TABLE[key] = node
-        return node  # (the core classes inline this, it is on every parse and rewrite)
+        return node
 
     # -- structure -------------------------------------------------------------------------
     @property

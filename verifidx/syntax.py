@@ -5,6 +5,9 @@ The printer writes XLA's canonical one-line form:
 rt0 in [0, 3], d0 + s0 in [0, 20]` with the constraints sorted by their printed text. The parser
 accepts that, XLA's multi-line form, `/`, `floordiv`, `floorDiv`, `ceildiv`, `min(a, b)`,
 `max(a, b)` and custom variable names. Unary minus binds tightest: `-d0 mod 2` is `(-d0) mod 2`.
+
+Maps are read on first sight by `_MapReader` (one regex pass, no token objects); text it does not
+accept goes to `_Parser`, which builds the same map or reports the error with line and column.
 """
 
 from __future__ import annotations
