@@ -121,8 +121,11 @@ def canon(e: Expr) -> Expr:
     if isinstance(node, (Add, Mul)) and (
         isinstance(node, Add) or isinstance(node.rhs, Const)
     ):
-        coeffs, constant = linear_form(node)
-        out = from_linear(coeffs, constant)
+        if _already_canonical(node):
+            out: Expr = node  # what `from_linear(*linear_form(node))` would rebuild, unchanged
+        else:
+            coeffs, constant = linear_form(node)
+            out = from_linear(coeffs, constant)
     elif isinstance(node, (Min, Max)) and order_key(node.rhs) < order_key(node.lhs):
         out = type(node)(node.rhs, node.lhs)  # min and max commute
     else:
@@ -132,3 +135,43 @@ def canon(e: Expr) -> Expr:
     return out
 
 
+
+
+def _is_base(b: Expr) -> bool:
+    """A base of `linear_form`: never a constant, a sum or a constant multiple."""
+    return not (isinstance(b, (Const, Add)) or (isinstance(b, Mul) and isinstance(b.rhs, Const)))
+
+
+def _already_canonical(node: Expr) -> bool:
+    """True when `node` (over canonical children) is the canonical sum of its own linear form:
+    distinct bases, each scaled by a coefficient other than 0 and 1 or bare, in `order_key`
+    order, and at most one constant, nonzero and last. Such sums are most of what `canon`
+    sees (a rewrite changes one term of a canonical sum), and need no rebuilding."""
+    if isinstance(node, Mul):
+        rhs = node.rhs
+        return isinstance(rhs, Const) and rhs.value not in (0, 1) and _is_base(node.lhs)
+    if not isinstance(node, Add):
+        return False
+    terms = node.terms
+    last = len(terms) - 1
+    seen: set[Expr] = set()
+    previous: tuple[object, ...] | None = None
+    for i, t in enumerate(terms):
+        if isinstance(t, Const):
+            if i != last or t.value == 0:
+                return False
+            continue
+        if isinstance(t, Mul) and isinstance(t.rhs, Const):
+            base = t.lhs
+            if t.rhs.value in (0, 1):
+                return False
+        else:
+            base = t
+        if not _is_base(base) or base in seen:
+            return False
+        seen.add(base)
+        key = order_key(t)
+        if previous is not None and not previous < key:
+            return False
+        previous = key
+    return True
