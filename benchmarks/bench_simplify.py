@@ -267,12 +267,20 @@ def check_by_enumeration(before: IndexingMap, after: IndexingMap) -> bool | None
 
 def measure_family(texts: list[str]) -> list[str]:
     ours_t, isl_t, reached, wrong, unknown, isl_failed = [], [], 0, 0, 0, 0
+    stages: tuple[list[float], list[float], list[float]] = ([], [], [])
     simp = default_simplifier()
     for text in texts:
         start = time.perf_counter()
-        out = simp.simplify(parse_map(text))
+        parsed = parse_map(text)
+        parse_end = time.perf_counter()
+        out = simp.simplify(parsed)
+        simplify_end = time.perf_counter()
         printed = print_map(out)
-        ours_t.append(time.perf_counter() - start)
+        end = time.perf_counter()
+        ours_t.append(end - start)
+        for stage, seconds in zip(stages, (parse_end - start, simplify_end - parse_end,
+                                           end - simplify_end)):
+            stage.append(seconds)
         t = isl_text(parse_map(text)) if isl is not None else None
         isl_divs = None
         if t is not None:
@@ -292,17 +300,19 @@ def measure_family(texts: list[str]) -> list[str]:
     med_ours, med_isl = statistics.median(ours_t), statistics.median(isl_t) if isl_t else None
     ratio = f"{med_ours / med_isl:.2f}" if med_isl else "n/a"
     return [str(len(texts)), f"{reached}/{n} ({100 * reached / max(n, 1):.0f}%)",
-            fmt_us(med_ours), fmt_us(med_isl), ratio, str(wrong), str(unknown)]
+            fmt_us(med_ours), *(fmt_us(statistics.median(stage)) for stage in stages),
+            fmt_us(med_isl), ratio, str(wrong), str(unknown)]
 
 
 def families_table(n: int) -> None:
     print(f"\ngenerated families ({n} maps each, seeded): reach = verifidx has no more "
           "divisions and mods than isl; time = first-sight median (parse + simplify + print "
-          "for verifidx; isl.Map + as_pw_multi_aff + str for isl); wrong = results whose "
-          "relation differs from the input (enumeration, Z3 beyond 50k points)")
+          "for verifidx, then the median of each stage alone; isl.Map + as_pw_multi_aff + str "
+          "for isl); wrong = results whose relation differs from the input (enumeration, Z3 "
+          "beyond 50k points)")
     rows = [[name, *measure_family(family_corpus(name, n))] for name in FAMILIES]
-    print_table(["family", "maps", "reach", "verifidx", "isl", "ratio", "wrong", "unknown"],
-                rows)
+    print_table(["family", "maps", "reach", "verifidx", "parse", "simplify", "print", "isl",
+                 "ratio", "wrong", "unknown"], rows)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import pickle
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import expressions
 
 from verifidx.errors import DivisorError, EvaluationError
 from verifidx.expr import (
@@ -14,11 +15,13 @@ from verifidx.expr import (
     CeilDiv,
     Const,
     Dim,
+    Expr,
     FloorDiv,
     Mod,
     Mul,
     Symbol,
     add,
+    add_fold,
     ceildiv,
     floordiv,
     maximum,
@@ -182,3 +185,39 @@ def test_maps_divide_by_constants_only(build) -> None:
 
 def test_negative_floor_divisors_are_fine() -> None:
     assert floordiv(d0, -3).evaluate({d0: 7}) == -3 and ceildiv(d0, -3).evaluate({d0: 7}) == -2
+
+
+_FOLD_TERMS = st.lists(
+    st.one_of(st.integers(-3, 3).map(Const), expressions(max_leaves=4), st.just(Const(0))),
+    min_size=1, max_size=6)
+
+
+def _literal_fold(terms: list[Expr]) -> Expr:
+    total = terms[0]
+    for t in terms[1:]:
+        total = add(total, t)
+    return total
+
+
+@given(_FOLD_TERMS)
+def test_add_fold_is_the_term_by_term_sum(terms: list[Expr]) -> None:
+    assert add_fold(terms[0], terms[1:]) is _literal_fold(terms)
+
+
+@given(_FOLD_TERMS, st.sets(st.sampled_from(["add_assoc", "fold_add", "add_comm", "add_zero"])))
+def test_add_fold_is_the_term_by_term_sum_whichever_laws_hold(terms: list[Expr],
+                                                              off: set[str]) -> None:
+    from verifidx import laws
+
+    before = laws.ON.enabled()
+    laws.set_enabled(before - off)
+    try:
+        assert add_fold(terms[0], terms[1:]) is _literal_fold(terms)
+    finally:
+        laws.set_enabled(before)
+
+
+def test_add_fold_keeps_the_order_a_parser_gives() -> None:
+    three = Const(3)
+    assert add_fold(three, [Const(-3), d1, Const(2)]) is add(d1, 2)
+    assert add(3, -3, d1, 2) is add(Const(2), d1)  # not a fold: the constant stays in front

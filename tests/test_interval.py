@@ -72,3 +72,20 @@ def test_empty_intervals_propagate() -> None:
 def test_interval_membership(lo: int, width: int) -> None:
     iv = Interval(lo, lo + width)
     assert lo in iv and lo + width in iv and lo - 1 not in iv and iv.size == width + 1
+
+
+@given(st.lists(st.integers(-9, 9), min_size=3, max_size=3), st.integers(-20, 20),
+       st.sampled_from(["sum", "floordiv", "ceildiv"]), st.integers(-7, 7).filter(bool),
+       intervals(), intervals(), intervals())
+def test_sums_of_distinct_variables_and_their_quotients_are_exact(
+        coeffs: list[int], constant: int, shape: str, divisor: int, a: Interval, b: Interval,
+        c: Interval) -> None:
+    # each variable once: interval arithmetic reaches both ends, and a quotient by a constant
+    # is monotone, so the computed range is the exact one (the simplifier relies on it)
+    e = d0 * coeffs[0] + d1 * coeffs[1] + s0 * coeffs[2] + constant
+    if shape != "sum":
+        e = (floordiv if shape == "floordiv" else ceildiv)(e, divisor)
+    values = [e.evaluate({d0: x, d1: y, s0: z})
+              for x, y, z in itertools.product(range(a.lo, a.hi + 1), range(b.lo, b.hi + 1),
+                                               range(c.lo, c.hi + 1))]
+    assert range_of(e, {d0: a, d1: b, s0: c}) == Interval(min(values), max(values))

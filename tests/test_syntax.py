@@ -156,3 +156,82 @@ def test_divisor_errors_say_what_was_expected(text: str, expected: str) -> None:
     with pytest.raises(ParseError) as info:
         parse_map(text)
     assert str(info.value) == "<string>:" + expected
+
+
+# -- the fast reader (`syntax._MapReader`) and the full parser (`syntax._Parser`) agree ----------
+# parse_map reads well-formed text with the fast reader and hands anything else to the full
+# parser (which reports errors): wherever the fast reader gives a map, it must be the full
+# parser's map, to the names, the constraint order and the flags.
+
+
+def _full(text: str) -> tuple[object, ...] | None:
+    from verifidx.syntax import _Parser
+
+    try:
+        return _shape(_Parser(text, "<string>").indexing_map())
+    except ParseError:
+        return None
+
+
+def _fast(text: str) -> tuple[object, ...] | None:
+    from verifidx.syntax import _MapReader
+
+    try:
+        return _shape(_MapReader(text).indexing_map())
+    except Exception:  # noqa: BLE001 - the reader refuses by raising anything
+        return None
+
+
+def _shape(m) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+    # results and constraint keys are interned: `is`-equal exactly when built the same way
+    return (tuple(id(r) for r in m.results), m.all_vars,
+            [(id(e), iv) for e, iv in m.constraints.items()], m.is_known_empty, m.is_undefined,
+            m.num_dims, m.num_range_vars, m.num_rt_vars)
+
+
+READER_CASES = [
+    "(d0, d1) -> (3 - 3 + d1 + 2, d0 + 0, 0 + d0 * 1, d0 * 0 + 4), "
+    "domain: d0 in [0, 3], d1 in [-2, 5]",
+    "(d0) -> (- -d0, -(d0 mod 4), -d0 mod 4, -(-(3)), d0 - -2), domain: d0 in [0, 9]",
+    "(d0)[s0] -> (min(d0, s0 + 1), max(-s0, 3 - d0) floordiv 2), domain: d0 in [0, 9], "
+    "s0 in [-1, 1]",
+    "(x, y)[s0, s1]{r} -> (x / 4, y floorDiv 2, x ceildiv 3, (x + r) mod 1, s1 * 2 * 3), "
+    "domain: x in [0, 9], y in [0, 3], s0 in [0, 0], s1 in [0, 1], r in [0, 4], "
+    "x + y in [1, 5], x in [2, 8], x + y in [0, 4], s0 in [0, 3]",
+    "(d1, d0) -> (d0, d1), domain: d1 in [0, 1], d0 in [0, 2]",
+    "(mod, in) -> (mod mod 2, in), domain: mod in [0, 5], in in [1, 2]",
+    "(d0) -> (d0), domain: d0 in [0, 9], 3 in [0, 1]",
+    "(d0) -> (d0), domain: d0 in [0, 9], d0 in [20, 30]",
+    "() -> (7)",
+    "(d0) -> ((((d0))) * (2 + 3)),\ndomain:\nd0 in [0, 9]",
+    "(d0) -> (d0 floordiv 2 floordiv -7 mod 3 * 5), domain: d0 in [-9, 1233]",
+]
+
+
+@pytest.mark.parametrize("text", READER_CASES)
+def test_fast_reader_reads_what_the_full_parser_reads(text: str) -> None:
+    assert _full(text) is not None
+    assert _fast(text) == _full(text)
+
+
+@given(maps())
+def test_fast_reader_reads_printed_maps(m) -> None:
+    for text in (print_map(m), print_map(m, div="/"), print_map(m, multiline=True)):
+        full = _full(text)
+        assert full is not None
+        if not (m.is_known_empty or m.is_undefined):
+            assert _fast(text) == full
+
+
+@given(maps(), st.data())
+def test_fast_reader_never_differs_on_mutated_text(m, data) -> None:
+    text = print_map(m)
+    for _ in range(3):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, min(len(text), i + 4)))
+        junk = data.draw(st.sampled_from(["", "(", ")", ",", "-", "- ", "+", "*", "mod", "[",
+                                          "]", "in", "d0", "s0", "1", "0", "min(", "é", "٣"]))
+        text = text[:i] + junk + text[j:]
+    fast = _fast(text)
+    if fast is not None:
+        assert fast == _full(text)

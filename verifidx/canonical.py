@@ -63,30 +63,44 @@ def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     """(base -> coefficient, constant) of an expression seen as a sum of scaled bases.
     Bases are canonical and never sums or constant multiples."""
     coeffs: dict[Expr, int] = {}
-    constant = 0
-
-    def visit(t: Expr, scale: int) -> None:
-        nonlocal constant
-        if scale == 0:
-            return
-        if isinstance(t, Const):
-            constant += t.value * scale
-        elif isinstance(t, Add):
-            for s in t.terms:
-                visit(s, scale)
-        elif isinstance(t, Mul) and isinstance(t.rhs, Const):
-            visit(t.lhs, scale * t.rhs.value)
-        else:
-            coeffs[t] = coeffs.get(t, 0) + scale
-
-    visit(e, 1)
+    constant = _collect(e, 1, coeffs)
     return {b: c for b, c in coeffs.items() if c != 0}, constant
+
+
+def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:
+    """Adds `t * scale` to `coeffs`; returns its constant part."""
+    while scale:
+        if isinstance(t, Const):
+            return t.value * scale
+        if isinstance(t, Add):
+            constant = 0
+            for s in t.terms:
+                constant += _collect(s, scale, coeffs)
+            return constant
+        if isinstance(t, Mul) and isinstance(t.rhs, Const):
+            scale *= t.rhs.value
+            t = t.lhs
+            continue
+        coeffs[t] = coeffs.get(t, 0) + scale
+        break
+    return 0
 
 
 def from_linear(coeffs: dict[Expr, int] | Iterable[tuple[Expr, int]], constant: int = 0) -> Expr:
     """Build the canonical sum of scaled bases (bases must already be canonical)."""
     items = coeffs.items() if isinstance(coeffs, dict) else coeffs
-    terms = sorted((mul(b, c) for b, c in items if c != 0), key=order_key)
+    mul_one = laws.ON.mul_one
+    scaled = []
+    for b, c in items:
+        if c == 0:
+            continue
+        if isinstance(b, Const) or (isinstance(b, Mul) and isinstance(b.rhs, Const)):
+            scaled.append(mul(b, c))  # folded by the constructor
+        elif c == 1 and mul_one:
+            scaled.append(b)  # what `mul(b, 1)` gives, without the call
+        else:
+            scaled.append(Mul(b, Const(c)))  # what `mul(b, c)` gives for any other base
+    terms = sorted(scaled, key=order_key)
     if constant:
         terms.append(Const(constant))
     if not terms:
@@ -107,8 +121,11 @@ def canon(e: Expr) -> Expr:
     if isinstance(node, (Add, Mul)) and (
         isinstance(node, Add) or isinstance(node.rhs, Const)
     ):
-        coeffs, constant = linear_form(node)
-        out = from_linear(coeffs, constant)
+        if _already_canonical(node):
+            out: Expr = node  # what `from_linear(*linear_form(node))` would rebuild, unchanged
+        else:
+            coeffs, constant = linear_form(node)
+            out = from_linear(coeffs, constant)
     elif isinstance(node, (Min, Max)) and order_key(node.rhs) < order_key(node.lhs):
         out = type(node)(node.rhs, node.lhs)  # min and max commute
     else:
@@ -118,3 +135,43 @@ def canon(e: Expr) -> Expr:
     return out
 
 
+
+
+def _is_base(b: Expr) -> bool:
+    """A base of `linear_form`: never a constant, a sum or a constant multiple."""
+    return not (isinstance(b, (Const, Add)) or (isinstance(b, Mul) and isinstance(b.rhs, Const)))
+
+
+def _already_canonical(node: Expr) -> bool:
+    """True when `node` (over canonical children) is the canonical sum of its own linear form:
+    distinct bases, each scaled by a coefficient other than 0 and 1 or bare, in `order_key`
+    order, and at most one constant, nonzero and last. Such sums are most of what `canon`
+    sees (a rewrite changes one term of a canonical sum), and need no rebuilding."""
+    if isinstance(node, Mul):
+        rhs = node.rhs
+        return isinstance(rhs, Const) and rhs.value not in (0, 1) and _is_base(node.lhs)
+    if not isinstance(node, Add):
+        return False
+    terms = node.terms
+    last = len(terms) - 1
+    seen: set[Expr] = set()
+    previous: tuple[object, ...] | None = None
+    for i, t in enumerate(terms):
+        if isinstance(t, Const):
+            if i != last or t.value == 0:
+                return False
+            continue
+        if isinstance(t, Mul) and isinstance(t.rhs, Const):
+            base = t.lhs
+            if t.rhs.value in (0, 1):
+                return False
+        else:
+            base = t
+        if not _is_base(base) or base in seen:
+            return False
+        seen.add(base)
+        key = order_key(t)
+        if previous is not None and not previous < key:
+            return False
+        previous = key
+    return True

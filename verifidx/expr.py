@@ -70,18 +70,21 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total", "_depth")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_vars")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
     _depth: int
+    _vars: frozenset[Variable]  # set on first use (`variable_set`)
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
 
     @classmethod
     def _intern(cls, key: tuple[object, ...], init: Callable[[Expr], None]) -> Expr:
+        """The node of `key`, built by `init` the first time. The rule language's leaves use
+        it; the map nodes below do the same inline (every parse and rewrite builds them)."""
         node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
@@ -125,41 +128,18 @@ class Expr:
         kids = self.children
         if not kids:
             return self
-        new = [fn(k) for k in kids]
-        if all(a is b for a, b in zip(new, kids)):
+        new = tuple([fn(k) for k in kids])
+        if new == kids:  # nodes compare by identity: the same children
             return self
         return self.rebuild(new)
 
     def substitute(self, mapping: Mapping[Expr, Expr]) -> Expr:
         """Replace sub-expressions (usually variables) everywhere, bottom-up."""
-        cache: dict[Expr, Expr] = {}
-
-        def go(e: Expr) -> Expr:
-            hit = mapping.get(e)
-            if hit is not None:
-                return hit
-            done = cache.get(e)
-            if done is None:
-                done = e.map_children(go)
-                cache[e] = done
-            return done
-
-        return go(self)
+        return _substitute(self, mapping, {})
 
     def evaluate(self, env: Mapping[Expr, int]) -> int:
         """Exact integer value; variables are looked up in `env`."""
-        cache: dict[Expr, int] = {}
-
-        def go(e: Expr) -> int:
-            v = cache.get(e)
-            if v is None:
-                v = env.get(e)  # a node given a value directly (e.g. `lo(x)` in a rule)
-                if v is None:
-                    v = e._eval([go(c) for c in e.children], env)
-                cache[e] = v
-            return v
-
-        return go(self)
+        return _evaluate(self, env, {})
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         raise NotImplementedError
@@ -170,7 +150,27 @@ class Expr:
         return None
 
     def variables(self) -> set[Variable]:
-        return {n for n in self.walk() if isinstance(n, Variable)}
+        return set(self.variable_set())
+
+    def variable_set(self) -> frozenset[Variable]:
+        """The variables of this expression, computed once per node (nodes are interned and
+        immutable, so the children's sets are shared)."""
+        try:
+            return self._vars
+        except AttributeError:
+            pass
+        if isinstance(self, Variable):
+            found: frozenset[Variable] = frozenset((self,))
+        else:
+            parts = [vs for vs in [k.variable_set() for k in self.children] if vs]
+            if not parts:
+                found = _NO_VARIABLES
+            elif len(parts) == 1 or all(vs == parts[0] for vs in parts[1:]):
+                found = parts[0]  # shared with the child (`x * 4` has the variables of x)
+            else:
+                found = frozenset().union(*parts)
+        self._vars = found
+        return found
 
     # -- operators -------------------------------------------------------------------------
     def __add__(self, other: ExprLike) -> Expr:
@@ -221,25 +221,64 @@ class Expr:
         return _printer(self)
 
 
+_NO_VARIABLES: frozenset[Variable] = frozenset()
+
+
+# Walkers as plain functions with explicit memo tables: a nested function that calls itself
+# would be a reference cycle per call, left for the garbage collector.
+def _substitute(e: Expr, mapping: Mapping[Expr, Expr], cache: dict[Expr, Expr]) -> Expr:
+    hit = mapping.get(e)
+    if hit is not None:
+        return hit
+    done = cache.get(e)
+    if done is None:
+        kids = e.children
+        if not kids:
+            done = e
+        else:
+            new = tuple([_substitute(k, mapping, cache) for k in kids])
+            done = e if new == kids else e.rebuild(new)
+        cache[e] = done
+    return done
+
+
+def _evaluate(e: Expr, env: Mapping[Expr, int], cache: dict[Expr, int]) -> int:
+    v = cache.get(e)
+    if v is None:
+        v = env.get(e)  # a node given a value directly (e.g. `lo(x)` in a rule)
+        if v is None:
+            v = e._eval([_evaluate(c, env, cache) for c in e.children], env)
+        cache[e] = v
+    return v
+
+
 class Const(Expr):
     __slots__ = ("value",)
     kind = "const"
     value: int
 
     def __new__(cls, value: int) -> Const:
+        node = _TABLE.get(("c", value))  # equal numbers share the node int(value) would give
+        if node is not None:
+            return node  # type: ignore[return-value]
         value = int(value)
-
-        def init(n: Expr) -> None:
-            n.value = value  # type: ignore[attr-defined]
-            n._size, n._total, n._depth = 1, True, 1
-
-        return cls._intern(("c", value), init)  # type: ignore[return-value]
+        key = ("c", value)
+        node = _TABLE.get(key)
+        if node is None:
+            node = object.__new__(cls)
+            node.value = value  # type: ignore[attr-defined]
+            node._size, node._total, node._depth = 1, True, 1
+            _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         return self.value
 
     def __reduce__(self) -> tuple[object, ...]:
         return (Const, (self.value,))
+
+
+_ZERO = Const(0)
 
 
 class Variable(Expr):
@@ -250,6 +289,9 @@ class Variable(Expr):
     prefix: ClassVar[str] = "v"
 
     def __new__(cls, index: int) -> Variable:
+        node = _TABLE.get((cls.prefix, index))
+        if node is not None:
+            return node  # type: ignore[return-value]
         index = int(index)
         if index < 0:
             raise ValueError("variable index must be >= 0")
@@ -304,20 +346,29 @@ class Add(Expr):
 
     def __new__(cls, terms: Sequence[Expr]) -> Add:
         terms = tuple(terms)
+        key = ("+", terms)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
-
-        depth = 1 + max(t._depth for t in terms)
+        depth = size = 0
+        total = True
+        for t in terms:
+            if t._depth > depth:
+                depth = t._depth
+            size += t._size
+            total = total and t._total
+        depth += 1
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-
-        def init(n: Expr) -> None:
-            n.terms = terms  # type: ignore[attr-defined]
-            n._size = 1 + sum(t._size for t in terms)
-            n._total = all(t._total for t in terms)
-            n._depth = depth
-
-        return cls._intern(("+", terms), init)  # type: ignore[return-value]
+        node = object.__new__(cls)
+        node.terms = terms  # type: ignore[attr-defined]
+        node._size = 1 + size
+        node._total = total
+        node._depth = depth
+        _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -342,18 +393,21 @@ class Binary(Expr):
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
+        key = (cls.tag, lhs, rhs)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]  # built (and checked) before
         cls._check_operands(rhs)
-        depth = 1 + max(lhs._depth, rhs._depth)
+        depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-
-        def init(n: Expr) -> None:
-            n.lhs, n.rhs = lhs, rhs  # type: ignore[attr-defined]
-            n._size = 1 + lhs._size + rhs._size
-            n._total = lhs._total and rhs._total and cls._total_with(rhs)
-            n._depth = depth
-
-        return cls._intern((cls.tag, lhs, rhs), init)  # type: ignore[return-value]
+        node = object.__new__(cls)
+        node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
+        node._size = 1 + lhs._size + rhs._size
+        node._total = lhs._total and rhs._total and cls._total_with(rhs)
+        node._depth = depth
+        _TABLE[key] = node
+        return node  # type: ignore[return-value]
 
     @staticmethod
     def _total_with(rhs: Expr) -> bool:
@@ -496,6 +550,8 @@ def is_constant_valued(e: Expr) -> bool:
 def as_expr(x: ExprLike) -> Expr:
     if isinstance(x, Expr):
         return x
+    if type(x) is int:
+        return Const(x)
     if isinstance(x, bool) or not isinstance(x, int):
         raise TypeError(f"not an expression or integer: {x!r}")
     return Const(x)
@@ -512,7 +568,7 @@ def add(*operands: ExprLike) -> Expr:
     const_at = -1
     const_sum = 0
     for op in operands:
-        e = as_expr(op)
+        e = op if isinstance(op, Expr) else as_expr(op)
         for t in e.terms if flatten and isinstance(e, Add) else (e,):
             if merge and isinstance(t, Const):
                 if const_at < 0:
@@ -535,6 +591,46 @@ def add(*operands: ExprLike) -> Expr:
     return Add(terms)
 
 
+def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
+    """`add(...add(add(first, rest[0]), rest[1])..., rest[-1])`, the sum a parser builds term by
+    term, without building the partial sums. The order matters: `3 - 3 + d1 + 2` is `d1 + 2`,
+    while `add(3, -3, d1, 2)` is `2 + d1` (the constant cancels, then a new one comes last)."""
+    on = _laws.ON
+    terms = list(first.terms) if isinstance(first, Add) else [first]
+    consts = [i for i, t in enumerate(terms) if isinstance(t, Const)]
+    if not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero) or len(consts) > 1:
+        for r in rest:  # the literal fold
+            first = add(first, r)
+        return first
+    const_at = consts[0] if consts else -1
+    const_sum = terms[const_at].value if consts else 0  # type: ignore[attr-defined]
+    depth = max(t._depth for t in terms)
+    for r in rest:
+        if not terms:  # the partial sum was 0: a constant operand, at the front
+            terms, const_at, const_sum = [_ZERO], 0, 0
+        for t in r.terms if isinstance(r, Add) else (r,):
+            if isinstance(t, Const):
+                if const_at < 0:
+                    const_at = len(terms)
+                    terms.append(t)
+                const_sum += t.value
+            else:
+                terms.append(t)
+                if t._depth > depth:
+                    depth = t._depth
+        if const_at >= 0:
+            if const_sum == 0:
+                del terms[const_at]
+                const_at = -1
+            else:
+                terms[const_at] = Const(const_sum)
+        if len(terms) > 1 and depth + 1 > MAX_DEPTH:
+            raise DepthError(depth + 1, MAX_DEPTH)  # where `add` would build this partial sum
+    if not terms:
+        return _ZERO
+    return terms[0] if len(terms) == 1 else Add(terms)
+
+
 def neg(x: ExprLike) -> Expr:
     """`-x` is written `x * -1` (that is what negation means here, not a law)."""
     return mul(x, -1)
@@ -543,7 +639,8 @@ def neg(x: ExprLike) -> Expr:
 def mul(a: ExprLike, b: ExprLike) -> Expr:
     """Product; constants fold and move to the right, `(x * c1) * c2` becomes `x * (c1 * c2)`."""
     on = _laws.ON
-    x, y = as_expr(a), as_expr(b)
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
     if isinstance(x, Const) and not isinstance(y, Const) and on.mul_const_right:
         x, y = y, x
     if isinstance(y, Const):

@@ -76,7 +76,8 @@ def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None
 
 
 _MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
-_CHECKED: dict[Expr, None] = {}
+_DIVISIONS = (FloorDiv, CeilDiv, Mod)
+_CHECKED: dict[Expr, None] = {}  # every node checked so far (in pre-order, as before)
 
 
 def check_map_expr(e: Expr) -> None:
@@ -84,12 +85,14 @@ def check_map_expr(e: Expr) -> None:
     every divisor an integer constant (docs/semantics.md). Memoised: expressions are interned."""
     if e in _CHECKED:
         return
-    for node in e.walk():
-        if type(node) not in _MAP_NODES:
-            raise ValueError(f"{node} is not part of the map language (a rule pattern?)")
-        if isinstance(node, (FloorDiv, CeilDiv, Mod)) and not isinstance(node.rhs, Const):
-            raise DivisorError(f"the divisor of {node.tag} must be an integer constant, "
-                               f"not {node.rhs}")
+    kind = type(e)
+    if kind not in _MAP_NODES:
+        raise ValueError(f"{e} is not part of the map language (a rule pattern?)")
+    if kind in _DIVISIONS and not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+        raise DivisorError(f"the divisor of {e.tag} must be an integer constant, "  # type: ignore[attr-defined]
+                           f"not {e.rhs}")  # type: ignore[attr-defined]
+    for child in e.children:
+        check_map_expr(child)
     _CHECKED[e] = None
 
 
@@ -200,10 +203,12 @@ class IndexingMap:
     def _mark_empty(self) -> IndexingMap:
         if self.is_known_empty or self.is_undefined:
             return self
-        if any(v.bounds.is_empty for v in self.all_vars) or any(
-            iv.is_empty for iv in self.constraints.values()
-        ):
-            return self.replace(is_known_empty=True)
+        for v in self.all_vars:
+            if v.bounds.lo > v.bounds.hi:
+                return self.replace(is_known_empty=True)
+        for iv in self.constraints.values():
+            if iv.lo > iv.hi:
+                return self.replace(is_known_empty=True)
         return self
 
     def replace(self, **changes: object) -> IndexingMap:

@@ -134,30 +134,48 @@ def range_of(expr: Expr, bounds: Mapping[Variable, Interval],
     """Sound interval of `expr` when each variable lies in `bounds` (missing: error). `cache`:
     ranges of subterms under the same `bounds`, read and filled (callers that ask about many
     terms sharing subterms pass one)."""
-    if cache is None:
-        cache = {}
-
-    def go(e: Expr) -> Interval:
-        hit = cache.get(e)
-        if hit is not None:
-            return hit
-        r = _range(e, go, bounds)
-        cache[e] = r
-        return r
-
-    return go(expr)
+    return _range(expr, bounds, {} if cache is None else cache)
 
 
-def _range(e: Expr, go, bounds: Mapping[Variable, Interval]) -> Interval:  # type: ignore[no-untyped-def]
-    if isinstance(e, Const):
-        return Interval.point(e.value)
+def _range(e: Expr, bounds: Mapping[Variable, Interval], cache: dict[Expr, Interval]
+           ) -> Interval:
+    hit = cache.get(e)
+    if hit is not None:
+        return hit
     if isinstance(e, Variable):
-        return bounds[e]
-    if isinstance(e, Add):
-        total = Interval(0, 0)
+        r = bounds[e]
+    elif isinstance(e, Const):
+        r = Interval(e.value, e.value)
+    elif isinstance(e, Add):
+        # canonical sums are mostly `x * c` terms: add the ends, one Interval at the end
+        lo = hi = 0
+        empty = False
         for t in e.terms:
-            total = total + go(t)
-        return total
+            if isinstance(t, Mul) and isinstance(t.rhs, Const):
+                x, c = _range(t.lhs, bounds, cache), t.rhs.value
+                if c >= 0:
+                    t_lo, t_hi = x.lo * c, x.hi * c
+                else:
+                    t_lo, t_hi = x.hi * c, x.lo * c
+                empty = empty or x.lo > x.hi
+            else:
+                x = _range(t, bounds, cache)
+                t_lo, t_hi = x.lo, x.hi
+                empty = empty or t_lo > t_hi
+            lo += t_lo
+            hi += t_hi
+        r = EMPTY if empty else Interval(lo, hi)
+    else:
+        r = _operation_range(e, bounds, cache)
+    cache[e] = r
+    return r
+
+
+def _operation_range(e: Expr, bounds: Mapping[Variable, Interval],
+                     cache: dict[Expr, Interval]) -> Interval:
+    def go(x: Expr) -> Interval:
+        return _range(x, bounds, cache)
+
     if isinstance(e, Mul):
         if isinstance(e.rhs, Const):
             return go(e.lhs).scale(e.rhs.value)
@@ -171,6 +189,14 @@ def _range(e: Expr, go, bounds: Mapping[Variable, Interval]) -> Interval:  # typ
             return Interval(min(r.lo * r.lo, r.hi * r.hi), sq.hi)
         return go(e.lhs) * go(e.rhs)
     if isinstance(e, (FloorDiv, CeilDiv)):
+        if isinstance(e.rhs, Const) and e.rhs.value:
+            # a constant divisor (every map's): the quotient is monotone in the dividend
+            n, c = go(e.lhs), e.rhs.value
+            if n.lo > n.hi:
+                return EMPTY
+            fn = floor_div if isinstance(e, FloorDiv) else ceil_div
+            q_lo, q_hi = fn(n.lo, c), fn(n.hi, c)
+            return Interval(q_lo, q_hi) if q_lo <= q_hi else Interval(q_hi, q_lo)
         return _div_range(go(e.lhs), go(e.rhs), type(e))
     if isinstance(e, Mod):
         return _mod_range(go(e.lhs), go(e.rhs))

@@ -5,6 +5,9 @@ The printer writes XLA's canonical one-line form:
 rt0 in [0, 3], d0 + s0 in [0, 20]` with the constraints sorted by their printed text. The parser
 accepts that, XLA's multi-line form, `/`, `floordiv`, `floorDiv`, `ceildiv`, `min(a, b)`,
 `max(a, b)` and custom variable names. Unary minus binds tightest: `-d0 mod 2` is `(-d0) mod 2`.
+
+Maps are read on first sight by `_MapReader` (one regex pass, no token objects); text it does not
+accept goes to `_Parser`, which builds the same map or reports the error with line and column.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .expr import (
     Const,
     Dim,
     Expr,
+    ExprLike,
     FloorDiv,
     Max,
     Min,
@@ -32,7 +36,14 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    add_fold,
+    ceildiv,
+    floordiv,
     is_constant_valued,
+    maximum,
+    minimum,
+    mod,
+    mul,
     neg,
     raw_add,
 )
@@ -378,6 +389,10 @@ class _Parser:
 
 def parse_map(text: str, source: str = "<string>") -> IndexingMap:
     """Parse XLA's map text (one-line or multi-line), `KNOWN EMPTY` or `UNDEFINED`."""
+    try:
+        return _MapReader(text).indexing_map()
+    except Exception:  # noqa: BLE001 - any doubt: the full parser decides, and reports errors
+        pass
     stripped = text.strip()
     if stripped.startswith("affine_map<"):
         affine = parse_affine_map(text, source)
@@ -385,6 +400,238 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
             f"an affine_map has no bounds; use IndexingMap.from_tensor_sizes "
             f"({affine.num_dims} dims, {affine.num_symbols} symbols)", 1, 1, source)
     return _Parser(text, source).indexing_map()
+
+
+# -- fast reader ---------------------------------------------------------------------------------
+
+# Whole tokens as plain strings, found in one C-level pass; whitespace is what no branch matches
+# (the same characters `str.isspace` skips in `tokenize`). `\S` catches every other character,
+# which no rule of the grammar below accepts.
+_WORDS = re.compile(r"\d+|[A-Za-z_][A-Za-z0-9_]*|->|\S")
+_DIGITS = frozenset("0123456789")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
+    "floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv, "mod": mod}
+_END = " "  # after the last token: never a token (whitespace is skipped)
+
+
+# Bounds repeat from map to map: share the (immutable) values instead of building each again.
+_INTERVALS: dict[tuple[int, int], Interval] = {}
+_VARS: dict[tuple[int, int, str | None], Var] = {}
+_SHARED_LIMIT = 10_000
+
+
+def _interval(lo: int, hi: int) -> Interval:
+    iv = _INTERVALS.get((lo, hi))
+    if iv is None:
+        if len(_INTERVALS) > _SHARED_LIMIT:
+            _INTERVALS.clear()
+        iv = _INTERVALS[lo, hi] = Interval(lo, hi)
+    return iv
+
+
+def _var(bounds: Interval, name: str | None) -> Var:
+    key = (bounds.lo, bounds.hi, name)
+    v = _VARS.get(key)
+    if v is None:
+        if len(_VARS) > _SHARED_LIMIT:
+            _VARS.clear()
+        v = _VARS[key] = Var(bounds, name)
+    return v
+
+
+class _Reject(Exception):
+    """The fast reader stops at the first thing it does not expect."""
+
+
+class _MapReader:
+    """The map grammar of `_Parser`, for well-formed text only, with no per-token objects.
+
+    Maps are read on every first sight, so this is the path that must be fast. It builds each
+    node with the same smart constructors, in the same order, as `_Parser`; at anything unusual
+    (an error, `UNDEFINED`, non-ASCII text) it raises and `parse_map` hands the text to `_Parser`,
+    which gives the result or the error with its line and column. `tests/test_syntax.py` checks
+    that both agree."""
+
+    __slots__ = ("toks", "i", "names")
+
+    def __init__(self, text: str) -> None:
+        self.toks = _WORDS.findall(text)
+        self.toks.append(_END)
+        self.i = 0
+        self.names: dict[str, Expr] = {}
+
+    def take(self, word: str) -> None:
+        if self.toks[self.i] != word:
+            raise _Reject
+        self.i += 1
+
+    def expr(self, depth: int) -> Expr:
+        """A sum of products in one loop (`_Parser.expr` and `_Parser.term`); the sum is
+        `_Parser`'s term-by-term sum (`add_fold`) without its partial sums."""
+        toks = self.toks
+        first: Expr | None = None
+        rest: list[Expr] = []
+        minus = False
+        e = self.operand(depth)
+        while True:
+            t = toks[self.i]
+            if t == "*":
+                self.i += 1
+                e = mul(e, self.operand(depth))
+            elif t == "+" or t == "-":
+                self.i += 1
+                if first is None:
+                    first = e
+                else:
+                    rest.append(neg(e) if minus else e)
+                minus = t == "-"
+                e = self.operand(depth)
+            else:
+                div = _DIVISIONS.get(t)
+                if div is None:
+                    break
+                self.i += 1
+                rhs = self.operand(depth)
+                if not isinstance(rhs, Const) and not is_constant_valued(rhs):
+                    raise _Reject
+                e = div(e, rhs)
+        if first is None:
+            return e
+        rest.append(neg(e) if minus else e)
+        return add_fold(first, rest)
+
+    def operand(self, depth: int) -> Expr:
+        """A unary minus or an atom (`_Parser.unary`, `_Parser.atom`)."""
+        toks, i = self.toks, self.i
+        t = toks[i]
+        first = t[0]
+        if first in _DIGITS:
+            self.i = i + 1
+            return Const(int(t))
+        if first in _NAME_START:
+            if toks[i + 1] == "(" and (t == "min" or t == "max"):
+                if depth >= MAX_DEPTH:
+                    raise _Reject
+                self.i = i + 2
+                a = self.expr(depth + 1)
+                self.take(",")
+                b = self.expr(depth + 1)
+                self.take(")")
+                return minimum(a, b) if t == "min" else maximum(a, b)
+            self.i = i + 1
+            return self.names[t]
+        if depth >= MAX_DEPTH:
+            raise _Reject
+        if t == "(":
+            self.i = i + 1
+            e = self.expr(depth + 1)
+            self.take(")")
+            return e
+        if t == "-":
+            written = toks[i + 1]
+            if written[0] in _DIGITS:  # a negative constant: no node for its absolute value
+                self.i = i + 2
+                return Const(-int(written))
+            self.i = i + 1
+            inner = self.operand(depth + 1)
+            return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
+        raise _Reject
+
+    def name_list(self, close: str, make: Callable[[int], Variable]) -> list[str]:
+        toks, names = self.toks, self.names
+        out: list[str] = []
+        if toks[self.i] == close:
+            self.i += 1
+            return out
+        while True:
+            t = toks[self.i]
+            if t[0] not in _NAME_START or t in names:
+                raise _Reject
+            names[t] = make(len(out))
+            out.append(t)
+            self.i += 1
+            if toks[self.i] == close:
+                self.i += 1
+                return out
+            self.take(",")
+
+    def integer(self) -> int:
+        toks = self.toks
+        sign = 1
+        if toks[self.i] == "-":
+            sign = -1
+            self.i += 1
+        t = toks[self.i]
+        if t[0] not in _DIGITS:
+            raise _Reject
+        self.i += 1
+        return sign * int(t)
+
+    def interval(self) -> Interval:
+        self.take("[")
+        lo = self.integer()
+        self.take(",")
+        hi = self.integer()
+        self.take("]")
+        return _interval(lo, hi)
+
+    def indexing_map(self) -> IndexingMap:
+        toks = self.toks
+        self.take("(")
+        dims = self.name_list(")", Dim)
+        syms: list[str] = []
+        rts: list[str] = []
+        if toks[self.i] == "[":
+            self.i += 1
+            syms = self.name_list("]", Symbol)
+        if toks[self.i] == "{":
+            self.i += 1
+            rts = self.name_list("}", RtVar)
+        self.take("->")
+        self.take("(")
+        results: list[Expr] = []
+        if toks[self.i] == ")":
+            self.i += 1
+        else:
+            while True:
+                results.append(self.expr(0))
+                if toks[self.i] == ")":
+                    self.i += 1
+                    break
+                self.take(",")
+        names = self.names
+        bounds: dict[str, Interval] = {}
+        constraints: list[tuple[Expr, Interval]] = []
+        if toks[self.i] == ",":
+            self.i += 1
+            self.take("domain")
+            self.take(":")
+            while True:
+                start = toks[self.i]
+                is_var = start in names and toks[self.i + 1] == "in"
+                e = self.expr(0)
+                self.take("in")
+                iv = self.interval()
+                if is_var and start not in bounds:
+                    bounds[start] = iv
+                else:  # as in XLA, a repeated bare variable intersects its bounds
+                    constraints.append((e, iv))
+                if toks[self.i] != ",":
+                    break
+                self.i += 1
+        if self.i != len(toks) - 1:
+            raise _Reject
+
+        def var_list(written: list[str], default: str) -> tuple[Var, ...]:
+            return tuple([_var(bounds[n], None if n == f"{default}{i}" else n)
+                          for i, n in enumerate(written)])
+
+        m = IndexingMap(tuple(results), var_list(dims, "d"), var_list(syms, "s"),
+                        var_list(rts, "rt"), {})
+        for e, iv in constraints:
+            m = m.add_constraint(e, iv)
+        return m._mark_empty()
 
 
 def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
@@ -433,39 +680,49 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
 _LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
 
 
-def _is_negation(e: Expr) -> bool:
-    return isinstance(e, Mul) and isinstance(e.rhs, Const) and e.rhs.value == -1
-
-
 class _Printer:
+    """XLA's text of expressions. `top` prints a sum's terms with their signs, `level2` a
+    product or division (operands parenthesised where XLA's parser would group otherwise)."""
+
     def __init__(self, names: Mapping[Variable, str], div: str = "floordiv") -> None:
         self.names = names
         self.div = div
+        self.words: dict[type[Expr], str] = {FloorDiv: div, CeilDiv: "ceildiv", Mod: "mod"}
+        # text per node, for this printer's names: a map repeats its sums (x floordiv c, x mod c)
+        self.tops: dict[Expr, str] = {}
+        self.level2s: dict[Expr, str] = {}
 
     def name(self, v: Variable) -> str:
         return self.names.get(v) or f"{v.prefix}{v.index}"
 
     def top(self, e: Expr) -> str:
-        if isinstance(e, Add):
-            out = self.top_term(e.terms[0])
-            for t in e.terms[1:]:
-                out += self.later_term(t)
-            return out
-        return self.top_term(e)
+        out = self.tops.get(e)
+        if out is None:
+            if isinstance(e, Add):
+                terms = e.terms
+                out = self.top_term(terms[0])
+                for t in terms[1:]:
+                    out += self.later_term(t)
+            else:
+                out = self.top_term(e)
+            self.tops[e] = out
+        return out
 
     def top_term(self, e: Expr) -> str:
-        if _is_negation(e):
+        if type(e) is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
             return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
         return self.level2(e)
 
     def later_term(self, t: Expr) -> str:
-        if isinstance(t, Const) and t.value < 0:
-            return f" - {-t.value}"
-        if isinstance(t, Mul) and isinstance(t.rhs, Const) and t.rhs.value < 0:
-            c = -t.rhs.value
+        kind = type(t)
+        if kind is Const:
+            value = t.value  # type: ignore[attr-defined]
+            return f" - {-value}" if value < 0 else f" + {value}"
+        if kind is Mul and type(t.rhs) is Const and t.rhs.value < 0:  # type: ignore[attr-defined]
+            c = -t.rhs.value  # type: ignore[attr-defined]
             if c == 1:
-                return " - " + self.operand(t.lhs, left_of=None)
-            return " - " + self.level2(Mul(t.lhs, Const(c)))
+                return " - " + self.operand(t.lhs, left_of=None)  # type: ignore[attr-defined]
+            return f" - {self.operand(t.lhs, Mul)} * {c}"  # type: ignore[attr-defined]
         return " + " + self.top_term(t)
 
     def atomic(self, e: Expr) -> str:
@@ -477,37 +734,44 @@ class _Printer:
 
     def operand(self, e: Expr, left_of: type[Expr] | None) -> str:
         """Print a child of a `*`/`floordiv`/`mod` node (or of a subtracted term)."""
-        if isinstance(e, Add):
+        kind = type(e)
+        if kind is Add:
             return f"({self.top(e)})"
-        if _is_negation(e):
-            return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
-        if isinstance(e, _LEVEL2):
-            same = left_of is not None and type(e) is left_of
-            if not (same or (isinstance(e, Mul) and left_of is Mul)):
-                return f"({self.level2(e)})"
+        if kind is Mul:
+            if type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+                return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+            return self.level2(e) if left_of is Mul else f"({self.level2(e)})"
+        if kind in self.words:  # a division
+            return self.level2(e) if kind is left_of else f"({self.level2(e)})"
         return self.level2(e)
 
     def level2(self, e: Expr) -> str:
-        if isinstance(e, Const):
-            return str(e.value)
+        out = self.level2s.get(e)
+        if out is None:
+            out = self.level2s[e] = self._level2(e)
+        return out
+
+    def _level2(self, e: Expr) -> str:
+        kind = type(e)
+        if kind is Mul:
+            if type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+                return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+            # products group to the left when parsed: a product on the right keeps its parentheses
+            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"  # type: ignore[attr-defined]
+        word = self.words.get(kind)
+        if word is not None:
+            lhs = self.operand(e.lhs, kind)  # type: ignore[attr-defined]
+            return f"{lhs} {word} {self.operand(e.rhs, None)}"  # type: ignore[attr-defined]
+        if kind is Const:
+            return str(e.value)  # type: ignore[attr-defined]
         if isinstance(e, Variable):
             return self.name(e)
-        if isinstance(e, Add):
+        if kind is Add:
             return f"({self.top(e)})"
-        if isinstance(e, (Min, Max)):
-            word = "min" if isinstance(e, Min) else "max"
-            return f"{word}({self.top(e.lhs)}, {self.top(e.rhs)})"
-        if isinstance(e, Mul):
-            if _is_negation(e):
-                return "-" + self.atomic(e.lhs)
-            # products group to the left when parsed: a product on the right keeps its parentheses
-            return f"{self.operand(e.lhs, Mul)} * {self.operand(e.rhs, None)}"
-        if not isinstance(e, (FloorDiv, CeilDiv, Mod)):
-            return str(e)  # pattern leaves and function calls of the rule language
-        word = {FloorDiv: self.div, CeilDiv: "ceildiv", Mod: "mod"}[type(e)]
-        lhs = self.operand(e.lhs, type(e))  # type: ignore[attr-defined]
-        rhs = self.operand(e.rhs, None)  # type: ignore[attr-defined]
-        return f"{lhs} {word} {rhs}"
+        if kind is Min or kind is Max:
+            word = "min" if kind is Min else "max"
+            return f"{word}({self.top(e.lhs)}, {self.top(e.rhs)})"  # type: ignore[attr-defined]
+        return str(e)  # pattern leaves and function calls of the rule language
 
 
 def variable_names(m: IndexingMap) -> dict[Variable, str]:

@@ -1,0 +1,52 @@
+"""Canonical sums: the shortcut for sums already in canonical form never changes the result."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import expressions
+
+from verifidx.canonical import _already_canonical, canon, from_linear, linear_form
+from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol
+
+d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
+
+
+def _rebuilt(e: Expr) -> Expr:
+    coeffs, constant = linear_form(e)
+    return from_linear(coeffs, constant)
+
+
+@given(st.lists(st.one_of(expressions(max_leaves=5).map(canon), st.integers(-3, 3).map(Const),
+                          st.tuples(expressions(max_leaves=3).map(canon),
+                                    st.integers(-3, 3)).map(lambda t: Mul(t[0], Const(t[1])))),
+                min_size=2, max_size=5))
+def test_a_sum_taken_as_canonical_is_its_own_canonical_form(terms: list[Expr]) -> None:
+    # any order, repeated bases, zero or unit coefficients, several constants: the shortcut
+    # must say yes only where rebuilding the sum from its linear form gives the same node
+    node = Add(terms)
+    if _already_canonical(node):
+        assert _rebuilt(node) is node
+    for t in terms:
+        if isinstance(t, Mul) and _already_canonical(t):
+            assert _rebuilt(t) is t
+
+
+@given(expressions(max_leaves=10))
+def test_canon_is_idempotent_and_keeps_values(e: Expr) -> None:
+    c = canon(e)
+    assert canon(c) is c
+    for x, y, z in itertools.product(range(-2, 3), range(0, 3), range(-1, 2)):
+        env = {d0: x, d1: y, s0: z}
+        assert c.evaluate(env) == e.evaluate(env)
+
+
+def test_the_shortcut_takes_canonical_sums_and_refuses_the_others() -> None:
+    assert _already_canonical(canon(d0 * 3 + d1 - 4))
+    assert not _already_canonical(Add((d1, d0)))  # out of order
+    assert not _already_canonical(Add((Const(2), d0)))  # constant first
+    assert not _already_canonical(Add((Mul(d0, Const(2)), Mul(d0, Const(3)))))  # like terms
+    assert _rebuilt(Add((Mul(d0, Const(2)), Mul(d0, Const(3))))) is Mul(d0, Const(5))
+    assert not _already_canonical(Mul(d0, Const(1)))
