@@ -478,18 +478,9 @@ _VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
 
 
 def _variables(e: Expr) -> tuple[Variable, ...]:
-    """The variables of `e` in term order, from those of its children (each term is new once,
-    its children usually are not)."""
     hit = _VARIABLES.get(e)
     if hit is None:
-        if isinstance(e, Variable):
-            hit = (e,)
-        else:
-            found: set[Variable] = set()
-            for c in e.children:
-                found.update(_variables(c))
-            hit = tuple(sorted(found, key=order_key))
-        _VARIABLES[e] = hit
+        hit = _VARIABLES[e] = tuple(sorted(e.variable_set(), key=order_key))
     return hit
 
 
