@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from . import laws
-from .canonical import canon, linear_form, order_key
+from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
     Add,
@@ -474,16 +474,6 @@ def _needs_multiple(rule: Rule) -> bool:
     return hit
 
 
-_VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
-
-
-def _variables(e: Expr) -> tuple[Variable, ...]:
-    hit = _VARIABLES.get(e)
-    if hit is None:
-        hit = _VARIABLES[e] = tuple(sorted(e.variable_set(), key=order_key))
-    return hit
-
-
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -732,9 +722,9 @@ class _ExprSimplifier:
         hit = self.keys.get(e)
         if hit is None:  # flat ints: hashing an Interval runs Python code, hashing ints does not
             parts: list[object] = [e, self.root_first]
-            for v in _variables(e):
+            for v in e.variable_set():  # one set per term, so one order per term: no sort
                 iv = self.bounds[v]
-                parts += (v, iv.lo, iv.hi)
+                parts += (iv.lo, iv.hi)
             hit = self.keys[e] = tuple(parts)
         return hit
 
