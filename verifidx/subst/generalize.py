@@ -1,0 +1,540 @@
+"""From concrete equal-map pairs to proven shape-parametric substitutions.
+
+Candidate pairs with the same *skeleton* (ops, operands, the literal attributes: reverse and
+broadcast dimensions, concatenation dimension) form a group; the group is generalized at once,
+by anti-unification over its instances:
+
+1. input sizes become names (`x[a, b, c]`, `y[d, e, f]`, `z[g, h, i]`, a scalar `v[]`);
+2. every integer of a left-side attribute list becomes a parameter (`s0`, `l1`, ...), except
+   broadcast sizes of operand dimensions, which are the operand's sizes; permutations become
+   `perms` (or `inverse(p)` / `compose(p, q)` of earlier ones, when every instance says so);
+3. every right-side integer becomes the first expression (a parameter, a size, a constant,
+   a sum or difference of two) that has the right value in *every* instance of the group,
+   every right-side permutation the first of `p`, `compose(p, q)`, `inverse(p)`, ... that does;
+4. side conditions come from the prover's counterexamples (CEGIS): while the substitution is
+   refuted, add the first comparison that holds in every instance and is false in the
+   counterexample; then drop conditions it can do without, and write `p == t` by putting `t`
+   for `p`;
+5. a proven substitution whose sizes only occur as whole lists is lifted to variadic shapes
+   (`x[a...]`, `shape=[m...]`) and kept in that form when that is proven too (ranks <= 3).
+
+When the group cannot be generalized with permutation parameters it is split by its
+permutations and retried; a group that still fails is proven instance by instance at the
+concrete shapes. Every substitution returned was proven by `verifidx.subst.prove` in exactly
+the text returned.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from verifidx.subst.model import Condition, Node, SizeExpr, SizeList, Substitution, evaluate
+from verifidx.subst.parser import parse_substitutions
+from verifidx.subst.prove import PROVED, REFUTED, SubstProof, prove
+from verifidx.subst.semantics import IllFormed, perm_value
+
+PARAMETRIC = {"perm", "shape", "start", "limit", "stride", "low", "high", "interior"}
+"""Attributes whose values are generalized (the others are part of the skeleton)."""
+
+SIZE_NAMES = {"x": ("a", "b", "c"), "y": ("d", "e", "f"), "z": ("g", "h", "i")}
+_LIST_LETTERS = ("s", "l", "t", "u", "m", "k", "n", "w", "j", "o")
+_PERM_NAMES = ("p", "q", "p1", "q1")
+MAX_CONDITIONS = 12
+
+Pair = tuple[Node, Node]
+Prover = Callable[[Substitution], SubstProof]
+
+
+def skeleton(n: Node) -> str:
+    """The node with its generalized attributes blanked."""
+    if n.op == "input":
+        return n.name
+    parts = [skeleton(a) for a in n.args]
+    parts += [f"{k}={'_' if k in PARAMETRIC else v}" for k, v in n.attrs]
+    return f"{n.op}({', '.join(parts)})"
+
+
+def perm_literals(pair: Pair) -> tuple[object, ...]:
+    return tuple(str(m.attr("perm")) for side in pair for m in side.nodes() if m.op == "transpose")
+
+
+@dataclass
+class Outcome:
+    """What became of one group: proven substitutions (with the instances each covers)."""
+
+    general: list[tuple[Substitution, list[Pair]]] = field(default_factory=list)
+    concrete: list[tuple[Substitution, list[Pair]]] = field(default_factory=list)
+    refuted: int = 0
+    unknown: int = 0
+    proofs: int = 0  # prover calls
+    failures: list[str] = field(default_factory=list)
+
+
+# -- size expressions ------------------------------------------------------------------------
+
+
+def add(a: SizeExpr, b: SizeExpr) -> SizeExpr:
+    if a == 0:
+        return b
+    if b == 0:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return ("+", a, b)
+
+
+def sub(a: SizeExpr, b: SizeExpr) -> SizeExpr:
+    if b == 0:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return ("-", a, b)
+
+
+def substitute(e: SizeExpr, name: str, by: SizeExpr) -> SizeExpr:
+    if isinstance(e, tuple):
+        return (e[0], substitute(e[1], name, by), substitute(e[2], name, by))
+    return by if e == name else e
+
+
+def _sym_shape(n: Node, inputs: Mapping[str, list[SizeExpr]],
+               memo: dict[int, list[SizeExpr] | None]) -> list[SizeExpr] | None:
+    """The output sizes of a generalized node as size expressions (None: not expressible)."""
+    if id(n) in memo:
+        return memo[id(n)]
+    out: list[SizeExpr] | None
+    if n.op == "input":
+        out = list(inputs[n.name])
+    else:
+        xs = _sym_shape(n.args[0], inputs, memo)
+        out = None
+        if xs is None:
+            pass
+        elif n.op in ("copy", "reverse"):
+            out = xs
+        elif n.op == "transpose":
+            p = n.attr("perm")
+            if isinstance(p, SizeList):
+                out = [xs[int(k)] for k in p.items]  # type: ignore[call-overload]
+        elif n.op in ("reshape", "broadcast"):
+            s = n.attr("shape")
+            assert isinstance(s, SizeList)
+            out = list(s.items)
+        elif n.op == "slice" and n.attr("stride") is None:
+            st, lim = n.attr("start"), n.attr("limit")
+            assert isinstance(st, SizeList) and isinstance(lim, SizeList)
+            out = [sub(b, a) for a, b in zip(st.items, lim.items)]
+        elif n.op == "pad" and n.attr("interior") is None:
+            lo, hi = n.attr("low"), n.attr("high")
+            assert isinstance(lo, SizeList) and isinstance(hi, SizeList)
+            out = [add(add(a, x), b) for a, x, b in zip(lo.items, xs, hi.items)]
+        elif n.op == "concatenate":
+            d = n.attr("dim")
+            assert isinstance(d, int)
+            others = [_sym_shape(a, inputs, memo) for a in n.args[1:]]
+            if all(o is not None for o in others):
+                out = list(xs)
+                for o in others:
+                    out[d] = add(out[d], o[d])  # type: ignore[index]
+    memo[id(n)] = out
+    return out
+
+
+# -- the generalized substitution under construction -----------------------------------------
+
+
+@dataclass
+class _Draft:
+    rank: int
+    inputs: list[tuple[str, SizeList]]
+    perms: list[str]
+    lhs: Node
+    rhs: Node
+    conditions: list[Condition]
+    envs: list[dict[str, int]]  # per instance: every size and parameter
+    perm_envs: list[dict[str, tuple[int, ...]]]
+    params: list[tuple[str, int]]  # integer parameters of the left side, with their dimension
+    terms: list[tuple[SizeExpr, int]]  # expressions for right sides and conditions, with dims
+
+    def text(self, name: str) -> str:
+        lines = [f"subst {name}:",
+                 "  inputs " + ", ".join(f"{n}{s}" for n, s in self.inputs)]
+        if self.perms:
+            lines.append("  perms " + ", ".join(self.perms))
+        if self.conditions:
+            lines.append("  if " + " and ".join(str(c) for c in self.conditions))
+        lines.append(f"  {self.lhs} => {self.rhs}")
+        return "\n".join(lines) + "\n"
+
+    def parse(self, name: str) -> Substitution:
+        (s,) = parse_substitutions(self.text(name), "<generated>")
+        return s
+
+
+def _holds(op: str, a: int, b: int) -> bool:
+    return {"==": a == b, "<=": a <= b, ">=": a >= b, "<": a < b, ">": a > b,
+            "!=": a != b}[op]
+
+
+def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...]],
+           lift_perms: bool) -> _Draft | None:
+    """Steps 1-3 of the module docstring (None: a right side has no fitting expression)."""
+    lhs0, rhs0 = pairs[0]
+    used = [n for n in ("x", "y", "z", "v")
+            if any(m.op == "input" and m.name == n for m in lhs0.nodes())]
+    inputs = [(n, SizeList(SIZE_NAMES[n][:rank]) if n != "v" else SizeList(()))
+              for n in used]
+    size_of = {n: list(s.items) for n, s in inputs}
+    envs: list[dict[str, int]] = [{} for _ in pairs]
+    for env in envs:
+        for n, s in inputs:
+            env.update({str(name): v for name, v in zip(s.items, shapes[n])})
+    perm_envs: list[dict[str, tuple[int, ...]]] = [{} for _ in pairs]
+    perms: list[str] = []
+    params: list[tuple[str, int]] = []
+    letters = iter(_LIST_LETTERS)
+    instance_nodes = [list(p[0].nodes()) for p in pairs]
+    memo: dict[int, list[SizeExpr] | None] = {}
+    built: dict[int, Node] = {}
+
+    def perm_expr(values: list[tuple[int, ...]]) -> object | None:
+        for cand in _perm_candidates(perms, plain_first=False):
+            try:
+                if all(perm_value(cand, pe) == v for pe, v in zip(perm_envs, values)):
+                    return cand
+            except (IllFormed, KeyError):
+                continue
+        return None
+
+    for pos, n in enumerate(lhs0.nodes()):
+        if n.op == "input":
+            built[id(n)] = n
+            continue
+        args = tuple(built[id(a)] for a in n.args)
+        attrs: list[tuple[str, object]] = []
+        for key, value in n.attrs:
+            if key not in PARAMETRIC:
+                attrs.append((key, value))
+                continue
+            values = [inst[pos].attr(key) for inst in instance_nodes]
+            if key == "perm":
+                lits = [tuple(int(e) for e in v.items) for v in values]  # type: ignore[union-attr]
+                if not lift_perms:
+                    attrs.append((key, value))
+                    continue
+                expr = perm_expr(lits) if perms else None
+                if expr is None:
+                    expr = _PERM_NAMES[len(perms)]
+                    perms.append(expr)  # type: ignore[arg-type]
+                    for pe, v in zip(perm_envs, lits):
+                        pe[expr] = v  # type: ignore[index]
+                attrs.append((key, expr))
+                continue
+            ints = [[int(e) for e in v.items] for v in values]  # type: ignore[union-attr]
+            items: list[SizeExpr] = []
+            letter = next(letters)
+            operand = _sym_shape(args[0], size_of, memo) if n.op == "broadcast" else None
+            dims = n.attr("dims") if n.op == "broadcast" else None
+            for k in range(len(ints[0])):
+                if operand is not None and isinstance(dims, SizeList) and k in dims.items:
+                    items.append(operand[list(dims.items).index(k)])
+                    continue
+                name = f"{letter}{k}"
+                items.append(name)
+                params.append((name, k))
+                for env, v in zip(envs, ints):
+                    env[name] = v[k]
+            attrs.append((key, SizeList(tuple(items))))
+        built[id(n)] = Node(n.op, args, tuple(attrs))  # type: ignore[arg-type]
+    lhs = built[id(lhs0)]
+    # terms: parameters, input sizes, sizes of the left side's nodes
+    terms: list[tuple[SizeExpr, int]] = [(p, k) for p, k in params]
+    terms += [(e, k) for _n, s in inputs for k, e in enumerate(s.items)]
+    for m in lhs.nodes():
+        shape = _sym_shape(m, size_of, memo)
+        for k, e in enumerate(shape or ()):
+            if isinstance(e, tuple) and (e, k) not in terms:
+                terms.append((e, k))
+    draft = _Draft(rank, inputs, perms, lhs, rhs0, [], envs, perm_envs, params, terms)
+    rhs = _generalize_rhs(draft, [p[1] for p in pairs], lift_perms)
+    if rhs is None:
+        return None
+    draft.rhs = rhs
+    return draft
+
+
+def _perm_candidates(names: Sequence[str], plain_first: bool = True) -> Iterator[object]:
+    """Permutation expressions over `names` (a left side prefers `inverse(p)` to `p`: at rank
+    2 every permutation is its own inverse, and the inverse is the form that generalizes)."""
+    if plain_first:
+        yield from names
+    for p in names:
+        yield ("inverse", p)
+    if not plain_first:
+        yield from names
+    for p, q in itertools.permutations(names, 2):
+        yield ("compose", p, q)
+    for p, q in itertools.permutations(names, 2):
+        yield ("compose", ("inverse", p), q)
+        yield ("compose", p, ("inverse", q))
+
+
+def _expr_candidates(d: _Draft, dim: int, constant: int | None) -> Iterator[SizeExpr]:
+    """Expressions for a right-side integer at dimension `dim`, simplest first, same
+    dimension first."""
+    ordered = [e for e, k in d.terms if k == dim] + [e for e, k in d.terms if k != dim]
+    yield from ordered
+    if constant is not None:
+        yield constant
+    near = [e for e, k in d.terms if k == dim]
+    for a, b in itertools.product(near, repeat=2):
+        yield add(a, b)
+        yield sub(a, b)
+    for a, b in itertools.product(ordered, repeat=2):
+        yield add(a, b)
+        yield sub(a, b)
+    for a, b in itertools.combinations(ordered, 2):
+        yield ("*", a, b)
+
+
+def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> Node | None:
+    nodes = [list(r.nodes()) for r in rhss]
+    built: dict[int, Node] = {}
+    for pos, n in enumerate(rhss[0].nodes()):
+        if n.op == "input":
+            built[id(n)] = n
+            continue
+        args = tuple(built[id(a)] for a in n.args)
+        attrs: list[tuple[str, object]] = []
+        for key, value in n.attrs:
+            if key not in PARAMETRIC:
+                attrs.append((key, value))
+                continue
+            values = [inst[pos].attr(key) for inst in nodes]
+            if key == "perm":
+                lits = [tuple(int(e) for e in v.items) for v in values]  # type: ignore[union-attr]
+                if not lift_perms or not d.perms:
+                    if len(set(lits)) != 1:
+                        return None
+                    attrs.append((key, value))
+                    continue
+                found = None
+                for cand in _perm_candidates(d.perms):
+                    try:
+                        if all(perm_value(cand, pe) == v for pe, v in zip(d.perm_envs, lits)):
+                            found = cand
+                            break
+                    except (IllFormed, KeyError):
+                        continue
+                if found is None:
+                    return None
+                attrs.append((key, found))
+                continue
+            ints = [[int(e) for e in v.items] for v in values]  # type: ignore[union-attr]
+            items: list[SizeExpr] = []
+            for k in range(len(ints[0])):
+                column = [v[k] for v in ints]
+                constant = column[0] if len(set(column)) == 1 else None
+                expr = next((e for e in _expr_candidates(d, k, constant)
+                             if _fits(e, d.envs, column)), None)
+                if expr is None:
+                    return None
+                items.append(expr)
+            attrs.append((key, SizeList(tuple(items))))
+        built[id(n)] = Node(n.op, args, tuple(attrs))  # type: ignore[arg-type]
+    return built[id(rhss[0])]
+
+
+def _fits(e: SizeExpr, envs: Sequence[Mapping[str, int]], values: Sequence[int]) -> bool:
+    try:
+        return all(evaluate(e, env) == v for env, v in zip(envs, values))
+    except KeyError:
+        return False
+
+
+def _atoms(d: _Draft) -> list[Condition]:
+    """Comparisons of a parameter with 0, a size, another parameter or a node size that hold
+    in every instance, in order of preference."""
+    out: list[Condition] = []
+    targets: list[SizeExpr] = [0] + [e for _n, s in d.inputs for e in s.items]
+    targets += [p for p, _k in d.params] + [e for e, _k in d.terms if isinstance(e, tuple)]
+    for p, _k in d.params:
+        for t in targets:
+            if t == p:
+                continue
+            for op in ("==", "<=", ">="):
+                c = Condition(op, p, t)
+                try:
+                    if all(_holds(op, int(evaluate(p, env)), int(evaluate(t, env)))  # type: ignore[call-overload]
+                           for env in d.envs):
+                        out.append(c)
+                except KeyError:
+                    continue
+    return out
+
+
+# -- proving ---------------------------------------------------------------------------------
+
+
+class _Budget:
+    def __init__(self, prover: Prover, outcome: Outcome) -> None:
+        self.prover, self.outcome = prover, outcome
+
+    def __call__(self, sub: Substitution) -> SubstProof:
+        self.outcome.proofs += 1
+        return self.prover(sub)
+
+
+def _cegis(d: _Draft, run: _Budget, name: str) -> Substitution | None:
+    atoms = _atoms(d)
+    for _ in range(MAX_CONDITIONS + 1):
+        res = run(d.parse(name))
+        if res.verdict == PROVED:
+            break
+        cx = res.counterexample
+        if res.verdict != REFUTED or cx is None:
+            return None
+        pick = None
+        for c in atoms:
+            if c in d.conditions:
+                continue
+            try:
+                if not _holds(c.op, int(evaluate(c.lhs, cx.sizes)),  # type: ignore[call-overload]
+                              int(evaluate(c.rhs, cx.sizes))):  # type: ignore[call-overload]
+                    pick = c
+                    break
+            except KeyError:
+                continue
+        if pick is None:
+            return None
+        d.conditions.append(pick)
+    else:
+        return None
+    # drop the conditions it can do without
+    for c in list(d.conditions):
+        d.conditions.remove(c)
+        if run(d.parse(name)).verdict != PROVED:
+            d.conditions.append(c)
+    # `p == t`: put t for p
+    while True:
+        params = {p for p, _k in d.params}
+        c = next((c for c in d.conditions if c.op == "==" and isinstance(c.lhs, str)
+                  and c.lhs in params), None)
+        if c is None:
+            break
+        _replace_param(d, c.lhs, c.rhs)  # type: ignore[arg-type]
+        d.conditions = [Condition(x.op, substitute(x.lhs, c.lhs, c.rhs),  # type: ignore[arg-type]
+                                  substitute(x.rhs, c.lhs, c.rhs))  # type: ignore[arg-type]
+                        for x in d.conditions if x is not c]
+    final = d.parse(name)
+    return final if run(final).verdict == PROVED else None
+
+
+def _map_lists(n: Node, f: Callable[[SizeList], SizeList]) -> Node:
+    if n.op == "input":
+        return n
+    attrs = tuple((k, f(v) if isinstance(v, SizeList) and k in PARAMETRIC else v)
+                  for k, v in n.attrs)
+    return Node(n.op, tuple(_map_lists(a, f) for a in n.args), attrs)
+
+
+def _replace_param(d: _Draft, name: str, by: SizeExpr) -> None:
+    def f(s: SizeList) -> SizeList:
+        return SizeList(tuple(substitute(e, name, by) for e in s.items), s.variadic)
+    d.lhs, d.rhs = _map_lists(d.lhs, f), _map_lists(d.rhs, f)
+    d.params = [(p, k) for p, k in d.params if p != name]
+
+
+def _lifted(sub: Substitution) -> str | None:
+    """The substitution with whole-list sizes written as variadic lists (None: some size or a
+    literal list is rank-specific)."""
+    lists: list[SizeList] = [s for _n, s in sub.inputs if s.items]
+    all_lists: list[SizeList] = list(lists)
+    for n in (*sub.lhs.nodes(), *sub.rhs.nodes()):
+        for k, v in n.attrs:
+            if isinstance(v, SizeList):
+                if k == "dims":
+                    if v.items and v.items != (0,):
+                        return None
+                    continue
+                if k == "perm":
+                    return None
+                all_lists.append(v)
+                lists.append(v)
+            elif k == "perm" and not isinstance(v, str | tuple):
+                return None
+    if sub.conditions or not lists:
+        return None
+    names: dict[str, tuple[SizeExpr, ...]] = {}
+    for s in lists:
+        if not all(isinstance(e, str) for e in s.items) or len(set(s.items)) != len(s.items):
+            return None
+        for e in s.items:
+            if names.setdefault(e, s.items) != s.items:  # type: ignore[arg-type]
+                return None
+    text = sub.normalized_text
+    for s in sorted({s.items for s in lists}, key=len, reverse=True):
+        text = text.replace("[" + ", ".join(map(str, s)) + "]", f"[{s[0]}...]")
+    lines = text.split("\n")
+    return "\n".join([lines[0]] + ["  " + line for line in lines[1:]]) + "\n"
+
+
+def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...]],
+               name: str, prover: Prover) -> Outcome:
+    """Steps 1-5 of the module docstring for one group, with its fallbacks."""
+    out = Outcome()
+    run = _Budget(prover, out)
+    has_perm = any(m.op == "transpose" for m in pairs[0][0].nodes())
+    tries: list[tuple[bool, list[list[Pair]]]] = []
+    if has_perm:
+        tries.append((True, [list(pairs)]))
+        split: dict[tuple[object, ...], list[Pair]] = {}
+        for p in pairs:
+            split.setdefault(perm_literals(p), []).append(p)
+        tries.append((False, list(split.values())))
+    else:
+        tries.append((False, [list(pairs)]))
+    remaining = list(pairs)
+    for lift_perms, groups in tries:
+        left: list[Pair] = []
+        for k, group in enumerate(groups):
+            if not any(p in remaining for p in group):
+                continue
+            d = _draft(group, rank, shapes, lift_perms)
+            got = _cegis(d, run, f"{name}_{k}") if d is not None else None
+            if got is None:
+                left += [p for p in group if p in remaining]
+                out.failures.append(f"{name}: no general form for {group[0][0]} => "
+                                    f"{group[0][1]}")
+                continue
+            lifted = _lifted(got)
+            if lifted is not None:
+                (v,) = parse_substitutions(lifted, "<generated>")
+                if run(v).verdict == PROVED:
+                    got = v
+            out.general.append((got, list(group)))
+        remaining = left
+        if not remaining:
+            return out
+    for k, (lhs, rhs) in enumerate(remaining):
+        conc = _concrete(lhs, rhs, shapes, f"{name}_c{k}")
+        res = run(conc)
+        if res.verdict == PROVED:
+            out.concrete.append((conc, [(lhs, rhs)]))
+        elif res.verdict == REFUTED:
+            out.refuted += 1
+        else:
+            out.unknown += 1
+    return out
+
+
+def _concrete(lhs: Node, rhs: Node, shapes: Mapping[str, tuple[int, ...]], name: str
+              ) -> Substitution:
+    used = [n for n in ("x", "y", "z", "v") if any(m.op == "input" and m.name == n
+                                                   for m in lhs.nodes())]
+    decl = ", ".join(f"{n}[{', '.join(map(str, shapes[n]))}]" for n in used)
+    (s,) = parse_substitutions(f"subst {name}:\n  inputs {decl}\n  {lhs} => {rhs}\n",
+                               "<generated>")
+    return s
