@@ -163,8 +163,11 @@ def unary_menu(op: str, t: Node, shape: tuple[int, ...]) -> Iterator[Node]:
         for k in range(1, r + 1):
             for dims in itertools.combinations(range(r), k):
                 yield node(op, [t], dims=_list(dims))
-    elif op == "reshape":
-        for target in factorizations(math.prod(shape)):
+    elif op == "reshape":  # every factorization, and the shape with a unit dimension added
+        targets = factorizations(math.prod(shape))
+        if r < MAX_RANK:
+            targets += [(*shape[:k], 1, *shape[k:]) for k in range(r + 1)]
+        for target in dict.fromkeys(targets):
             yield node(op, [t], shape=_list(target))
     elif op == "slice":
         for lo, hi, stride in _slices(shape):
@@ -228,6 +231,18 @@ def enumerate_graphs(ops: Sequence[str], depth: int, rank: int) -> list[Node]:
                         built.append(n)
         frontier = list(dict.fromkeys(built))
         graphs += frontier
+    for other in ARRAY_INPUTS[1:]:  # one op on y or z: the simpler side of, say,
+        t = inp(other)                # slice(concatenate(x, y)) => slice(y)
+        shape_of[t] = shapes[other]
+        for op in ops:
+            if op != "concatenate":
+                graphs += [n for n in unary_menu(op, t, shapes[other])
+                           if _is_valid(n, shapes[other]) and keep(n)]
+    if "broadcast" in ops:  # the scalar broadcast to every shape reached: the simplest form
+        for shape in sorted({shape_of[g] for g in graphs if g in shape_of}):
+            b = node("broadcast", [inp(SCALAR)], shape=_list(shape), dims=_list(()))
+            if b not in shape_of and keep(b):
+                graphs.append(b)
     return list(dict.fromkeys(graphs))
 
 

@@ -30,18 +30,28 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from verifidx.subst.model import Condition, Node, SizeExpr, SizeList, Substitution, evaluate
+from verifidx.subst.model import (
+    Condition,
+    Node,
+    SizeExpr,
+    SizeList,
+    Substitution,
+    evaluate,
+    names_in,
+)
 from verifidx.subst.parser import parse_substitutions
 from verifidx.subst.prove import PROVED, REFUTED, SubstProof, prove
 from verifidx.subst.semantics import IllFormed, perm_value
 
-PARAMETRIC = {"perm", "shape", "start", "limit", "stride", "low", "high", "interior"}
-"""Attributes whose values are generalized (the others are part of the skeleton)."""
+PARAMETRIC = {"perm", "shape", "start", "limit", "low", "high"}
+"""Attributes whose values are generalized (the others, strides and interior paddings
+included, are part of the skeleton)."""
 
 SIZE_NAMES = {"x": ("a", "b", "c"), "y": ("d", "e", "f"), "z": ("g", "h", "i")}
 _LIST_LETTERS = ("s", "l", "t", "u", "m", "k", "n", "w", "j", "o")
 _PERM_NAMES = ("p", "q", "p1", "q1")
 MAX_CONDITIONS = 12
+MAX_PROOFS_PER_GROUP = 150
 
 Pair = tuple[Node, Node]
 Prover = Callable[[Substitution], SubstProof]
@@ -52,8 +62,12 @@ def skeleton(n: Node) -> str:
     if n.op == "input":
         return n.name
     parts = [skeleton(a) for a in n.args]
-    parts += [f"{k}={'_' if k in PARAMETRIC else v}" for k, v in n.attrs]
+    parts += [f"{k}={_blank(v) if k in PARAMETRIC else v}" for k, v in n.attrs]
     return f"{n.op}({', '.join(parts)})"
+
+
+def _blank(v: object) -> str:
+    return f"_{len(v.items)}" if isinstance(v, SizeList) else "_"
 
 
 def perm_literals(pair: Pair) -> tuple[object, ...]:
@@ -157,6 +171,14 @@ class _Draft:
     perm_envs: list[dict[str, tuple[int, ...]]]
     params: list[tuple[str, int]]  # integer parameters of the left side, with their dimension
     terms: list[tuple[SizeExpr, int]]  # expressions for right sides and conditions, with dims
+    alternatives: list[Node] = field(default_factory=list)  # right sides to try, in order
+    param_keys: dict[str, str] = field(default_factory=dict)  # parameter -> attribute name
+    lhs_params: list[tuple[str, int]] = field(default_factory=list)
+    lhs_original: Node | None = None
+
+    def __post_init__(self) -> None:
+        self.lhs_params = list(self.params)
+        self.lhs_original = self.lhs
 
     def text(self, name: str) -> str:
         lines = [f"subst {name}:",
@@ -194,6 +216,7 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
     perm_envs: list[dict[str, tuple[int, ...]]] = [{} for _ in pairs]
     perms: list[str] = []
     params: list[tuple[str, int]] = []
+    param_keys: dict[str, str] = {}
     letters = iter(_LIST_LETTERS)
     instance_nodes = [list(p[0].nodes()) for p in pairs]
     memo: dict[int, list[SizeExpr] | None] = {}
@@ -244,6 +267,7 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
                 name = f"{letter}{k}"
                 items.append(name)
                 params.append((name, k))
+                param_keys[name] = key
                 for env, v in zip(envs, ints):
                     env[name] = v[k]
             attrs.append((key, SizeList(tuple(items))))
@@ -258,11 +282,9 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
             if isinstance(e, tuple) and (e, k) not in terms:
                 terms.append((e, k))
     draft = _Draft(rank, inputs, perms, lhs, rhs0, [], envs, perm_envs, params, terms)
-    rhs = _generalize_rhs(draft, [p[1] for p in pairs], lift_perms)
-    if rhs is None:
-        return None
-    draft.rhs = rhs
-    return draft
+    draft.param_keys = param_keys
+    draft.alternatives = _generalize_rhs(draft, [p[1] for p in pairs], lift_perms)
+    return draft if draft.alternatives else None
 
 
 def _perm_candidates(names: Sequence[str], plain_first: bool = True) -> Iterator[object]:
@@ -281,70 +303,116 @@ def _perm_candidates(names: Sequence[str], plain_first: bool = True) -> Iterator
         yield ("compose", p, ("inverse", q))
 
 
-def _expr_candidates(d: _Draft, dim: int, constant: int | None) -> Iterator[SizeExpr]:
-    """Expressions for a right-side integer at dimension `dim`, simplest first, same
-    dimension first."""
-    ordered = [e for e, k in d.terms if k == dim] + [e for e, k in d.terms if k != dim]
-    yield from ordered
-    if constant is not None:
-        yield constant
+def _expr_candidates(d: _Draft, dim: int, constant: int | None
+                     ) -> Iterator[tuple[int, SizeExpr]]:
+    """Expressions for a right-side integer at dimension `dim`, with a rank: 0 for terms of
+    that dimension and their sums and differences, 1 for a constant, 2 for terms of other
+    dimensions, their sums, differences and products."""
     near = [e for e, k in d.terms if k == dim]
+    ordered = near + [e for e, k in d.terms if k != dim]
+    for e in near:
+        yield 0, e
     for a, b in itertools.product(near, repeat=2):
-        yield add(a, b)
-        yield sub(a, b)
+        yield 0, add(a, b)
+        yield 0, sub(a, b)
+    if constant is not None:
+        yield 1, constant
+    for e in ordered:
+        yield 2, e
     for a, b in itertools.product(ordered, repeat=2):
-        yield add(a, b)
-        yield sub(a, b)
+        yield 2, add(a, b)
+        yield 2, sub(a, b)
     for a, b in itertools.combinations(ordered, 2):
-        yield ("*", a, b)
+        yield 2, ("*", a, b)
 
 
-def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> Node | None:
+MAX_RHS_CHOICES = 3
+MAX_DRAFTS = 8
+NEAR_SCAN = 400
+
+
+def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> list[Node]:
+    """Right sides whose every attribute fits every instance: the first choice everywhere,
+    then (up to MAX_DRAFTS) alternatives, fewest changes from the first choice first."""
     nodes = [list(r.nodes()) for r in rhss]
-    built: dict[int, Node] = {}
+    slots: list[list[object]] = []  # per generalized position: fitting expressions
+
+    def fitting_perm(lits: list[tuple[int, ...]]) -> list[object]:
+        if not lift_perms or not d.perms:
+            return [SizeList(lits[0])] if len(set(lits)) == 1 else []
+        found: list[object] = []
+        for cand in _perm_candidates(d.perms):
+            try:
+                if all(perm_value(cand, pe) == v for pe, v in zip(d.perm_envs, lits)):
+                    found.append(cand)
+            except (IllFormed, KeyError):
+                continue
+            if len(found) >= MAX_RHS_CHOICES:
+                break
+        return found
+
+    plan: list[tuple[int, str, int | None]] = []  # (node position, key, list index)
     for pos, n in enumerate(rhss[0].nodes()):
-        if n.op == "input":
-            built[id(n)] = n
-            continue
-        args = tuple(built[id(a)] for a in n.args)
-        attrs: list[tuple[str, object]] = []
-        for key, value in n.attrs:
+        for key, _value in n.attrs:
             if key not in PARAMETRIC:
-                attrs.append((key, value))
                 continue
             values = [inst[pos].attr(key) for inst in nodes]
             if key == "perm":
                 lits = [tuple(int(e) for e in v.items) for v in values]  # type: ignore[union-attr]
-                if not lift_perms or not d.perms:
-                    if len(set(lits)) != 1:
-                        return None
-                    attrs.append((key, value))
-                    continue
-                found = None
-                for cand in _perm_candidates(d.perms):
-                    try:
-                        if all(perm_value(cand, pe) == v for pe, v in zip(d.perm_envs, lits)):
-                            found = cand
-                            break
-                    except (IllFormed, KeyError):
-                        continue
-                if found is None:
-                    return None
-                attrs.append((key, found))
+                slots.append(fitting_perm(lits))
+                plan.append((pos, key, None))
                 continue
             ints = [[int(e) for e in v.items] for v in values]  # type: ignore[union-attr]
-            items: list[SizeExpr] = []
             for k in range(len(ints[0])):
                 column = [v[k] for v in ints]
                 constant = column[0] if len(set(column)) == 1 else None
-                expr = next((e for e in _expr_candidates(d, k, constant)
-                             if _fits(e, d.envs, column)), None)
-                if expr is None:
-                    return None
-                items.append(expr)
-            attrs.append((key, SizeList(tuple(items))))
-        built[id(n)] = Node(n.op, args, tuple(attrs))  # type: ignore[arg-type]
-    return built[id(rhss[0])]
+                found: list[tuple[int, SizeExpr]] = []
+                for scanned, (where, e) in enumerate(_expr_candidates(d, k, constant)):
+                    if scanned >= NEAR_SCAN and found:
+                        break
+                    if all(e != f for _w, f in found) and _fits(e, d.envs, column):
+                        found.append((where, e))
+                # among expressions of the same rank, those with the most parameters first
+                # (a parameter that is 0 in every instance, like the start of an unsliced
+                # dimension, still belongs)
+                params = {p for p, _k in d.params}
+                same = {p for p in params if d.param_keys.get(p) == key}
+                found.sort(key=lambda we: (we[0], -len(names_in(we[1]) & same),
+                                           _size(we[1]), -len(names_in(we[1]) & params)))
+                slots.append([e for _w, e in found[:MAX_RHS_CHOICES]])
+                plan.append((pos, key, k))
+    if any(not s for s in slots):
+        return []
+    choices = sorted(itertools.product(*[range(len(s)) for s in slots]),
+                     key=lambda c: (sum(x > 0 for x in c), sum(c)))[:MAX_DRAFTS]
+    return [_build_rhs(rhss[0], plan, [s[i] for s, i in zip(slots, c)]) for c in choices]
+
+
+def _size(e: SizeExpr) -> int:
+    return 1 + _size(e[1]) + _size(e[2]) if isinstance(e, tuple) else 1
+
+
+def _build_rhs(rhs: Node, plan: Sequence[tuple[int, str, int | None]], picks: Sequence[object]
+               ) -> Node:
+    chosen: dict[tuple[int, str], list[object]] = {}
+    for (pos, key, _k), pick in zip(plan, picks):
+        chosen.setdefault((pos, key), []).append(pick)
+    built: dict[int, Node] = {}
+    for pos, n in enumerate(rhs.nodes()):
+        if n.op == "input":
+            built[id(n)] = n
+            continue
+        attrs: list[tuple[str, object]] = []
+        for key, value in n.attrs:
+            got = chosen.get((pos, key))
+            if got is None:
+                attrs.append((key, value))
+            elif key == "perm":
+                attrs.append((key, got[0]))
+            else:
+                attrs.append((key, SizeList(tuple(got))))  # type: ignore[arg-type]
+        built[id(n)] = Node(n.op, tuple(built[id(a)] for a in n.args), tuple(attrs))  # type: ignore[arg-type]
+    return built[id(rhs)]
 
 
 def _fits(e: SizeExpr, envs: Sequence[Mapping[str, int]], values: Sequence[int]) -> bool:
@@ -354,17 +422,24 @@ def _fits(e: SizeExpr, envs: Sequence[Mapping[str, int]], values: Sequence[int])
         return False
 
 
-def _atoms(d: _Draft) -> list[Condition]:
-    """Comparisons of a parameter with 0, a size, another parameter or a node size that hold
-    in every instance, in order of preference."""
+def _atoms(d: _Draft, equalities_first: bool) -> list[Condition]:
+    """Comparisons of a parameter with 0 (or `== 1`), then with a size, another parameter or
+    a node size, that hold in every instance, in this order of preference (`>=` before `<=`:
+    non-negative bounds are the usual need; equalities last unless `equalities_first`)."""
     out: list[Condition] = []
-    targets: list[SizeExpr] = [0] + [e for _n, s in d.inputs for e in s.items]
-    targets += [p for p, _k in d.params] + [e for e, _k in d.terms if isinstance(e, tuple)]
-    for p, _k in d.params:
-        for t in targets:
-            if t == p:
-                continue
-            for op in ("==", "<=", ">="):
+    sizes = [(e, k) for _n, s in d.inputs for k, e in enumerate(s.items)]
+    categories: list[list[SizeExpr]] = [
+        [0, 1], [e for e, _k in sizes], [p for p, _k in d.params],
+        [e for e, _k in d.terms if isinstance(e, tuple)],
+        [add(p, e) for p, k in d.params for e, j in sizes if j == k]]
+    ops = ("==", ">=", "<=") if equalities_first else (">=", "<=", "==")
+    order = [(c, op) for c in categories for op in ops] if equalities_first else \
+        [(c, op) for op in ops for c in categories]
+    for targets, op in order:
+        for p, _k in d.params:
+            for t in targets:
+                if p in names_in(t) or (t == 1 and op != "=="):
+                    continue
                 c = Condition(op, p, t)
                 try:
                     if all(_holds(op, int(evaluate(p, env)), int(evaluate(t, env)))  # type: ignore[call-overload]
@@ -387,8 +462,9 @@ class _Budget:
         return self.prover(sub)
 
 
-def _cegis(d: _Draft, run: _Budget, name: str) -> Substitution | None:
-    atoms = _atoms(d)
+def _cegis(d: _Draft, run: _Budget, name: str, equalities_first: bool = False
+           ) -> Substitution | None:
+    atoms = _atoms(d, equalities_first)
     for _ in range(MAX_CONDITIONS + 1):
         res = run(d.parse(name))
         if res.verdict == PROVED:
@@ -417,11 +493,17 @@ def _cegis(d: _Draft, run: _Budget, name: str) -> Substitution | None:
         d.conditions.remove(c)
         if run(d.parse(name)).verdict != PROVED:
             d.conditions.append(c)
+    # `p <= t and p >= t` is `p == t`
+    for c in list(d.conditions):
+        if c.op == "<=" and Condition(">=", c.lhs, c.rhs) in d.conditions:
+            d.conditions.remove(c)
+            d.conditions.remove(Condition(">=", c.lhs, c.rhs))
+            d.conditions.append(Condition("==", c.lhs, c.rhs))
     # `p == t`: put t for p
     while True:
         params = {p for p, _k in d.params}
         c = next((c for c in d.conditions if c.op == "==" and isinstance(c.lhs, str)
-                  and c.lhs in params), None)
+                  and c.lhs in params and c.lhs not in names_in(c.rhs)), None)
         if c is None:
             break
         _replace_param(d, c.lhs, c.rhs)  # type: ignore[arg-type]
@@ -503,7 +585,26 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             if not any(p in remaining for p in group):
                 continue
             d = _draft(group, rank, shapes, lift_perms)
-            got = _cegis(d, run, f"{name}_{k}") if d is not None else None
+            got = None
+            best: tuple[int, int] | None = None
+            attempts = [(rhs, eq) for eq in (False, True)
+                        for rhs in (d.alternatives if d is not None else [])]
+            for rhs, eq in attempts:
+                assert d is not None
+                if eq and got is not None:
+                    break
+                d.rhs, d.conditions = rhs, []
+                d.params = list(d.lhs_params)
+                d.lhs = d.lhs_original or d.lhs
+                found = _cegis(d, run, f"{name}_{k}", eq)
+                if found is None:
+                    continue
+                # fewer parameters fixed by `p == t`, then fewer conditions: more general
+                score = (len(d.lhs_params) - len(d.params), len(found.conditions))
+                if best is None or score < best:
+                    got, best = found, score
+                if score == (0, 0) or out.proofs > MAX_PROOFS_PER_GROUP:
+                    break
             if got is None:
                 left += [p for p in group if p in remaining]
                 out.failures.append(f"{name}: no general form for {group[0][0]} => "

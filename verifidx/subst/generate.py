@@ -47,7 +47,8 @@ from verifidx.subst.enumeration import (
 from verifidx.subst.generalize import Outcome, Pair, generalize, skeleton
 from verifidx.subst.instances import Instance, has_instance, sample
 from verifidx.subst.model import Node, Substitution
-from verifidx.subst.prove import SubstProof, prove
+from verifidx.subst.prove import UNKNOWN, SubstProof, prove
+from verifidx.subst.semantics import IllFormed
 
 SUPPORTED = ("transpose", "reshape", "slice", "concatenate", "reverse", "pad", "broadcast",
              "copy")
@@ -135,13 +136,23 @@ def _common_subgraph(lhs: Node, rhs: Node) -> bool:
     return any(n in ops_l for n in rhs.nodes() if n.op != "input")
 
 
+PREFERRED = ("input", "reshape", "broadcast", "transpose", "slice", "reverse", "concatenate",
+             "pad", "copy")
+"""Between graphs with as many ops, the right side is the one whose ops come first here
+(a one-op pair like broadcast => reshape is kept in that direction; longer ones are dropped)."""
+
+
+def _simplicity(n: Node) -> tuple[int, list[int], str]:
+    return n.op_count(), [PREFERRED.index(m.op) for m in n.nodes()][::-1], str(n)
+
+
 def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -> list[Pair]:
     """Steps 1-3 at one rank."""
     graphs = enumerate_graphs(ops, depth, rank)
     out.graphs += len(graphs)
     ev = Evaluator(input_shapes(rank))
     classes: dict[tuple[object, ...], list[Node]] = {}
-    for g in [inp("x"), *graphs]:
+    for g in [inp("x"), inp("y"), inp("z"), *graphs]:
         classes.setdefault(fingerprint_of(ev(g)), []).append(g)
     seen: set[str] = set()
     pairs: list[Pair] = []
@@ -152,7 +163,7 @@ def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -
         out.classes += 1
         out.candidates += k * (k - 1) // 2
         out.pruned_transitive += k * (k - 1) // 2 - (k - 1)
-        members.sort(key=lambda n: (n.op_count(), str(n)))
+        members.sort(key=_simplicity)
         rep = members[0]
         for g in members[1:]:
             key = _canonical(g, rep)
@@ -160,7 +171,7 @@ def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -
                 out.pruned_renaming += 1
             elif _common_subgraph(g, rep):
                 out.pruned_common += 1
-            elif g.op_count() <= rep.op_count():
+            elif g.op_count() < rep.op_count() or (g.op_count() == rep.op_count() > 1):
                 out.pruned_same_size += 1
             else:
                 seen.add(key)
@@ -176,7 +187,12 @@ def _generalize_group(task: tuple[list[Pair], int, str], timeout_ms: int, enum_b
 
 
 def _prove(sub: Substitution, timeout_ms: int, enum_bound: int) -> SubstProof:
-    return prove(sub, timeout_ms=timeout_ms, enum_bound=enum_bound)
+    """The prover; an exception inside it counts as unknown (never as proven)."""
+    try:
+        return prove(sub, timeout_ms=timeout_ms, enum_bound=enum_bound)
+    except (ArithmeticError, IllFormed, KeyError) as err:
+        return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
+                          message=f"the prover failed: {type(err).__name__}: {err}")
 
 
 def _body(sub: Substitution) -> str:
