@@ -82,7 +82,7 @@ class Evaluator:
         if n.op == "transpose":
             return np.transpose(a, _ints(n, "perm"))
         if n.op == "reverse":
-            return np.flip(a, axis=_ints(n, "dims")) if _ints(n, "dims") else a
+            return np.flip(a, axis=tuple(_ints(n, "dims"))) if _ints(n, "dims") else a
         if n.op == "reshape":
             return a.reshape(_ints(n, "shape"))
         if n.op == "broadcast":
@@ -176,21 +176,21 @@ def unary_menu(op: str, t: Node, shape: tuple[int, ...]) -> Iterator[Node]:
             else:
                 yield node(op, [t], start=_list(lo), limit=_list(hi), stride=_list(stride))
     elif op == "pad":
-        v = inp(SCALAR)
-        yield node(op, [t, v], low=_list([0] * r), high=_list([0] * r))
+        scalar = inp(SCALAR)
+        yield node(op, [t, scalar], low=_list([0] * r), high=_list([0] * r))
         for k in range(r):
             for low, high in ((1, 0), (0, 1)):
                 lo, hi = [0] * r, [0] * r
                 lo[k], hi[k] = low, high
-                yield node(op, [t, v], low=_list(lo), high=_list(hi))
+                yield node(op, [t, scalar], low=_list(lo), high=_list(hi))
     elif op == "broadcast" and r > 0:
         yield node(op, [t], shape=_list(shape), dims=_list(range(r)))
         if r < MAX_RANK:  # one new dimension (size 1 or 2) at every position
             for pos in range(r + 1):
                 for size in (1, 2):
-                    out = [*shape[:pos], size, *shape[pos:]]
-                    dims = [k if k < pos else k + 1 for k in range(r)]
-                    yield node(op, [t], shape=_list(out), dims=_list(dims))
+                    wider = [*shape[:pos], size, *shape[pos:]]
+                    moved = [k if k < pos else k + 1 for k in range(r)]
+                    yield node(op, [t], shape=_list(wider), dims=_list(moved))
     elif op == "copy":
         yield node(op, [t])
 
@@ -263,11 +263,8 @@ def _concatenations(t: Node, shape: tuple[int, ...], shapes: Mapping[str, tuple[
     fresh = [n for n in ARRAY_INPUTS if n not in used]
     r = len(shape)
     for d in range(r):
-        def fits(name: str) -> bool:
-            other = shapes[name]
-            return len(other) == r and all(other[k] == shape[k] for k in range(r) if k != d)
-
-        ok = [n for n in fresh if fits(n)]
+        ok = [n for n in fresh if len(shapes[n]) == r and
+              all(shapes[n][k] == shape[k] for k in range(r) if k != d)]
         if ok:
             yield node("concatenate", [t, inp(ok[0])], dim=d)
             if t.op != "input":

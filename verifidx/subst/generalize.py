@@ -27,6 +27,7 @@ the text returned.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,7 +41,7 @@ from verifidx.subst.model import (
     names_in,
 )
 from verifidx.subst.parser import parse_substitutions
-from verifidx.subst.prove import PROVED, REFUTED, SubstProof, prove
+from verifidx.subst.prove import PROVED, REFUTED, SubstProof
 from verifidx.subst.semantics import IllFormed, perm_value
 
 PARAMETRIC = {"perm", "shape", "start", "limit", "low", "high"}
@@ -52,6 +53,7 @@ _LIST_LETTERS = ("s", "l", "t", "u", "m", "k", "n", "w", "j", "o")
 _PERM_NAMES = ("p", "q", "p1", "q1")
 MAX_CONDITIONS = 12
 MAX_PROOFS_PER_GROUP = 150
+GROUP_BUDGET_S = 10.0
 
 Pair = tuple[Node, Node]
 Prover = Callable[[Substitution], SubstProof]
@@ -64,6 +66,12 @@ def skeleton(n: Node) -> str:
     parts = [skeleton(a) for a in n.args]
     parts += [f"{k}={_blank(v) if k in PARAMETRIC else v}" for k, v in n.attrs]
     return f"{n.op}({', '.join(parts)})"
+
+
+def _ints(v: object) -> list[int]:
+    """The integers of a concrete attribute list."""
+    assert isinstance(v, SizeList)
+    return [e for e in v.items if isinstance(e, int)]
 
 
 def _blank(v: object) -> str:
@@ -83,6 +91,7 @@ class Outcome:
     refuted: int = 0
     unknown: int = 0
     proofs: int = 0  # prover calls
+    seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
 
 
@@ -131,7 +140,7 @@ def _sym_shape(n: Node, inputs: Mapping[str, list[SizeExpr]],
         elif n.op == "transpose":
             p = n.attr("perm")
             if isinstance(p, SizeList):
-                out = [xs[int(k)] for k in p.items]  # type: ignore[call-overload]
+                out = [xs[k] for k in _ints(p)]
         elif n.op in ("reshape", "broadcast"):
             s = n.attr("shape")
             assert isinstance(s, SizeList)
@@ -204,15 +213,15 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
            lift_perms: bool) -> _Draft | None:
     """Steps 1-3 of the module docstring (None: a right side has no fitting expression)."""
     lhs0, rhs0 = pairs[0]
-    used = [n for n in ("x", "y", "z", "v")
-            if any(m.op == "input" and m.name == n for m in lhs0.nodes())]
-    inputs = [(n, SizeList(SIZE_NAMES[n][:rank]) if n != "v" else SizeList(()))
-              for n in used]
-    size_of = {n: list(s.items) for n, s in inputs}
+    used = [i for i in ("x", "y", "z", "v")
+            if any(m.op == "input" and m.name == i for m in lhs0.nodes())]
+    inputs = [(i, SizeList(SIZE_NAMES[i][:rank]) if i != "v" else SizeList(()))
+              for i in used]
+    size_of = {i: list(s.items) for i, s in inputs}
     envs: list[dict[str, int]] = [{} for _ in pairs]
     for env in envs:
-        for n, s in inputs:
-            env.update({str(name): v for name, v in zip(s.items, shapes[n])})
+        for i, s in inputs:
+            env.update({str(name): v for name, v in zip(s.items, shapes[i])})
     perm_envs: list[dict[str, tuple[int, ...]]] = [{} for _ in pairs]
     perms: list[str] = []
     params: list[tuple[str, int]] = []
@@ -243,7 +252,7 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
                 continue
             values = [inst[pos].attr(key) for inst in instance_nodes]
             if key == "perm":
-                lits = [tuple(int(e) for e in v.items) for v in values]  # type: ignore[union-attr]
+                lits = [tuple(_ints(v)) for v in values]
                 if not lift_perms:
                     attrs.append((key, value))
                     continue
@@ -255,7 +264,7 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
                         pe[expr] = v  # type: ignore[index]
                 attrs.append((key, expr))
                 continue
-            ints = [[int(e) for e in v.items] for v in values]  # type: ignore[union-attr]
+            ints = [_ints(v) for v in values]
             items: list[SizeExpr] = []
             letter = next(letters)
             operand = _sym_shape(args[0], size_of, memo) if n.op == "broadcast" else None
@@ -268,8 +277,8 @@ def _draft(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...
                 items.append(name)
                 params.append((name, k))
                 param_keys[name] = key
-                for env, v in zip(envs, ints):
-                    env[name] = v[k]
+                for env, row in zip(envs, ints):
+                    env[name] = row[k]
             attrs.append((key, SizeList(tuple(items))))
         built[id(n)] = Node(n.op, args, tuple(attrs))  # type: ignore[arg-type]
     lhs = built[id(lhs0)]
@@ -327,7 +336,7 @@ def _expr_candidates(d: _Draft, dim: int, constant: int | None
 
 
 MAX_RHS_CHOICES = 3
-MAX_DRAFTS = 8
+MAX_DRAFTS = 4
 NEAR_SCAN = 400
 
 
@@ -358,11 +367,11 @@ def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> list[N
                 continue
             values = [inst[pos].attr(key) for inst in nodes]
             if key == "perm":
-                lits = [tuple(int(e) for e in v.items) for v in values]  # type: ignore[union-attr]
+                lits = [tuple(_ints(v)) for v in values]
                 slots.append(fitting_perm(lits))
                 plan.append((pos, key, None))
                 continue
-            ints = [[int(e) for e in v.items] for v in values]  # type: ignore[union-attr]
+            ints = [_ints(v) for v in values]
             for k in range(len(ints[0])):
                 column = [v[k] for v in ints]
                 constant = column[0] if len(set(column)) == 1 else None
@@ -454,8 +463,16 @@ def _atoms(d: _Draft, equalities_first: bool) -> list[Condition]:
 
 
 class _Budget:
-    def __init__(self, prover: Prover, outcome: Outcome) -> None:
+    """The prover, counted, with a time budget for generalizing one group (the concrete
+    fallback is not limited)."""
+
+    def __init__(self, prover: Prover, outcome: Outcome, seconds: float) -> None:
         self.prover, self.outcome = prover, outcome
+        self.deadline = time.perf_counter() + seconds
+
+    @property
+    def expired(self) -> bool:
+        return time.perf_counter() > self.deadline or self.outcome.proofs > MAX_PROOFS_PER_GROUP
 
     def __call__(self, sub: Substitution) -> SubstProof:
         self.outcome.proofs += 1
@@ -466,6 +483,8 @@ def _cegis(d: _Draft, run: _Budget, name: str, equalities_first: bool = False
            ) -> Substitution | None:
     atoms = _atoms(d, equalities_first)
     for _ in range(MAX_CONDITIONS + 1):
+        if run.expired:
+            return None
         res = run(d.parse(name))
         if res.verdict == PROVED:
             break
@@ -502,10 +521,11 @@ def _cegis(d: _Draft, run: _Budget, name: str, equalities_first: bool = False
     # `p == t`: put t for p
     while True:
         params = {p for p, _k in d.params}
-        c = next((c for c in d.conditions if c.op == "==" and isinstance(c.lhs, str)
-                  and c.lhs in params and c.lhs not in names_in(c.rhs)), None)
-        if c is None:
+        eq = next((c for c in d.conditions if c.op == "==" and isinstance(c.lhs, str)
+                   and c.lhs in params and c.lhs not in names_in(c.rhs)), None)
+        if eq is None:
             break
+        c = eq
         _replace_param(d, c.lhs, c.rhs)  # type: ignore[arg-type]
         d.conditions = [Condition(x.op, substitute(x.lhs, c.lhs, c.rhs),  # type: ignore[arg-type]
                                   substitute(x.rhs, c.lhs, c.rhs))  # type: ignore[arg-type]
@@ -557,17 +577,18 @@ def _lifted(sub: Substitution) -> str | None:
             if names.setdefault(e, s.items) != s.items:  # type: ignore[arg-type]
                 return None
     text = sub.normalized_text
-    for s in sorted({s.items for s in lists}, key=len, reverse=True):
-        text = text.replace("[" + ", ".join(map(str, s)) + "]", f"[{s[0]}...]")
+    for items in sorted({s.items for s in lists}, key=len, reverse=True):
+        text = text.replace("[" + ", ".join(map(str, items)) + "]", f"[{items[0]}...]")
     lines = text.split("\n")
     return "\n".join([lines[0]] + ["  " + line for line in lines[1:]]) + "\n"
 
 
 def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...]],
-               name: str, prover: Prover) -> Outcome:
+               name: str, prover: Prover, budget_s: float = GROUP_BUDGET_S) -> Outcome:
     """Steps 1-5 of the module docstring for one group, with its fallbacks."""
     out = Outcome()
-    run = _Budget(prover, out)
+    start = time.perf_counter()
+    run = _Budget(prover, out, budget_s)
     has_perm = any(m.op == "transpose" for m in pairs[0][0].nodes())
     tries: list[tuple[bool, list[list[Pair]]]] = []
     if has_perm:
@@ -587,8 +608,9 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             d = _draft(group, rank, shapes, lift_perms)
             got = None
             best: tuple[int, int] | None = None
-            attempts = [(rhs, eq) for eq in (False, True)
-                        for rhs in (d.alternatives if d is not None else [])]
+            alternatives = d.alternatives if d is not None else []
+            attempts = [(rhs, False) for rhs in alternatives] + \
+                [(rhs, True) for rhs in alternatives[:2]]
             for rhs, eq in attempts:
                 assert d is not None
                 if eq and got is not None:
@@ -603,7 +625,7 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
                 score = (len(d.lhs_params) - len(d.params), len(found.conditions))
                 if best is None or score < best:
                     got, best = found, score
-                if score == (0, 0) or out.proofs > MAX_PROOFS_PER_GROUP:
+                if score == (0, 0) or run.expired:
                     break
             if got is None:
                 left += [p for p in group if p in remaining]
@@ -611,13 +633,14 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
                                     f"{group[0][1]}")
                 continue
             lifted = _lifted(got)
-            if lifted is not None:
+            if lifted is not None and not run.expired:
                 (v,) = parse_substitutions(lifted, "<generated>")
                 if run(v).verdict == PROVED:
                     got = v
             out.general.append((got, list(group)))
         remaining = left
         if not remaining:
+            out.seconds = time.perf_counter() - start
             return out
     for k, (lhs, rhs) in enumerate(remaining):
         conc = _concrete(lhs, rhs, shapes, f"{name}_c{k}")
@@ -628,6 +651,7 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             out.refuted += 1
         else:
             out.unknown += 1
+    out.seconds = time.perf_counter() - start
     return out
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -41,10 +42,10 @@ from verifidx.subst.enumeration import (
     Evaluator,
     enumerate_graphs,
     fingerprint_of,
-    input_shapes,
     inp,
+    input_shapes,
 )
-from verifidx.subst.generalize import Outcome, Pair, generalize, skeleton
+from verifidx.subst.generalize import GROUP_BUDGET_S, Outcome, Pair, generalize, skeleton
 from verifidx.subst.instances import Instance, has_instance, sample
 from verifidx.subst.model import Node, Substitution
 from verifidx.subst.prove import UNKNOWN, SubstProof, prove
@@ -93,7 +94,9 @@ class Generated:
     rediscovered: list[Rediscovery] = field(default_factory=list)
     instances_of_shipped: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    slowest: list[str] = field(default_factory=list)  # the groups that took longest
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process and its workers
     jobs: int = 1
 
     @property
@@ -179,11 +182,11 @@ def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -
     return pairs
 
 
-def _generalize_group(task: tuple[list[Pair], int, str], timeout_ms: int, enum_bound: int
-                      ) -> Outcome:
+def _generalize_group(task: tuple[list[Pair], int, str], timeout_ms: int, enum_bound: int,
+                      group_seconds: float) -> Outcome:
     pairs, rank, name = task
     prover = functools.partial(_prove, timeout_ms=timeout_ms, enum_bound=enum_bound)
-    return generalize(pairs, rank, input_shapes(rank), name, prover)
+    return generalize(pairs, rank, input_shapes(rank), name, prover, group_seconds)
 
 
 def _prove(sub: Substitution, timeout_ms: int, enum_bound: int) -> SubstProof:
@@ -206,7 +209,8 @@ def _ops_tree(n: Node) -> str:
 def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
              log: TextIO | None = None, jobs: int = 1, ranks: Iterable[int] = (1, 2, 3),
              timeout_ms: int = GENERATION_TIMEOUT_MS,
-             enum_bound: int = GENERATION_ENUM_BOUND) -> Generated:
+             enum_bound: int = GENERATION_ENUM_BOUND,
+             group_seconds: float = GROUP_BUDGET_S) -> Generated:
     unknown = [o for o in ops if o not in SUPPORTED]
     if unknown:
         raise UnsupportedError(f"generation over {unknown[0]} is not yet supported (supported: "
@@ -215,6 +219,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
     if not ranks or not set(ranks) <= set(RANK_SHAPES):
         raise UnsupportedError(f"generation ranks are {', '.join(map(str, RANK_SHAPES))}")
     start = time.perf_counter()
+    t0 = os.times()
+    cpu0 = t0.user + t0.system + t0.children_user + t0.children_system
     out = Generated(list(ops), depth, ranks, jobs=jobs)
     tasks: list[tuple[list[Pair], int, str]] = []
     for rank in ranks:
@@ -229,13 +235,17 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
         print(f"generate: {out.graphs} graphs, {out.classes} classes with equal maps, "
               f"{out.instances_generalized} candidates in {out.groups} groups to generalize "
               f"and prove ({jobs} job{'s' * (jobs != 1)})", file=log)
-    work = functools.partial(_generalize_group, timeout_ms=timeout_ms, enum_bound=enum_bound)
+    work = functools.partial(_generalize_group, timeout_ms=timeout_ms, enum_bound=enum_bound,
+                             group_seconds=group_seconds)
     if jobs > 1:
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             outcomes = pool.map(work, tasks, chunksize=1)
     else:
         outcomes = [work(t) for t in tasks]
     found: list[tuple[Substitution, list[Pair], int]] = []
+    slow = sorted(zip(outcomes, tasks), key=lambda ot: -ot[0].seconds)[:5]
+    out.slowest = [f"{t[2]} {o.seconds:.1f}s {o.proofs} proofs: {t[0][0][0]} => {t[0][0][1]}"
+                   for o, t in slow]
     for (_pairs, rank, _name), o in zip(tasks, outcomes):
         out.proven_general += len(o.general)
         out.proven_concrete += len(o.concrete)
@@ -248,6 +258,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
     if compare:
         out.rediscovered, out.instances_of_shipped = _rediscover(compare, out)
     out.seconds = time.perf_counter() - start
+    t = os.times()
+    out.cpu_seconds = t.user + t.system + t.children_user + t.children_system - cpu0
     return out
 
 
@@ -357,8 +369,8 @@ def report(g: Generated) -> str:
         f"  pruned, same text as another:        {g.pruned_duplicate}",
         f"  pruned, subsumed by a general one:   {g.pruned_subsumed}",
         f"kept:                                 {len(g.kept)}",
-        f"time:                                 {g.seconds:.1f}s ({g.jobs} "
-        f"job{'s' * (g.jobs != 1)})",
+        f"time:                                 {g.seconds:.1f}s wall, {g.cpu_seconds:.1f}s "
+        f"CPU ({g.jobs} job{'s' * (g.jobs != 1)})",
         taso,
     ]
     if g.rediscovered:

@@ -102,7 +102,7 @@ def _match(p: Node, c: Node, pattern: Substitution, shapes: Mapping[str, tuple[i
         concrete = ca[key]
         if key == "perm":
             assert isinstance(concrete, SizeList)
-            lit = tuple(int(e) for e in concrete.items)  # type: ignore[call-overload]
+            lit = tuple(e for e in concrete.items if isinstance(e, int))
             if isinstance(value, str) and value not in b.perms:
                 b.perms[value] = lit
             else:
@@ -208,7 +208,7 @@ def sample(sub: Substitution, count: int = 12, tries: int = 200, seed: int = 0
         rank = max((len(s) for s in shapes.values()), default=0)
         limit = max(max(s, default=1) for s in shapes.values()) + 1
 
-        def draw() -> int:
+        def draw(limit: int = limit) -> int:
             return rng.randint(0, limit) if rng.random() > 0.05 else -1
 
         def violations(b: _Binding, perms: dict[str, tuple[int, ...]]) -> int:
