@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from verifidx.errors import ParseError
+from verifidx.subst.instances import has_instance, sample
 from verifidx.subst.model import (
     Condition,
     Node,
@@ -606,27 +608,7 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             if not any(p in remaining for p in group):
                 continue
             d = _draft(group, rank, shapes, lift_perms)
-            got = None
-            best: tuple[int, int] | None = None
-            alternatives = d.alternatives if d is not None else []
-            attempts = [(rhs, False) for rhs in alternatives] + \
-                [(rhs, True) for rhs in alternatives[:2]]
-            for rhs, eq in attempts:
-                assert d is not None
-                if eq and got is not None:
-                    break
-                d.rhs, d.conditions = rhs, []
-                d.params = list(d.lhs_params)
-                d.lhs = d.lhs_original or d.lhs
-                found = _cegis(d, run, f"{name}_{k}", eq)
-                if found is None:
-                    continue
-                # fewer parameters fixed by `p == t`, then fewer conditions: more general
-                score = (len(d.lhs_params) - len(d.params), len(found.conditions))
-                if best is None or score < best:
-                    got, best = found, score
-                if score == (0, 0) or run.expired:
-                    break
+            got = _generalize_draft(d, run, f"{name}_{k}") if d is not None else None
             if got is None:
                 left += [p for p in group if p in remaining]
                 out.failures.append(f"{name}: no general form for {group[0][0]} => "
@@ -653,6 +635,99 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             out.unknown += 1
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _generalize_draft(d: _Draft, run: _Budget, name: str) -> Substitution | None:
+    """Steps 3-4 for one draft: CEGIS over the right-side alternatives (inequalities first,
+    then once equalities first), the most general result, tightened."""
+    results: list[tuple[tuple[int, int], Substitution, Node]] = []
+
+    def attempt(rhs: Node, equalities_first: bool) -> None:
+        d.rhs, d.conditions = rhs, []
+        d.params = list(d.lhs_params)
+        d.lhs = d.lhs_original or d.lhs
+        found = _cegis(d, run, name, equalities_first)
+        if found is not None:  # fewer parameters fixed by `p == t`, then fewer conditions
+            results.append(((len(d.lhs_params) - len(d.params), len(found.conditions)),
+                            found, rhs))
+
+    def clean() -> bool:
+        return any(r[0] == (0, 0) for r in results)
+
+    for rhs in d.alternatives:
+        if run.expired or clean():
+            break
+        attempt(rhs, False)
+    if not run.expired and not clean():
+        attempt(min(results, key=lambda r: r[0])[2] if results else d.alternatives[0], True)
+    got = _most_general([(score, sub) for score, sub, _rhs in results])
+    return _tightened(got, d, run) if got is not None else None
+
+
+def _with_param(sub: Substitution, p: str, t: SizeExpr) -> Substitution | None:
+    """`sub` with t put for the parameter p (and a condition comparing p with t dropped)."""
+    def f(sl: SizeList) -> SizeList:
+        return SizeList(tuple(substitute(e, p, t) for e in sl.items), sl.variadic)
+
+    conds = [Condition(c.op, substitute(c.lhs, p, t), substitute(c.rhs, p, t))
+             for c in sub.conditions if {c.lhs, c.rhs} != {p, t}]
+    lines = [f"subst {sub.name}:", "  inputs " + ", ".join(f"{n}{s}" for n, s in sub.inputs)]
+    if sub.perms:
+        lines.append("  perms " + ", ".join(sub.perms))
+    if conds:
+        lines.append("  if " + " and ".join(str(c) for c in conds))
+    lines.append(f"  {_map_lists(sub.lhs, f)} => {_map_lists(sub.rhs, f)}")
+    try:
+        (out,) = parse_substitutions("\n".join(lines) + "\n", "<generated>")
+    except ParseError:
+        return None
+    return out
+
+
+def _tightened(sub: Substitution, d: _Draft, run: _Budget) -> Substitution:
+    """Put t for a parameter p wherever p == t in every instance and the result is proven and
+    has every sampled instance of `sub` (the shape rules already forced p == t): a bound
+    `p >= t`, or a reshape size left free, becomes the size itself."""
+    sizes_at: dict[int, list[SizeExpr]] = {}
+    for _n, s in d.inputs:
+        for k, e in enumerate(s.items):
+            sizes_at.setdefault(k, []).append(e)
+    pairs: list[tuple[str, SizeExpr]] = [(str(c.lhs), c.rhs) for c in sub.conditions
+                                         if c.op in ("<=", ">=") and isinstance(c.lhs, str)]
+    constrained = {p for p, _t in pairs}
+    for p, k in d.params:
+        if p not in constrained:
+            pairs += [(p, t) for t in sizes_at.get(k, [])]
+    params = {p for p, _k in d.params}
+    pairs.sort(key=lambda pt: bool(names_in(pt[1]) & params))  # sizes and constants first
+    for p, t in pairs:
+        if run.expired:
+            break
+        if not _fits(t, d.envs, [env.get(p, -1) for env in d.envs]):
+            continue
+        names = {n for node in (*sub.lhs.nodes(), *sub.rhs.nodes()) for _k, v in node.attrs
+                 if isinstance(v, SizeList) for e in v.items for n in names_in(e)}
+        if p not in names:
+            continue
+        cand = _with_param(sub, p, t)
+        if cand is None or run(cand).verdict != PROVED:
+            continue
+        if all(has_instance(cand, i) for i in sample(sub, count=6)):
+            sub = cand
+    return sub
+
+
+def _most_general(results: list[tuple[tuple[int, int], Substitution]]) -> Substitution | None:
+    """The proven form that has every sampled instance of the others (inequalities that the
+    shape rules make equalities are then written as equalities), else the best scored."""
+    if not results:
+        return None
+    ranked = [s for _score, s in sorted(results, key=lambda r: (r[0][1], r[0][0]))]
+    for cand in ranked:
+        if all(has_instance(cand, i) for other in ranked if other is not cand
+               for i in sample(other, count=6)):
+            return cand
+    return min(results, key=lambda r: r[0])[1]
 
 
 def _concrete(lhs: Node, rhs: Node, shapes: Mapping[str, tuple[int, ...]], name: str
