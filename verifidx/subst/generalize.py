@@ -314,27 +314,34 @@ def _perm_candidates(names: Sequence[str], plain_first: bool = True) -> Iterator
         yield ("compose", p, ("inverse", q))
 
 
-def _expr_candidates(d: _Draft, dim: int, constant: int | None
+def _expr_candidates(d: _Draft, dim: int, key: str, constant: int | None
                      ) -> Iterator[tuple[int, SizeExpr]]:
-    """Expressions for a right-side integer at dimension `dim`, with a rank: 0 for terms of
-    that dimension and their sums and differences, 1 for a constant, 2 for terms of other
-    dimensions, their sums, differences and products."""
+    """Expressions for a right-side integer at dimension `dim` of attribute `key`, with a
+    rank: 0 for terms of that dimension and their sums and differences, 1 for parameters of
+    the same attribute at other dimensions (a transposed broadcast moves sizes), 2 for a
+    constant, 3 for other terms, their sums, differences and products. A term is never
+    combined with itself."""
     near = [e for e, k in d.terms if k == dim]
     ordered = near + [e for e, k in d.terms if k != dim]
     for e in near:
         yield 0, e
     for a, b in itertools.product(near, repeat=2):
-        yield 0, add(a, b)
-        yield 0, sub(a, b)
+        if a != b:
+            yield 0, add(a, b)
+            yield 0, sub(a, b)
+    for e, k in d.terms:
+        if k != dim and isinstance(e, str) and d.param_keys.get(e) == key:
+            yield 1, e
     if constant is not None:
-        yield 1, constant
+        yield 2, constant
     for e in ordered:
-        yield 2, e
+        yield 3, e
     for a, b in itertools.product(ordered, repeat=2):
-        yield 2, add(a, b)
-        yield 2, sub(a, b)
+        if a != b:
+            yield 3, add(a, b)
+            yield 3, sub(a, b)
     for a, b in itertools.combinations(ordered, 2):
-        yield 2, ("*", a, b)
+        yield 3, ("*", a, b)
 
 
 MAX_RHS_CHOICES = 3
@@ -378,18 +385,20 @@ def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> list[N
                 column = [v[k] for v in ints]
                 constant = column[0] if len(set(column)) == 1 else None
                 found: list[tuple[int, SizeExpr]] = []
-                for scanned, (where, e) in enumerate(_expr_candidates(d, k, constant)):
+                for scanned, (where, e) in enumerate(_expr_candidates(d, k, key, constant)):
                     if scanned >= NEAR_SCAN and found:
                         break
                     if all(e != f for _w, f in found) and _fits(e, d.envs, column):
                         found.append((where, e))
-                # among expressions of the same rank, those with the most parameters first
-                # (a parameter that is 0 in every instance, like the start of an unsliced
-                # dimension, still belongs)
+                # among expressions of the same rank, those with the most parameters of the
+                # same attribute first (a parameter that is 0 in every instance, like the
+                # start of an unsliced dimension, still belongs), then those not merely a
+                # node's size, then the smallest
                 params = {p for p, _k in d.params}
                 same = {p for p in params if d.param_keys.get(p) == key}
+                node_sizes = {e for e, _k in d.terms if isinstance(e, tuple)}
                 found.sort(key=lambda we: (we[0], -len(names_in(we[1]) & same),
-                                           _size(we[1]), -len(names_in(we[1]) & params)))
+                                           we[1] in node_sizes, _size(we[1])))
                 slots.append([e for _w, e in found[:MAX_RHS_CHOICES]])
                 plan.append((pos, key, k))
     if any(not s for s in slots):
@@ -434,30 +443,33 @@ def _fits(e: SizeExpr, envs: Sequence[Mapping[str, int]], values: Sequence[int])
 
 
 def _atoms(d: _Draft, equalities_first: bool) -> list[Condition]:
-    """Comparisons of a parameter with 0 (or `== 1`), then with a size, another parameter or
-    a node size, that hold in every instance, in this order of preference (`>=` before `<=`:
-    non-negative bounds are the usual need; equalities last unless `equalities_first`)."""
+    """Comparisons of a parameter with 0, a size, another parameter, a node size, a
+    parameter plus a size, or (`==` only) 1, that hold in every instance, in this order of
+    preference; within each, targets of the parameter's own dimension first, and `>=`, `<=`
+    before `==` (non-negative bounds and bounds by a size are the usual need) unless
+    `equalities_first`."""
     out: list[Condition] = []
     sizes = [(e, k) for _n, s in d.inputs for k, e in enumerate(s.items)]
-    categories: list[list[SizeExpr]] = [
-        [0, 1], [e for e, _k in sizes], [p for p, _k in d.params],
-        [e for e, _k in d.terms if isinstance(e, tuple)],
-        [add(p, e) for p, k in d.params for e, j in sizes if j == k]]
+    categories: list[list[tuple[SizeExpr, int | None]]] = [
+        [(0, None)], sizes, [(p, k) for p, k in d.params],
+        [(e, k) for e, k in d.terms if isinstance(e, tuple)],
+        [(add(p, e), k) for p, k in d.params for e, j in sizes if j == k], [(1, None)]]
     ops = ("==", ">=", "<=") if equalities_first else (">=", "<=", "==")
-    order = [(c, op) for c in categories for op in ops] if equalities_first else \
-        [(c, op) for op in ops for c in categories]
-    for targets, op in order:
-        for p, _k in d.params:
-            for t in targets:
-                if p in names_in(t) or (t == 1 and op != "=="):
-                    continue
-                c = Condition(op, p, t)
-                try:
-                    if all(_holds(op, int(evaluate(p, env)), int(evaluate(t, env)))  # type: ignore[call-overload]
-                           for env in d.envs):
-                        out.append(c)
-                except KeyError:
-                    continue
+    for targets in categories:
+        for op in ops:
+            for same_dim in (True, False):
+                for p, k in d.params:
+                    for t, j in targets:
+                        if (j is None or j == k) != same_dim or p in names_in(t) or \
+                                (t == 1 and op != "=="):
+                            continue
+                        c = Condition(op, p, t)
+                        try:
+                            if all(_holds(op, int(evaluate(p, env)), int(evaluate(t, env)))  # type: ignore[call-overload]
+                                   for env in d.envs):
+                                out.append(c)
+                        except KeyError:
+                            continue
     return out
 
 
@@ -611,8 +623,6 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             got = _generalize_draft(d, run, f"{name}_{k}") if d is not None else None
             if got is None:
                 left += [p for p in group if p in remaining]
-                out.failures.append(f"{name}: no general form for {group[0][0]} => "
-                                    f"{group[0][1]}")
                 continue
             lifted = _lifted(got)
             if lifted is not None and not run.expired:
@@ -625,6 +635,8 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             out.seconds = time.perf_counter() - start
             return out
     for k, (lhs, rhs) in enumerate(remaining):
+        out.failures.append(f"{name}: no general form{' (time budget)' * run.expired} for "
+                            f"{lhs} => {rhs}")
         conc = _concrete(lhs, rhs, shapes, f"{name}_c{k}")
         res = run(conc)
         if res.verdict == PROVED:
@@ -712,7 +724,8 @@ def _tightened(sub: Substitution, d: _Draft, run: _Budget) -> Substitution:
         cand = _with_param(sub, p, t)
         if cand is None or run(cand).verdict != PROVED:
             continue
-        if all(has_instance(cand, i) for i in sample(sub, count=6)):
+        evidence = sample(sub, count=6, tries=30)
+        if evidence and all(has_instance(cand, i) for i in evidence):
             sub = cand
     return sub
 
@@ -723,9 +736,10 @@ def _most_general(results: list[tuple[tuple[int, int], Substitution]]) -> Substi
     if not results:
         return None
     ranked = [s for _score, s in sorted(results, key=lambda r: (r[0][1], r[0][0]))]
+    evidence = {id(s): sample(s, count=6, tries=30) for s in ranked}
     for cand in ranked:
-        if all(has_instance(cand, i) for other in ranked if other is not cand
-               for i in sample(other, count=6)):
+        if all(evidence[id(other)] and all(has_instance(cand, i) for i in evidence[id(other)])
+               for other in ranked if other is not cand):
             return cand
     return min(results, key=lambda r: r[0])[1]
 
