@@ -391,13 +391,14 @@ def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> list[N
                     if all(e != f for _w, f in found) and _fits(e, d.envs, column):
                         found.append((where, e))
                 # among expressions of the same rank, those with the most parameters of the
-                # same attribute first (a parameter that is 0 in every instance, like the
+                # same attribute first (ranks 0 and 1) (a parameter that is 0 in every instance, like the
                 # start of an unsliced dimension, still belongs), then those not merely a
                 # node's size, then the smallest
                 params = {p for p, _k in d.params}
                 same = {p for p in params if d.param_keys.get(p) == key}
                 node_sizes = {e for e, _k in d.terms if isinstance(e, tuple)}
-                found.sort(key=lambda we: (we[0], -len(names_in(we[1]) & same),
+                found.sort(key=lambda we: (we[0],
+                                           -len(names_in(we[1]) & same) * (we[0] < 2),
                                            we[1] in node_sizes, _size(we[1])))
                 slots.append([e for _w, e in found[:MAX_RHS_CHOICES]])
                 plan.append((pos, key, k))
