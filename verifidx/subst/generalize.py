@@ -391,9 +391,9 @@ def _generalize_rhs(d: _Draft, rhss: Sequence[Node], lift_perms: bool) -> list[N
                     if all(e != f for _w, f in found) and _fits(e, d.envs, column):
                         found.append((where, e))
                 # among expressions of the same rank, those with the most parameters of the
-                # same attribute first (ranks 0 and 1) (a parameter that is 0 in every instance, like the
-                # start of an unsliced dimension, still belongs), then those not merely a
-                # node's size, then the smallest
+                # same attribute first (ranks 0 and 1; a parameter that is 0 in every
+                # instance, like the start of an unsliced dimension, still belongs), then
+                # those not merely a node's size, then the smallest
                 params = {p for p, _k in d.params}
                 same = {p for p in params if d.param_keys.get(p) == key}
                 node_sizes = {e for e, _k in d.terms if isinstance(e, tuple)}
@@ -450,7 +450,8 @@ def _atoms(d: _Draft, equalities_first: bool) -> list[Condition]:
     before `==` (non-negative bounds and bounds by a size are the usual need) unless
     `equalities_first`."""
     out: list[Condition] = []
-    sizes = [(e, k) for _n, s in d.inputs for k, e in enumerate(s.items)]
+    sizes: list[tuple[SizeExpr, int | None]] = [(e, k) for _n, s in d.inputs
+                                                for k, e in enumerate(s.items)]
     categories: list[list[tuple[SizeExpr, int | None]]] = [
         [(0, None)], sizes, [(p, k) for p, k in d.params],
         [(e, k) for e, k in d.terms if isinstance(e, tuple)],
