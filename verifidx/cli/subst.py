@@ -1,7 +1,7 @@
 """`verifidx subst prove|generate` and `verifidx optimize`; substitution files join `check`.
 
     verifidx subst prove [FILES] [--force] [--no-write] [--max-rank R] [--bound N]
-    verifidx subst generate --ops transpose,reshape,slice,concatenate,reverse,pad --depth 2
+    verifidx subst generate [--ops OPS] [--depth 2] [--ranks 1,2,3] [--jobs N] [-o FILE]
     verifidx optimize FILE.hlo [--rules FILES] > optimized.hlo
 
 Exit codes: 0 success (every substitution proven), 1 a substitution is not proven, 2 usage or
@@ -48,8 +48,15 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
     pr.add_argument("--format", choices=("text", "json"), default="text")
     ge = sub.add_parser("generate", help="enumerate small graphs, propose, prove and prune "
                                          "substitutions (TASO-style)")
-    ge.add_argument("--ops", default="transpose,reshape,slice,concatenate,reverse,pad",
-                    help="comma-separated data-movement ops")
+    ge.add_argument("--ops", help="comma-separated data-movement ops (default: transpose, "
+                                  "reshape, slice, concatenate, reverse, pad, broadcast, copy)")
+    ge.add_argument("--ranks", default="1,2,3",
+                    help="input ranks to enumerate over (default: %(default)s)")
+    ge.add_argument("--jobs", "-j", type=int, default=1,
+                    help="processes generalizing and proving groups (default 1)")
+    ge.add_argument("--group-seconds", type=float, default=20.0,
+                    help="time to generalize one group before proving its candidates at "
+                         "their concrete shapes (default %(default)s)")
     ge.add_argument("--depth", type=int, default=2, help="ops per graph (default 2)")
     ge.add_argument("--compare", metavar="FILE", action="append",
                     help="substitution files to rediscover (default: rules/*.subst)")
@@ -77,13 +84,23 @@ def _run_subst(args: argparse.Namespace) -> int:
             ok = sum(r.verdict == PROVED for r in results)
             print(f"{len(results)} substitutions: {ok} proved, {len(results) - ok} not")
         return 0 if all(r.verdict == PROVED for r in results) else 1
-    from ..subst.generate import generate, report
+    from ..subst.generate import DEFAULT_OPS, generate, report
 
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else \
+        list(DEFAULT_OPS)
     if args.depth < 1 or args.depth > 3:
         raise UsageError("--depth takes 1, 2 or 3")
-    result = generate(ops, args.depth,
-                      compare=args.compare or _default_paths([]), log=sys.stderr)
+    if args.jobs < 1 or args.group_seconds <= 0:
+        raise UsageError("--jobs and --group-seconds must be positive")
+    try:
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+    except ValueError:
+        raise UsageError("--ranks takes a comma-separated list of 1, 2, 3") from None
+    if not ranks or not set(ranks) <= {1, 2, 3}:
+        raise UsageError("--ranks takes a comma-separated list of 1, 2, 3")
+    result = generate(ops, args.depth, compare=args.compare or _default_paths([]),
+                      log=sys.stderr, jobs=args.jobs, ranks=ranks,
+                      group_seconds=args.group_seconds)
     if args.output:
         Path(args.output).write_text(result.text(), encoding="utf-8")
     if args.format == "json":
