@@ -23,8 +23,8 @@ from conftest import REPO
 from verifidx.cli import main
 from verifidx.rules.prover import z3_binary
 from verifidx.subst.certificates import subst_hash
-from verifidx.subst.parser import parse_substitutions
-from verifidx.subst.prove import Obligation, instances, obligation_query
+from verifidx.subst.parser import load_substitution_file, parse_substitutions
+from verifidx.subst.prove import Obligation, exhaustive, instances, obligation_query
 
 SMALL = """\
 subst copy_any:
@@ -225,6 +225,33 @@ def test_proving_the_shipped_substitutions_in_a_fresh_process_gives_the_committe
     assert out.returncode == 0, out.stdout + out.stderr
     committed = REPO / "proofs" / "data_movement.subst.json"
     assert (tmp_path / "proofs" / committed.name).read_bytes() == committed.read_bytes()
+
+
+def test_the_vectorized_filter_of_the_enumeration_changes_no_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`exhaustive` sorts out, all at once, the assignments where the conditions or the left
+    side's well-formedness fail; evaluating every assignment one by one instead gives the same
+    answer (True, or the same first counterexample) on every instance of the shipped and the
+    deliberately wrong substitutions."""
+    import itertools
+
+    import verifidx.subst.prove as prover
+
+    subs = [*load_substitution_file(REPO / "rules" / "data_movement.subst"),
+            *load_substitution_file(REPO / "tests" / "data" / "subst_wrong.subst"),
+            *parse_substitutions(WRONG_ENUM)]
+    cases = [(sub, inst) for sub in subs for inst in instances(sub, 2)]
+    assert len(cases) > 60
+    fast = [exhaustive(sub, inst, 3) for sub, inst in cases]
+    monkeypatch.setattr(prover, "_candidates",
+                        lambda sub, inst, names, ranges: itertools.product(*ranges))
+    slow = [exhaustive(sub, inst, 3) for sub, inst in cases]
+    def show(a: object) -> object:  # None: more assignments than the enumeration's limit
+        return a.to_json() if hasattr(a, "to_json") else a
+
+    assert [show(a) for a in fast] == [show(b) for b in slow]
+    assert sum(hasattr(a, "to_json") for a in fast) >= 7  # wrong ones found either way
+    assert sum(a is True for a in fast) >= 50
 
 
 SHIPPED = json.loads((REPO / "proofs" / "data_movement.subst.json").read_text())

@@ -230,34 +230,35 @@ def _enumeration_text(enumerations: Sequence[tuple[Instance, int]]) -> str:
 
 
 def _run(job: _Recheck, timeout_ms: int, exe: str | None) -> None:
-    """Run the job's queries and enumerations; on success the verdict stays `proved`."""
+    """Run the job's queries (in a `z3` process, or a Z3 context of their own) while its
+    enumerations run here (plain integers, no solver); on success the verdict stays `proved`."""
     start = time.perf_counter()
     res = job.result
-    if job.checks:
-        answers = run_query(job.script, timeout_ms, exe)
-        if answers != ["unsat"] * job.checks:
-            if "sat" in answers:
-                res.verdict, res.strength = REFUTED, None
-                res.message = ("the certificate says proved, but Z3 finds one of its queries "
-                               "satisfiable: run verifidx subst prove for a counterexample")
-            else:
-                res.verdict, res.strength = UNKNOWN, None
-                res.message = (f"re-checking the certificate's queries did not answer unsat "
-                               f"at every check ({', '.join(answers) or 'no answer'})")
-            res.seconds = time.perf_counter() - start
-            return
-    for inst, bound in job.enumerations:
-        found = exhaustive(job.sub, inst, bound)
-        if found is not True:
-            res.verdict, res.strength = (REFUTED, None) if isinstance(found, Counterexample) \
-                else (UNKNOWN, None)
-            res.counterexample = found if isinstance(found, Counterexample) else None
-            res.message = (f"{describe(inst)}: the enumeration of sizes <= {bound} "
-                           f"{'finds ' + str(found) if found else 'did not run'}")
-            res.seconds = time.perf_counter() - start
-            return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answers = pool.submit(run_query, job.script, timeout_ms, exe) if job.checks else None
+        failed: tuple[Instance, int, bool | Counterexample | None] | None = None
+        for inst, bound in job.enumerations:
+            found = exhaustive(job.sub, inst, bound)
+            if found is not True:
+                failed = (inst, bound, found)
+                break
+        got = answers.result() if answers is not None else []
     res.seconds = time.perf_counter() - start
-    res.recheck = "re-run"
+    if got != ["unsat"] * job.checks:
+        res.verdict, res.strength = (REFUTED if "sat" in got else UNKNOWN), None
+        res.message = ("the certificate says proved, but Z3 finds one of its queries "
+                       "satisfiable: run verifidx subst prove for a counterexample"
+                       if "sat" in got else
+                       f"re-checking the certificate's queries did not answer unsat at every "
+                       f"check ({', '.join(got) or 'no answer'})")
+    elif failed is not None:
+        inst, bound, found = failed
+        res.verdict, res.strength = (REFUTED if found else UNKNOWN), None
+        res.counterexample = found if isinstance(found, Counterexample) else None
+        res.message = (f"{describe(inst)}: the enumeration of sizes <= {bound} "
+                       f"{'finds ' + str(found) if found else 'did not run'}")
+    else:
+        res.recheck = "re-run"
 
 
 def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,

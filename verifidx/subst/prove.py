@@ -36,7 +36,7 @@ from typing import Any
 from verifidx import smt_terms
 from verifidx.rules.prover import ScriptRun
 from verifidx.subst.model import Node, SizeList, Substitution, evaluate, names_in
-from verifidx.subst.semantics import INTS, SOLVER, Graph, IllFormed
+from verifidx.subst.semantics import INTS, SOLVER, Backend, Graph, IllFormed
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 DEFAULT_MAX_RANK = 3
@@ -394,18 +394,65 @@ def enumeration_size(sub: Substitution, inst: Instance, bound: int) -> int:
     return total
 
 
+def _candidates(sub: Substitution, inst: Instance, names: Sequence[str],
+                ranges: Sequence[range]) -> Iterator[tuple[int, ...]] | None:
+    """The assignments, in `itertools.product` order, at which the conditions and the left
+    side's well-formedness hold, decided for all of them at once: the graph's shape code runs
+    once over numpy arrays of Python integers (exact, as plain integers are), one element per
+    assignment. An assignment where a division by zero occurs is kept, for the plain-integer
+    evaluation to decide. None: the left side is ill formed at these ranks."""
+    import numpy as np
+
+    if not names:
+        return iter([()])
+    mesh = np.meshgrid(*[np.arange(r.start, r.stop, dtype=np.int64) for r in ranges],
+                       indexing="ij")  # C order: the order of itertools.product
+    columns = [m.ravel().astype(object) for m in mesh]
+    env = {n: c for n, c in zip(names, columns)}
+    by_zero: list[Any] = []
+
+    def nonzero(b: Any) -> Any:
+        zero = b == 0
+        if np.any(zero):
+            by_zero.append(zero)
+            return np.where(zero, 1, b)
+        return b
+
+    arrays = Backend(True, False, lambda *c: np.logical_and.reduce([True, True, *c]),
+                     lambda *c: np.logical_or.reduce([False, False, *c]), np.logical_not,
+                     np.where, lambda a, b: a // nonzero(b), lambda a, b: a % nonzero(b))
+    holds: list[Any] = [_compare(c.op, evaluate(c.lhs, env), evaluate(c.rhs, env))
+                        for c in sub.conditions]
+    try:
+        holds += Graph(arrays, env, inst.lists, sub.input_shapes, inst.perms
+                       ).well_formed(sub.lhs)
+    except IllFormed:
+        return None
+    keep = np.ones(len(columns[0]), dtype=bool)
+    for h in holds:
+        keep &= np.asarray(np.broadcast_to(h, keep.shape), dtype=bool)
+    for z in by_zero:
+        keep |= np.asarray(z, dtype=bool)
+    return (tuple(int(c[k]) for c in columns) for k in np.flatnonzero(keep))
+
+
 def exhaustive(sub: Substitution, inst: Instance, bound: int,
                limit: int = ENUMERATION_LIMIT) -> bool | Counterexample | None:
     """Every assignment with sizes in [1, bound] and other parameters in [-bound, bound],
     evaluated with plain integers at every output index: True (no difference), a
     counterexample, or None when there are more than `limit` assignments. Deterministic (no
-    clock, no solver): `verifidx check` runs it again."""
+    clock, no solver): `verifidx check` runs it again. The assignments where the conditions
+    or the left side's well-formedness fail are sorted out first, all at once (`_candidates`);
+    the others are evaluated one by one."""
     names = _all_names(sub, inst.lists)
     sizes = _size_names(sub, inst.lists)
     if enumeration_size(sub, inst, bound) > limit:
         return None
     ranges = [range(1, bound + 1) if n in sizes else range(-bound, bound + 1) for n in names]
-    for values in itertools.product(*ranges):
+    candidates = _candidates(sub, inst, names, ranges)
+    if candidates is None:
+        return True
+    for values in candidates:
         env = dict(zip(names, values))
         if not all(_compare(c.op, evaluate(c.lhs, env), evaluate(c.rhs, env))
                    for c in sub.conditions):
