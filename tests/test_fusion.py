@@ -3,7 +3,6 @@ deduplication, grouped indexing, epilogues, and diamonds that must not blow up."
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from conformance import cases_of
 from test_conformance_ops import FUSION_DIFFERENCES, ExpectedMap, _same_map, parse_expected
 
-from verifidx import smt
+from verifidx import computation_maps, smt
 from verifidx.computation_maps import set_proven_dedup
 from verifidx.fusion import (
     computation_graph,
@@ -213,15 +212,24 @@ def diamond_hlo(depth: int) -> str:
     return "\n".join(lines) + "\n}\n"
 
 
-def test_diamond_lattice_does_not_blow_up() -> None:
-    module = parse_hlo(diamond_hlo(20))
-    start = time.perf_counter()
-    params = fusion_output_to_input(module, module.entry)
-    took = time.perf_counter() - start
+def test_diamond_lattice_does_not_blow_up(monkeypatch: Any) -> None:
+    """2^20 paths from root to parameter; the work must follow the number of distinct maps per
+    value (here one or two), so the count of compositions grows linearly with the depth."""
+    calls = Counter[str]()
+    real = computation_maps.compose_indexing
+
+    def counted(f: OperandIndexing, g: OperandIndexing) -> OperandIndexing:
+        calls["compose"] += 1
+        return real(f, g)
+
+    monkeypatch.setattr(computation_maps, "compose_indexing", counted)
+    depth = 20
+    params = fusion_output_to_input(parse_hlo(diamond_hlo(depth)), None)
     (maps,) = params.values()
     assert [str(m.map) for m in maps] == [
         "(d0, d1) -> (d0, d1), domain: d0 in [0, 7], d1 in [0, 7]"]
-    assert took < 30, took  # 2^20 paths; the work follows the number of distinct maps
+    # each level has four edges, each carrying at most two distinct maps
+    assert 0 < calls["compose"] <= 8 * depth + 8, calls
 
 
 def test_graph_and_dot_output() -> None:
