@@ -1,10 +1,12 @@
 """Integer terms and SMT-LIB2 queries for obligations built outside the solver layer.
 
 The graph substitutions (`verifidx.subst`) compute shapes and reads once, over an arithmetic
-they are handed (plain integers, or solver terms). This module is that arithmetic on the
-solver side, so that only the solver layer imports Z3: integer variables, the connectives,
-floor division and modulo by a positive divisor, and the text of a query. A client composes
-terms with Python's `+ - * == <= ...` and never names Z3.
+they are handed (plain integers, or solver terms), and the tile proofs (`verifidx.tiling`)
+state their own obligations. This module is the solver side of both, so that only the solver
+layer imports Z3: integer variables, the connectives, floor division and modulo by a positive
+divisor, an existential, the text of a query, and (`Query`) a solver call under a wall-clock
+cap for the obligations that still use one. A client composes terms with Python's `+ - * / %
+== <= ...` and never names Z3.
 
 Queries are SMT-LIB2 text, printed from the formulas alone (declarations in order of
 appearance), so that the same obligation gives the same bytes on every machine; the rule
@@ -65,8 +67,45 @@ def mod(a: Any, b: Any) -> Any:
     return a % b
 
 
+def int_val(v: int) -> Any:
+    return z3.IntVal(v)
+
+
+def exists(variables: Iterable[Any], body: Any) -> Any:
+    """`exists variables. body` (the body itself when there are none)."""
+    bound = list(variables)
+    return z3.Exists(bound, body) if bound else body
+
+
 def is_term(x: Any) -> bool:
     return isinstance(x, z3.ExprRef)
+
+
+class Query:
+    """One solver call under a wall-clock cap (`timeout_ms`; `logic` picks Z3's solver for it,
+    e.g. `QF_NIA`). `check()` answers `sat`, `unsat` or `unknown`; a timeout is `unknown`,
+    never `unsat`."""
+
+    def __init__(self, timeout_ms: int, logic: str | None = None) -> None:
+        self._solver = z3.SolverFor(logic) if logic else z3.Solver()
+        self._solver.set("timeout", timeout_ms)
+
+    def add(self, *formulas: Any) -> None:
+        self._solver.add(*formulas)
+
+    def check(self) -> str:
+        return str(self._solver.check())
+
+    def reason_unknown(self) -> str:
+        return str(self._solver.reason_unknown())
+
+    def values(self, terms: Iterable[Any]) -> dict[str, int]:
+        """After `sat`: each term's value in the model, by its printed name."""
+        model = self._solver.model()
+        return {str(t): model.eval(t, model_completion=True).as_long() for t in terms}
+
+    def sexpr(self) -> str:
+        return str(self._solver.sexpr())
 
 
 CHECK = "(check-sat)"

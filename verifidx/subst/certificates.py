@@ -188,8 +188,11 @@ def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[t
     max_rank = entry.get("max_rank")
     if not isinstance(max_rank, int) or max_rank < 1:
         return "the certificate has no rank bound"
+    stored = entry.get("obligations")
+    if not isinstance(stored, list):
+        return "the certificate lists no obligations"
     try:
-        obligations = [Obligation.from_json(d) for d in entry.get("obligations", ())]  # type: ignore[attr-defined]
+        obligations = [Obligation.from_json(d) for d in stored]
     except (ValueError, KeyError, TypeError, AttributeError):
         return "the certificate's obligations are malformed"
     insts = list(instances(sub, max_rank))
