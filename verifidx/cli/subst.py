@@ -17,7 +17,14 @@ from pathlib import Path
 
 from ..rules.parser import default_rule_dir
 from ..subst.certificates import gate_results, prove_files
-from ..subst.prove import DEFAULT_BOUND, DEFAULT_ENUM_BOUND, DEFAULT_MAX_RANK, PROVED
+from ..subst.prove import (
+    DEFAULT_BOUND,
+    DEFAULT_BOUNDED_RLIMIT,
+    DEFAULT_ENUM_BOUND,
+    DEFAULT_MAX_RANK,
+    DEFAULT_RLIMIT,
+    PROVED,
+)
 from . import rules as rules_cli
 from .common import Parser, Subparsers, UsageError, add_command, read_text
 
@@ -45,6 +52,11 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
                     help="size bound of the bounded Z3 attempt (default %(default)s)")
     pr.add_argument("--enum-bound", type=int, default=DEFAULT_ENUM_BOUND,
                     help="size bound of the exhaustive attempt (default %(default)s)")
+    pr.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT, metavar="N",
+                    help="Z3 resource limit of the unbounded query of one instance "
+                         "(deterministic; default %(default)s)")
+    pr.add_argument("--bounded-rlimit", type=int, default=DEFAULT_BOUNDED_RLIMIT, metavar="N",
+                    help="Z3 resource limit of the bounded query (default %(default)s)")
     pr.add_argument("--format", choices=("text", "json"), default="text")
     ge = sub.add_parser("generate", help="enumerate small graphs, propose, prove and prune "
                                          "substitutions (TASO-style)")
@@ -66,11 +78,14 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
 
 def _run_subst(args: argparse.Namespace) -> int:
     if args.action == "prove":
-        if args.max_rank < 1 or args.bound < 1 or args.enum_bound < 1:
-            raise UsageError("--max-rank, --bound and --enum-bound must be positive")
+        if min(args.max_rank, args.bound, args.enum_bound, args.rlimit,
+               args.bounded_rlimit) < 1:
+            raise UsageError("--max-rank, --bound, --enum-bound and the resource limits must "
+                             "be positive")
         results = prove_files(_default_paths(args.paths), args.proofs, force=args.force,
                               write=not args.no_write, max_rank=args.max_rank,
-                              bound=args.bound, enum_bound=args.enum_bound)
+                              bound=args.bound, enum_bound=args.enum_bound,
+                              rlimit=args.rlimit, bounded_rlimit=args.bounded_rlimit)
         if not results:
             raise UsageError("no substitutions found")
         if args.format == "json":
@@ -136,5 +151,5 @@ def register(sub: Subparsers) -> None:
 
 
 # substitution files join `verifidx check`
-rules_cli.CHECK_HOOKS.append(gate_results)  # type: ignore[arg-type]
+rules_cli.CHECK_HOOKS["substitutions"] = gate_results
 rules_cli.CHECK_SUFFIXES.add(".subst")
