@@ -51,7 +51,7 @@ def _copy_with(tmp_path: Path, module: str, extra: str) -> Path:
 def test_lint_imports_keeps_the_layers_contract() -> None:
     run = _lint_imports(ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 kept, 0 broken" in run.stdout
+    assert "2 kept, 0 broken" in run.stdout
 
 
 def test_an_upward_import_breaks_the_contract_and_is_named(tmp_path: Path) -> None:
@@ -72,6 +72,31 @@ def test_a_new_module_outside_the_layers_breaks_the_contract(tmp_path: Path) -> 
     run = _lint_imports(tmp_path, pythonpath=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "verifidx.stray" in run.stdout
+
+
+# -- z3 only in the solver layer and the rule prover --------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["subst/prove.py", "tiling/proof.py", "hlo/indexing.py"])
+def test_importing_z3_outside_the_solver_layer_breaks_the_contract(tmp_path: Path,
+                                                                   module: str) -> None:
+    # a function-level import: as invisible to a reader as it is visible to the contract
+    root = _copy_with(tmp_path, module, "\n\ndef _direct() -> None:\n    import z3  # noqa\n")
+    run = _lint_imports(tmp_path, pythonpath=root)
+    assert run.returncode == 1, run.stdout + run.stderr
+    importer = "verifidx." + module.removesuffix(".py").replace("/", ".")
+    assert "z3 only in the solver layer and the rule prover BROKEN" in run.stdout
+    assert f"{importer} -> z3" in run.stdout
+    assert "verifidx layers (docs/architecture.md) KEPT" in run.stdout
+
+
+def test_the_substitution_package_reaches_z3_only_through_the_solver_layer() -> None:
+    graph = grimp.build_graph("verifidx", include_external_packages=True, cache_dir=None)
+    subst = {m for m in graph.modules if m.startswith("verifidx.subst")}
+    assert "verifidx.subst.prove" in subst
+    assert not [m for m in subst if graph.direct_import_exists(importer=m, imported="z3")]
+    assert graph.direct_import_exists(importer="verifidx.subst.semantics",
+                                      imported="verifidx.smt_terms")
 
 
 # -- no cycles -----------------------------------------------------------------------------------

@@ -130,16 +130,16 @@ def _run_prove(args: argparse.Namespace) -> int:
                 print(f"searching side conditions for {res.name}...", file=sys.stderr)
                 suggestions[i] = suggest(res.rule, config).text
     if args.format == "json":
-        doc = _document(results, failures)
+        doc = _document({RULES: results}, failures)
         for i, text in suggestions.items():
-            doc["rules"][i]["suggestion"] = text  # type: ignore[index]
+            doc[RULES][i]["suggestion"] = text  # type: ignore[index]
         print(json.dumps(doc, indent=1))
     else:
         for i, res in enumerate(results):
             print(result_text(res, failures.get(id(res))))
             if i in suggestions:
                 print(f"    suggestion: {suggestions[i]}")
-        print(_summary_line(results, failures))
+        print(_summary_line({RULES: results}, failures))
     return EXIT_FAILED if failures else EXIT_OK
 
 
@@ -161,37 +161,45 @@ def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
 # -- verifidx check ------------------------------------------------------------------------------
 
 
-#: Other proven artefacts join the gate here (graph substitutions, `verifidx.subst_cli`): a hook
-#: gets (paths, proofs dir, reprove) and returns ProofResult records for the files it owns;
-#: files with a suffix in CHECK_SUFFIXES are not read as rule files.
-CHECK_HOOKS: list[Callable[[list[str | Path], str | None, bool], list[ProofResult]]] = []
+#: Other proven artefacts join the gate here (graph substitutions, `verifidx.cli.subst`): KIND
+#: (a plural noun, for the summary) -> a hook that gets (paths, proofs dir, reprove) and the
+#: keywords `cache`, `jobs` and `timeout_ms`, re-checks the files it owns, and returns their
+#: ProofResult records; files with a suffix in CHECK_SUFFIXES are not read as rule files.
+CHECK_HOOKS: dict[str, Callable[..., list[ProofResult]]] = {}
 CHECK_SUFFIXES: set[str] = set()
+
+#: The kind of the rule files' own results, first in every summary.
+RULES = "rules"
 
 
 def _run_check(args: argparse.Namespace) -> int:
     config = _config(args)
     paths = _paths(args, bundled=True)
     files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
-    extra = [r for hook in CHECK_HOOKS for r in hook(paths, args.proofs, args.reprove)]
-    if not any(rf.rules for rf in files) and not extra:
-        raise UsageError("no rules found")
     cache = None if args.no_cache else ProofCache()
-    results = check_files(files, config, args.jobs, reprove=args.reprove, cache=cache) + extra
+    extra = {kind: hook(paths, args.proofs, args.reprove, cache=cache, jobs=args.jobs,
+                        timeout_ms=config.timeout_ms)
+             for kind, hook in CHECK_HOOKS.items()}
+    if not any(rf.rules for rf in files) and not any(extra.values()):
+        raise UsageError("no rules found")
+    groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove, cache=cache),
+              **extra}
+    results = [r for group in groups.values() for r in group]
     failures = _failures(results)
     if args.format == "json":
-        print(json.dumps(_document(results, failures), indent=1))
+        print(json.dumps(_document(groups, failures), indent=1))
     elif args.format == "junit":
         print(_junit(results, failures))
     elif args.format == "github":
         for r in results:
             if id(r) in failures:
                 print(_github(r, failures[id(r)]))
-        print(_summary_line(results, failures))
+        print(_summary_line(groups, failures))
     else:
         for r in results:
             if not args.quiet or id(r) in failures:
                 print(result_text(r, failures.get(id(r))))
-        print(_summary_line(results, failures))
+        print(_summary_line(groups, failures))
     return EXIT_FAILED if failures else EXIT_OK
 
 
@@ -205,24 +213,43 @@ def _failures(results: Sequence[ProofResult]) -> dict[int, str]:
             if (why := gate_failure(r, r.rule)) is not None}  # type: ignore[arg-type]
 
 
-def _document(results: Sequence[ProofResult], failures: dict[int, str]
-              ) -> dict[str, object]:
+def _counts(results: Sequence[ProofResult], failures: dict[int, str]) -> dict[str, int]:
     counts: dict[str, int] = dict(summary(results))
     counts["order_violations"] = sum(1 for r in results
                                      if r.verdict == PROVED and id(r) in failures)
-    counts["accepted"] = len(results) - len(failures)
-    return {"rules": [r.to_json() for r in results], "summary": counts}
+    counts["accepted"] = sum(1 for r in results if id(r) not in failures)
+    return counts
 
 
-def _summary_line(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
-    """Counts by verdict, except that a proved rule the gate rejects (reduction order) is
-    counted as that, not as proved: the line adds up to the number of rules."""
-    counts = dict(summary(results))
-    violating = sum(1 for r in results if r.verdict == PROVED and id(r) in failures)
-    counts[PROVED] -= violating
-    counts["violating the reduction order"] = violating
-    parts = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == PROVED)
-    return f"{len(results)} rules: {parts}"
+def _document(groups: dict[str, list[ProofResult]], failures: dict[int, str]
+              ) -> dict[str, object]:
+    """One list per kind (`rules`, and for check `substitutions`), the summary over all of
+    them (what the gate decides), and with several kinds the same counts per kind."""
+    results = [r for group in groups.values() for r in group]
+    doc: dict[str, object] = {kind: [r.to_json() for r in group]
+                              for kind, group in groups.items()}
+    doc["summary"] = _counts(results, failures)
+    if len(groups) > 1:
+        doc["by_kind"] = {kind: _counts(group, failures) for kind, group in groups.items()}
+    return doc
+
+
+def _summary_line(groups: dict[str, list[ProofResult]], failures: dict[int, str]) -> str:
+    """Counts by verdict for each kind (`153 rules: 153 proved; 33 substitutions: 33
+    proved`), except that a proved rule the gate rejects (reduction order) is counted as that,
+    not as proved: each part adds up to its number of entries. Kinds other than rules appear
+    when they have entries."""
+    parts: list[str] = []
+    for kind, results in groups.items():
+        if kind != RULES and not results:
+            continue
+        counts = dict(summary(results))
+        violating = sum(1 for r in results if r.verdict == PROVED and id(r) in failures)
+        counts[PROVED] -= violating
+        counts["violating the reduction order"] = violating
+        shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == PROVED)
+        parts.append(f"{len(results)} {kind}: {shown}")
+    return "; ".join(parts)
 
 
 def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:

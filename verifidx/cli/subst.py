@@ -1,7 +1,7 @@
 """`verifidx subst prove|generate` and `verifidx optimize`; substitution files join `check`.
 
     verifidx subst prove [FILES] [--force] [--no-write] [--max-rank R] [--bound N]
-    verifidx subst generate --ops transpose,reshape,slice,concatenate,reverse,pad --depth 2
+    verifidx subst generate [--ops OPS] [--depth 2] [--ranks 1,2,3] [--jobs N] [-o FILE]
     verifidx optimize FILE.hlo [--rules FILES] > optimized.hlo
 
 Exit codes: 0 success (every substitution proven), 1 a substitution is not proven, 2 usage or
@@ -17,7 +17,14 @@ from pathlib import Path
 
 from ..rules.parser import default_rule_dir
 from ..subst.certificates import gate_results, prove_files
-from ..subst.prove import DEFAULT_BOUND, DEFAULT_ENUM_BOUND, DEFAULT_MAX_RANK, PROVED
+from ..subst.prove import (
+    DEFAULT_BOUND,
+    DEFAULT_BOUNDED_RLIMIT,
+    DEFAULT_ENUM_BOUND,
+    DEFAULT_MAX_RANK,
+    DEFAULT_RLIMIT,
+    PROVED,
+)
 from . import rules as rules_cli
 from .common import Parser, Subparsers, UsageError, add_command, read_text
 
@@ -45,11 +52,23 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
                     help="size bound of the bounded Z3 attempt (default %(default)s)")
     pr.add_argument("--enum-bound", type=int, default=DEFAULT_ENUM_BOUND,
                     help="size bound of the exhaustive attempt (default %(default)s)")
+    pr.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT, metavar="N",
+                    help="Z3 resource limit of the unbounded query of one instance "
+                         "(deterministic; default %(default)s)")
+    pr.add_argument("--bounded-rlimit", type=int, default=DEFAULT_BOUNDED_RLIMIT, metavar="N",
+                    help="Z3 resource limit of the bounded query (default %(default)s)")
     pr.add_argument("--format", choices=("text", "json"), default="text")
     ge = sub.add_parser("generate", help="enumerate small graphs, propose, prove and prune "
                                          "substitutions (TASO-style)")
-    ge.add_argument("--ops", default="transpose,reshape,slice,concatenate,reverse,pad",
-                    help="comma-separated data-movement ops")
+    ge.add_argument("--ops", help="comma-separated data-movement ops (default: transpose, "
+                                  "reshape, slice, concatenate, reverse, pad, broadcast, copy)")
+    ge.add_argument("--ranks", default="1,2,3",
+                    help="input ranks to enumerate over (default: %(default)s)")
+    ge.add_argument("--jobs", "-j", type=int, default=1,
+                    help="processes generalizing and proving groups (default 1)")
+    ge.add_argument("--group-seconds", type=float, default=20.0,
+                    help="time to generalize one group before proving its candidates at "
+                         "their concrete shapes (default %(default)s)")
     ge.add_argument("--depth", type=int, default=2, help="ops per graph (default 2)")
     ge.add_argument("--compare", metavar="FILE", action="append",
                     help="substitution files to rediscover (default: rules/*.subst)")
@@ -59,11 +78,14 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
 
 def _run_subst(args: argparse.Namespace) -> int:
     if args.action == "prove":
-        if args.max_rank < 1 or args.bound < 1 or args.enum_bound < 1:
-            raise UsageError("--max-rank, --bound and --enum-bound must be positive")
+        if min(args.max_rank, args.bound, args.enum_bound, args.rlimit,
+               args.bounded_rlimit) < 1:
+            raise UsageError("--max-rank, --bound, --enum-bound and the resource limits must "
+                             "be positive")
         results = prove_files(_default_paths(args.paths), args.proofs, force=args.force,
                               write=not args.no_write, max_rank=args.max_rank,
-                              bound=args.bound, enum_bound=args.enum_bound)
+                              bound=args.bound, enum_bound=args.enum_bound,
+                              rlimit=args.rlimit, bounded_rlimit=args.bounded_rlimit)
         if not results:
             raise UsageError("no substitutions found")
         if args.format == "json":
@@ -77,13 +99,23 @@ def _run_subst(args: argparse.Namespace) -> int:
             ok = sum(r.verdict == PROVED for r in results)
             print(f"{len(results)} substitutions: {ok} proved, {len(results) - ok} not")
         return 0 if all(r.verdict == PROVED for r in results) else 1
-    from ..subst.generate import generate, report
+    from ..subst.generate import DEFAULT_OPS, generate, report
 
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else \
+        list(DEFAULT_OPS)
     if args.depth < 1 or args.depth > 3:
         raise UsageError("--depth takes 1, 2 or 3")
-    result = generate(ops, args.depth,
-                      compare=args.compare or _default_paths([]), log=sys.stderr)
+    if args.jobs < 1 or args.group_seconds <= 0:
+        raise UsageError("--jobs and --group-seconds must be positive")
+    try:
+        ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
+    except ValueError:
+        raise UsageError("--ranks takes a comma-separated list of 1, 2, 3") from None
+    if not ranks or not set(ranks) <= {1, 2, 3}:
+        raise UsageError("--ranks takes a comma-separated list of 1, 2, 3")
+    result = generate(ops, args.depth, compare=args.compare or _default_paths([]),
+                      log=sys.stderr, jobs=args.jobs, ranks=ranks,
+                      group_seconds=args.group_seconds)
     if args.output:
         Path(args.output).write_text(result.text(), encoding="utf-8")
     if args.format == "json":
@@ -119,5 +151,5 @@ def register(sub: Subparsers) -> None:
 
 
 # substitution files join `verifidx check`
-rules_cli.CHECK_HOOKS.append(gate_results)  # type: ignore[arg-type]
+rules_cli.CHECK_HOOKS["substitutions"] = gate_results
 rules_cli.CHECK_SUFFIXES.add(".subst")

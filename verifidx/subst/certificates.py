@@ -1,10 +1,17 @@
 """Certificates of substitution files (`proofs/<stem>.subst.json`) and their part of the gate.
 
 Same contract as the rule certificates (docs/rules.md): one JSON file per substitution file,
-sorted keys, no timestamps; an entry is current when the sha256 of the substitution's
-normalized text, the Z3 version and the verifidx version all match. `verifidx check` calls
-`gate_results` (through the hook in the check command) so that a missing, stale, refuted or
-unknown substitution fails CI exactly like a rule would.
+sorted keys, nothing that depends on the clock; an entry is current when the sha256 of the
+substitution's normalized text, the Z3 version and the verifidx version all match. A proved
+entry lists every instance (ranks and permutations) with the step that proved it: a Z3 query
+(stored as SMT-LIB2) or an exhaustive evaluation up to a bound.
+
+`verifidx check` believes none of it. Through the hook in the check command (`gate_results`)
+it rebuilds every instance and query from the substitution's text, requires them to be the
+certificate's and the stated strength to be what they prove, runs the queries again with the
+`z3` executable and the enumerations in this process, and remembers what re-checked in the
+proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing, stale, tampered,
+refuted or unknown fails CI exactly like a rule would.
 """
 
 from __future__ import annotations
@@ -12,19 +19,43 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-import z3
-
 from verifidx.errors import VerifidxError
+from verifidx.rules.proof_cache import ProofCache, cache_key
+from verifidx.rules.prover import ProofResult, run_query, z3_binary
+from verifidx.smt_terms import Z3_VERSION
 from verifidx.subst.model import Substitution
 from verifidx.subst.parser import load_substitution_file, substitution_files
-from verifidx.subst.prove import PROVED, SubstProof, prove
+from verifidx.subst.prove import (
+    DEFAULT_TIMEOUT_MS,
+    ENUMERATION,
+    ENUMERATION_LIMIT,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    VACUOUS,
+    Z3_METHOD,
+    Counterexample,
+    Instance,
+    Obligation,
+    SubstProof,
+    describe,
+    enumeration_size,
+    exhaustive,
+    instances,
+    obligation_query,
+    prove,
+    strength_of,
+)
 from verifidx.version import __version__
 
-FORMAT = 1
-Z3_VERSION = z3.get_version_string()
+FORMAT = 2
+ERROR = "error"
 
 
 class CertificateError(VerifidxError):
@@ -63,9 +94,11 @@ def load_certificates(path: Path) -> dict[str, dict[str, object]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise CertificateError(f"{_display(path)}: corrupt certificate file ({err})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or \
-            not isinstance(data.get("substitutions"), dict):
+    if not isinstance(data, dict) or not isinstance(data.get("substitutions"), dict):
         raise CertificateError(f"{_display(path)}: not a verifidx substitution certificate")
+    if data.get("format") != FORMAT:
+        raise CertificateError(f"{_display(path)}: certificate format {data.get('format')}, "
+                               f"this verifidx reads format {FORMAT}; run verifidx subst prove")
     return data["substitutions"]  # type: ignore[no-any-return]
 
 
@@ -82,11 +115,13 @@ def staleness(sub: Substitution, entry: dict[str, object] | None) -> str | None:
 
 
 def _entry(sub: Substitution, res: SubstProof) -> dict[str, object]:
+    """The certificate entry: deterministic (no timing), so that proving again gives the same
+    bytes."""
     doc = res.to_json()
-    for k in ("file", "line", "name"):
+    for k in ("file", "line", "name", "seconds"):
         doc.pop(k)
     doc.update(sha256=subst_hash(sub), z3_version=Z3_VERSION, verifier_version=_version(),
-               smtlib=res.smtlib)
+               max_rank=res.max_rank, obligations=[o.to_json() for o in res.obligations])
     return doc
 
 
@@ -107,7 +142,7 @@ def prove_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
         for sub in subs:
             entry = old.get(sub.name)
             if not force and entry is not None and staleness(sub, entry) is None and \
-                    entry.get("verdict") in (PROVED, "refuted"):
+                    entry.get("verdict") in (PROVED, REFUTED):
                 results.append(_from_entry(sub, entry))
                 entries[sub.name] = entry
                 continue
@@ -128,15 +163,116 @@ def _from_entry(sub: Substitution, entry: dict[str, object]) -> SubstProof:
     return SubstProof(sub.name, sub.file, sub.line, str(entry.get("verdict")),
                       strength=entry.get("strength"),  # type: ignore[arg-type]
                       message=str(entry.get("message", "")),
-                      seconds=float(entry.get("seconds", 0.0)),  # type: ignore[arg-type]
                       instances=int(entry.get("instances", 0)))  # type: ignore[call-overload]
 
 
+# -- the gate ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Recheck:
+    """What must run again to believe one certificate's `proved`."""
+
+    result: SubstProof
+    sub: Substitution
+    script: str  # the Z3 queries, separated by (reset) ("" when none)
+    checks: int  # how many check-sat the script holds
+    enumerations: list[tuple[Instance, int]]
+    key: str  # in the proof cache
+
+
+def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[tuple[
+        Instance, int]]] | str:
+    """Rebuild the proof's steps from the substitution's text and compare them with the
+    certificate's: (script, checks, enumerations), or why the certificate is refused."""
+    max_rank = entry.get("max_rank")
+    if not isinstance(max_rank, int) or max_rank < 1:
+        return "the certificate has no rank bound"
+    stored = entry.get("obligations")
+    if not isinstance(stored, list):
+        return "the certificate lists no obligations"
+    try:
+        obligations = [Obligation.from_json(d) for d in stored]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "the certificate's obligations are malformed"
+    insts = list(instances(sub, max_rank))
+    if [o.key for o in obligations] != [Obligation.of(i, "").key for i in insts]:
+        return (f"the certificate's instances are not those of this substitution at ranks <= "
+                f"{max_rank}")
+    queries: list[str] = []
+    enumerations: list[tuple[Instance, int]] = []
+    for o, inst in zip(obligations, insts):
+        if o.method == VACUOUS:
+            if obligation_query(sub, inst, None) is not None:
+                return f"{describe(inst)}: the certificate says nothing to prove, but there is"
+        elif o.method == Z3_METHOD:
+            query = obligation_query(sub, inst, o.bound)
+            if query is None or query != o.smtlib:
+                return (f"{describe(inst)}: the certificate's query is not the obligation of "
+                        "this substitution")
+            queries.append(query)
+        elif o.method == ENUMERATION:
+            if o.bound is None or o.bound < 1 or \
+                    enumeration_size(sub, inst, o.bound) > ENUMERATION_LIMIT:
+                return (f"{describe(inst)}: the certificate's enumeration bound is missing or "
+                        f"needs more than {ENUMERATION_LIMIT} assignments")
+            enumerations.append((inst, o.bound))
+        else:
+            return f"{describe(inst)}: unknown proof step {o.method!r}"
+    if not queries and not enumerations:
+        return "the certificate proves no instance"
+    if entry.get("strength") != strength_of(sub, obligations, max_rank):
+        return (f"the certificate's strength {entry.get('strength')!r} is not what its "
+                f"obligations prove ({strength_of(sub, obligations, max_rank)!r})")
+    script = "(reset)\n".join(queries)
+    return script, len(queries), enumerations
+
+
+def _enumeration_text(enumerations: Sequence[tuple[Instance, int]]) -> str:
+    return "".join(f"; enumerate {describe(i)}, sizes <= {b}\n" for i, b in enumerations)
+
+
+def _run(job: _Recheck, timeout_ms: int, exe: str | None) -> None:
+    """Run the job's queries (in a `z3` process, or a Z3 context of their own) while its
+    enumerations run here (plain integers, no solver); on success the verdict stays `proved`."""
+    start = time.perf_counter()
+    res = job.result
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answers = pool.submit(run_query, job.script, timeout_ms, exe) if job.checks else None
+        failed: tuple[Instance, int, bool | Counterexample | None] | None = None
+        for inst, bound in job.enumerations:
+            found = exhaustive(job.sub, inst, bound)
+            if found is not True:
+                failed = (inst, bound, found)
+                break
+        got = answers.result() if answers is not None else []
+    res.seconds = time.perf_counter() - start
+    if got != ["unsat"] * job.checks:
+        res.verdict, res.strength = (REFUTED if "sat" in got else UNKNOWN), None
+        res.message = ("the certificate says proved, but Z3 finds one of its queries "
+                       "satisfiable: run verifidx subst prove for a counterexample"
+                       if "sat" in got else
+                       f"re-checking the certificate's queries did not answer unsat at every "
+                       f"check ({', '.join(got) or 'no answer'})")
+    elif failed is not None:
+        inst, bound, found = failed
+        res.verdict, res.strength = (REFUTED if found else UNKNOWN), None
+        res.counterexample = found if isinstance(found, Counterexample) else None
+        res.message = (f"{describe(inst)}: the enumeration of sizes <= {bound} "
+                       f"{'finds ' + str(found) if found else 'did not run'}")
+    else:
+        res.recheck = "re-run"
+
+
 def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
-                reprove: bool = False) -> list[SubstProof]:
-    """Every substitution must have a current certificate saying `proved` (or, with
-    `reprove`, be proven again now)."""
+                reprove: bool = False, recheck: bool = False, cache: ProofCache | None = None,
+                jobs: int = 1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[SubstProof]:
+    """Every substitution must have a current certificate saying `proved`. With `recheck` (the
+    gate), its queries and enumerations, rebuilt from the substitution's text, must prove it
+    again now (or did on this machine before, as the proof cache remembers); with `reprove`,
+    the whole proof runs again instead."""
     results: list[SubstProof] = []
+    todo: list[_Recheck] = []
     for f in substitution_files(paths):
         subs = load_substitution_file(f)
         if reprove:
@@ -146,33 +282,56 @@ def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
         try:
             entries = load_certificates(cert)
         except CertificateError as err:
-            results += [SubstProof(s.name, s.file, s.line, "error", message=str(err))
+            results += [SubstProof(s.name, s.file, s.line, ERROR, message=str(err))
                         for s in subs]
             continue
         for s in subs:
             entry = entries.get(s.name)
             why = staleness(s, entry)
-            if why is None:
-                assert entry is not None
-                results.append(_from_entry(s, entry))
-            else:
+            if why is not None:
                 verdict = "missing" if entry is None else "stale"
                 results.append(SubstProof(s.name, s.file, s.line, verdict,
                                           message=f"{why}; run verifidx subst prove"))
+                continue
+            assert entry is not None
+            res = _from_entry(s, entry)
+            results.append(res)
+            if not recheck or res.verdict != PROVED:
+                continue
+            plan = _plan(s, entry)
+            if isinstance(plan, str):
+                res.verdict, res.strength = ERROR, None
+                res.message = f"{plan}; run verifidx subst prove --force"
+                continue
+            script, checks, enumerations = plan
+            key = cache_key(script + _enumeration_text(enumerations), s.normalized_text, 0,
+                            Z3_VERSION, _version())
+            if cache is not None and key in cache:
+                res.recheck = "cache"
+                continue
+            todo.append(_Recheck(res, s, script, checks, enumerations, key))
+    if todo:
+        exe = z3_binary()
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(lambda job: _run(job, timeout_ms, exe), todo))
+        for job in todo:
+            if cache is not None and job.result.recheck == "re-run":
+                cache.add(job.key)
     return results
 
 
-def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove: bool
-                 ) -> list[object]:
-    """The substitution files among `paths` (and in its directories), checked, as the rule
+def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove: bool,
+                 cache: ProofCache | None = None, jobs: int = 1,
+                 timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[ProofResult]:
+    """The substitution files among `paths` (and in its directories), re-checked, as the rule
     gate's ProofResult records (the hook `verifidx check` calls)."""
-    from verifidx.rules.prover import ProofResult
-
     found = [p for p in paths if Path(p).is_dir() or str(p).endswith(".subst")]
-    out: list[object] = []
-    for r in check_files(found, proofs, reprove):
+    out: list[ProofResult] = []
+    for r in check_files(found, proofs, reprove, recheck=True, cache=cache, jobs=jobs,
+                         timeout_ms=timeout_ms):
         out.append(ProofResult(r.name, _display(Path(r.file)), r.line, r.verdict,
                                strength=r.strength, seconds=r.seconds,
                                message="" if r.verdict == PROVED else r.message,
-                               cached=not reprove, strategy="substitution"))
+                               recheck={"re-run": "z3", "cache": "cache"}.get(str(r.recheck)),
+                               strategy="substitution"))
     return out

@@ -1,41 +1,60 @@
 """Proving a substitution: both graphs compose to the same map for every allowed shape.
 
 For each rank of the variadic size lists (1..`max_rank`) and each assignment of the named
-permutations, the obligation is one Z3 query over the sizes as integer variables:
+permutations (an *instance*), the obligation is one query over the sizes as integer variables:
 
     sizes >= 1  and  conditions  and  the left graph is well formed
       ==>  the right graph is well formed, both output shapes are equal, and at every output
            index both graphs read the same element of the same input (or the same pad scalar).
 
-The `all sizes` attempt leaves every size unbounded; products and divisions by symbolic sizes
-(reshape) make it non-linear. When Z3 gives up, every assignment with sizes in [1, M] and
-other parameters in [-M, M] is evaluated exhaustively with plain integers (M = `enum_bound`,
-when there are at most ENUMERATION_LIMIT assignments), else Z3 gets the query again with
-`size <= N` added. Strength says which held: `all sizes, ranks <= R` or `sizes <= M, ranks <=
-R` (the smaller bound of the two attempts). Only unsat answers prove; a sat answer is a
-counterexample whose reads are re-evaluated with plain integers before it is reported.
+Each instance is tried in turn, with deterministic budgets only (the same verdict on every
+machine and under any load, so that `verifidx check` can run the same steps again):
+
+1. Z3 on the query with every size unbounded, under the resource limit `rlimit`;
+2. when Z3 gives up (products and divisions by symbolic sizes in reshapes are non-linear):
+   every assignment with sizes in [1, M] and other parameters in [-M, M] evaluated with plain
+   integers (M = `enum_bound`), when there are at most ENUMERATION_LIMIT assignments;
+3. else Z3 on the query with `size <= N` added (N = `bound`), under `bounded_rlimit`.
+
+Strength says which held for the weakest instance: `all sizes[, ranks <= R]` or `sizes <= M[,
+ranks <= R]`. The proof lists, per instance, the step that proved it (an `Obligation`, with
+the query text for Z3 steps): that is what the certificate stores and the gate re-runs. Only
+unsat answers prove; a sat answer is a counterexample whose reads are re-evaluated with plain
+integers before it is reported. This module builds terms through `verifidx.smt_terms` and runs
+queries through the rule prover's script runner: it never imports Z3.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import z3
-
+from verifidx import smt_terms
+from verifidx.rules.prover import ScriptRun
 from verifidx.subst.model import Node, SizeList, Substitution, evaluate, names_in
-from verifidx.subst.semantics import INTS, Z3, Graph, IllFormed
+from verifidx.subst.semantics import INTS, SOLVER, Backend, Graph, IllFormed
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 DEFAULT_MAX_RANK = 3
 DEFAULT_BOUND = 8
-DEFAULT_TIMEOUT_MS = 4000
 DEFAULT_ENUM_BOUND = 4
-FIRST_TRY_MS = 500
+#: Z3 resource units (deterministic; about 2-3 million a second on one core) of the unbounded
+#: query of one instance, and of the bounded one.
+DEFAULT_RLIMIT = 1_000_000
+DEFAULT_BOUNDED_RLIMIT = 5_000_000
+#: A wall-clock safety net per Z3 call, never a budget: an answer it cuts short is unknown.
+DEFAULT_TIMEOUT_MS = 60_000
+#: The enumeration runs only up to this many assignments per instance (4^9 = 262,144: nine
+#: sizes up to 4, e.g. three reshaped rank-3 shapes).
 ENUMERATION_LIMIT = 300_000
+
+#: How an instance was proven: Z3 (`bound` None: every size; else sizes <= bound), exhaustive
+#: evaluation of sizes <= bound, or nothing to prove (the left side is ill formed at these ranks).
+Z3_METHOD, ENUMERATION, VACUOUS = "z3", "enumeration", "ill-formed left side"
 
 
 @dataclass
@@ -74,6 +93,50 @@ class Counterexample:
         return text
 
 
+@dataclass(frozen=True)
+class Obligation:
+    """One instance and the step that proved it (`smtlib`: the query, for Z3 steps)."""
+
+    ranks: tuple[tuple[str, int], ...]
+    perms: tuple[tuple[str, tuple[int, ...]], ...]
+    method: str
+    bound: int | None = None
+    smtlib: str = field(default="", repr=False)
+
+    @staticmethod
+    def of(inst: Instance, method: str, bound: int | None = None, smtlib: str = ""
+           ) -> Obligation:
+        return Obligation(tuple((k, len(v)) for k, v in inst.lists.items()),
+                          tuple(inst.perms.items()), method, bound, smtlib)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Which instance (ranks and permutations)."""
+        return (self.ranks, self.perms)
+
+    def to_json(self) -> dict[str, object]:
+        doc: dict[str, object] = {"ranks": dict(self.ranks),
+                                  "perms": {k: list(v) for k, v in self.perms},
+                                  "method": self.method}
+        if self.bound is not None:
+            doc["bound"] = self.bound
+        if self.smtlib:
+            doc["smtlib"] = self.smtlib
+        return doc
+
+    @staticmethod
+    def from_json(doc: object) -> Obligation:
+        """Raises ValueError (or KeyError, TypeError) on a malformed entry."""
+        if not isinstance(doc, dict):
+            raise ValueError("an obligation is an object")
+        ranks = tuple((str(k), int(v)) for k, v in doc["ranks"].items())
+        perms = tuple((str(k), tuple(int(x) for x in v)) for k, v in doc["perms"].items())
+        bound = doc.get("bound")
+        if bound is not None and not isinstance(bound, int):
+            raise ValueError("bound is an integer")
+        return Obligation(ranks, perms, str(doc["method"]), bound, str(doc.get("smtlib", "")))
+
+
 @dataclass
 class SubstProof:
     name: str
@@ -85,7 +148,9 @@ class SubstProof:
     message: str = ""
     seconds: float = 0.0
     instances: int = 0
-    smtlib: str = field(default="", repr=False)
+    obligations: list[Obligation] = field(default_factory=list, repr=False)
+    max_rank: int = DEFAULT_MAX_RANK
+    recheck: str | None = None  # check: "re-run" (now) or "cache" (re-run on this machine before)
 
     def to_json(self) -> dict[str, object]:
         return {"file": self.file, "line": self.line, "name": self.name,
@@ -196,64 +261,99 @@ def _compare(op: str, a: Any, b: Any) -> Any:
             "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
 
 
+def describe(inst: Instance) -> str:
+    """`ranks {a: 2}, permutations {p: [1, 0]}`: which instance, in messages and queries."""
+    ranks = ", ".join(f"{k}: {len(v)}" for k, v in inst.lists.items())
+    perms = ", ".join(f"{k}: {list(v)}" for k, v in inst.perms.items())
+    return f"ranks {{{ranks}}}, permutations {{{perms}}}"
+
+
 class _Obligation:
     """The query of one instance, with the variables needed to read a model back."""
 
     def __init__(self, sub: Substitution, inst: Instance, bound: int | None) -> None:
-        self.sub, self.inst = sub, inst
+        b = SOLVER
+        self.sub, self.inst, self.bound = sub, inst, bound
         self.names = _all_names(sub, inst.lists)
-        self.env = {n: z3.Int(n) for n in self.names}
+        self.env = {n: smt_terms.int_var(n) for n in self.names}
         sizes = _size_names(sub, inst.lists)
         premises: list[Any] = [self.env[n] >= 1 for n in self.names if n in sizes]
         if bound is not None:
             premises += [self.env[n] <= bound if n in sizes else
-                         z3.And(self.env[n] >= -bound, self.env[n] <= bound)
+                         b.and_(self.env[n] >= -bound, self.env[n] <= bound)
                          for n in self.names]
         premises += [_compare(c.op, evaluate(c.lhs, self.env), evaluate(c.rhs, self.env))
                      for c in sub.conditions]
-        self.left = Graph(Z3, self.env, inst.lists, sub.input_shapes, inst.perms)
-        self.right = Graph(Z3, self.env, inst.lists, sub.input_shapes, inst.perms)
+        self.left = Graph(b, self.env, inst.lists, sub.input_shapes, inst.perms)
+        self.right = Graph(b, self.env, inst.lists, sub.input_shapes, inst.perms)
         premises += self.left.well_formed(sub.lhs)
         self.premises = premises
         out = self.left.shape(sub.lhs)
-        self.index = [z3.Int(f"i{k}") for k in range(len(out))]
-        self.in_domain = z3.And([z3.And(i >= 0, i < n) for i, n in zip(self.index, out)])
+        self.index = [smt_terms.int_var(f"i{k}") for k in range(len(out))]
+        self.in_domain = b.and_(*[b.and_(i >= 0, i < n) for i, n in zip(self.index, out)])
         try:
             rwf = self.right.well_formed(sub.rhs)
             rshape = self.right.shape(sub.rhs)
         except IllFormed as err:
             self.static_failure: str | None = f"the right side is ill formed: {err}"
-            self.goal_fails: Any = z3.BoolVal(True)
+            self.goal_fails: Any = b.true
             return
         self.static_failure = None
         if len(rshape) != len(out):
             self.static_failure = (f"the right side has rank {len(rshape)}, the left side "
                                    f"{len(out)}")
-            self.goal_fails = z3.BoolVal(True)
+            self.goal_fails = b.true
             return
         differ: list[Any] = []
         for gl, sl, jl in self.left.read(sub.lhs, self.index):
             for gr, sr, jr in self.right.read(sub.rhs, self.index):
-                same = z3.And([a == b for a, b in zip(jl, jr)]) if sl == sr else \
-                    z3.BoolVal(False)
-                differ.append(z3.And(gl, gr, z3.Not(same)))
-        self.goal_fails = z3.Or(z3.Not(z3.And(rwf)) if rwf else z3.BoolVal(False),
-                                z3.Or([a != b for a, b in zip(out, rshape)] or
-                                      [z3.BoolVal(False)]),
-                                z3.And(self.in_domain, z3.Or(differ or [z3.BoolVal(False)])))
+                same = b.and_(*[x == y for x, y in zip(jl, jr)]) if sl == sr else b.false
+                differ.append(b.and_(gl, gr, b.not_(same)))
+        self.goal_fails = b.or_(b.not_(b.and_(*rwf)) if rwf else b.false,
+                                b.or_(*[x != y for x, y in zip(out, rshape)]),
+                                b.and_(self.in_domain, b.or_(*differ)))
 
-    def check(self, timeout_ms: int) -> tuple[Any, z3.Solver]:
-        s = z3.Solver()
-        s.set("timeout", timeout_ms)
-        s.add(*self.premises, self.goal_fails)
-        return s.check(), s
+    def query(self) -> str:
+        """The SMT-LIB2 script: satisfiable exactly when the two sides differ at this instance
+        (within the bound, if any)."""
+        within = "all sizes" if self.bound is None else f"sizes <= {self.bound}"
+        header = (f"verifidx substitution {self.sub.name}: {describe(self.inst)}, {within}\n"
+                  f"{self.sub.normalized_text}\n"
+                  "unsat = the two sides read the same elements wherever the left one is "
+                  "well formed")
+        return smt_terms.query_text([*self.premises, self.goal_fails], header)
+
+    def check(self, rlimit: int, timeout_ms: int) -> tuple[str, dict[str, int] | None, str]:
+        """Run the query under the resource limit: (answer, model values when sat, query)."""
+        text = self.query()
+        run = ScriptRun(rlimit, timeout_ms)
+        answers = run.run(text)
+        if answers == ["sat"]:
+            names = [*self.names, *(f"i{k}" for k in range(len(self.index)))]
+            values = smt_terms.parse_values(run.query(f"(get-value ({' '.join(names)}))")) \
+                if names else {}
+            if all(n in values for n in names):
+                return "sat", values, text
+            return "unknown", None, text
+        return (answers[0] if answers == ["unsat"] else "unknown"), None, text
 
 
-def _counterexample(ob: _Obligation, model: z3.ModelRef) -> Counterexample | None:
+def obligation_query(sub: Substitution, inst: Instance, bound: int | None) -> str | None:
+    """The query of one instance, rebuilt from the substitution's text (None: the left side is
+    ill formed at these ranks, nothing to prove). `verifidx check` compares it with the
+    certificate's and runs it again."""
+    try:
+        return _Obligation(sub, inst, bound).query()
+    except IllFormed:
+        return None
+
+
+def _counterexample(ob: _Obligation, vals_and_index: Mapping[str, int]
+                    ) -> Counterexample | None:
     """Read the model back and re-evaluate both graphs with plain integers (None: the model
     does not survive re-evaluation)."""
     sub, inst = ob.sub, ob.inst
-    vals = {n: model.eval(ob.env[n], model_completion=True).as_long() for n in ob.names}
+    vals = {n: vals_and_index[n] for n in ob.names}
     left = Graph(INTS, vals, inst.lists, sub.input_shapes, inst.perms)
     right = Graph(INTS, vals, inst.lists, sub.input_shapes, inst.perms)
     shapes = {n: tuple(left.sizes(s)) for n, s in sub.inputs}
@@ -269,7 +369,7 @@ def _counterexample(ob: _Obligation, model: z3.ModelRef) -> Counterexample | Non
     if ls != rs:
         return Counterexample(vals, perms, shapes, None, None, None,
                               f"the output shapes differ ({list(ls)} vs {list(rs)})")
-    idx = tuple(model.eval(i, model_completion=True).as_long() for i in ob.index)
+    idx = tuple(vals_and_index[f"i{k}"] for k in range(len(ob.index)))
     lr, rr = read_at(left, sub.lhs, idx), read_at(right, sub.rhs, idx)
     if lr == rr:
         return None
@@ -285,20 +385,74 @@ def read_at(g: Graph, node: Node, idx: tuple[int, ...]) -> tuple[str, tuple[int,
     return hits[0]
 
 
-def _exhaustive(sub: Substitution, inst: Instance, bound: int,
-                limit: int = ENUMERATION_LIMIT) -> bool | Counterexample | None:
+def enumeration_size(sub: Substitution, inst: Instance, bound: int) -> int:
+    """How many assignments `exhaustive` evaluates at this bound."""
+    sizes = _size_names(sub, inst.lists)
+    total = 1
+    for n in _all_names(sub, inst.lists):
+        total *= bound if n in sizes else 2 * bound + 1
+    return total
+
+
+def _candidates(sub: Substitution, inst: Instance, names: Sequence[str],
+                ranges: Sequence[range]) -> Iterator[tuple[int, ...]] | None:
+    """The assignments, in `itertools.product` order, at which the conditions and the left
+    side's well-formedness hold, decided for all of them at once: the graph's shape code runs
+    once over numpy arrays of Python integers (exact, as plain integers are), one element per
+    assignment. An assignment where a division by zero occurs is kept, for the plain-integer
+    evaluation to decide. None: the left side is ill formed at these ranks."""
+    import numpy as np
+
+    if not names:
+        return iter([()])
+    mesh = np.meshgrid(*[np.arange(r.start, r.stop, dtype=np.int64) for r in ranges],
+                       indexing="ij")  # C order: the order of itertools.product
+    columns = [m.ravel().astype(object) for m in mesh]
+    env = {n: c for n, c in zip(names, columns)}
+    by_zero: list[Any] = []
+
+    def nonzero(b: Any) -> Any:
+        zero = b == 0
+        if np.any(zero):
+            by_zero.append(zero)
+            return np.where(zero, 1, b)
+        return b
+
+    arrays = Backend(True, False, lambda *c: np.logical_and.reduce([True, True, *c]),
+                     lambda *c: np.logical_or.reduce([False, False, *c]), np.logical_not,
+                     np.where, lambda a, b: a // nonzero(b), lambda a, b: a % nonzero(b))
+    holds: list[Any] = [_compare(c.op, evaluate(c.lhs, env), evaluate(c.rhs, env))
+                        for c in sub.conditions]
+    try:
+        holds += Graph(arrays, env, inst.lists, sub.input_shapes, inst.perms
+                       ).well_formed(sub.lhs)
+    except IllFormed:
+        return None
+    keep = np.ones(len(columns[0]), dtype=bool)
+    for h in holds:
+        keep &= np.asarray(np.broadcast_to(h, keep.shape), dtype=bool)
+    for z in by_zero:
+        keep |= np.asarray(z, dtype=bool)
+    return (tuple(int(c[k]) for c in columns) for k in np.flatnonzero(keep))
+
+
+def exhaustive(sub: Substitution, inst: Instance, bound: int,
+               limit: int = ENUMERATION_LIMIT) -> bool | Counterexample | None:
     """Every assignment with sizes in [1, bound] and other parameters in [-bound, bound],
     evaluated with plain integers at every output index: True (no difference), a
-    counterexample, or None when there are more than `limit` assignments."""
+    counterexample, or None when there are more than `limit` assignments. Deterministic (no
+    clock, no solver): `verifidx check` runs it again. The assignments where the conditions
+    or the left side's well-formedness fail are sorted out first, all at once (`_candidates`);
+    the others are evaluated one by one."""
     names = _all_names(sub, inst.lists)
     sizes = _size_names(sub, inst.lists)
-    ranges = [range(1, bound + 1) if n in sizes else range(-bound, bound + 1) for n in names]
-    total = 1
-    for r in ranges:
-        total *= len(r)
-    if total > limit:
+    if enumeration_size(sub, inst, bound) > limit:
         return None
-    for values in itertools.product(*ranges):
+    ranges = [range(1, bound + 1) if n in sizes else range(-bound, bound + 1) for n in names]
+    candidates = _candidates(sub, inst, names, ranges)
+    if candidates is None:
+        return True
+    for values in candidates:
         env = dict(zip(names, values))
         if not all(_compare(c.op, evaluate(c.lhs, env), evaluate(c.rhs, env))
                    for c in sub.conditions):
@@ -332,62 +486,76 @@ def _exhaustive(sub: Substitution, inst: Instance, bound: int,
     return True
 
 
+def strength_of(sub: Substitution, obligations: Sequence[Obligation], max_rank: int) -> str:
+    """`all sizes` when every instance was proven without a bound, else the smallest bound;
+    with `, ranks <= R` when the substitution has variadic shapes."""
+    bounds = [o.bound for o in obligations if o.method != VACUOUS and o.bound is not None]
+    sizes = f"sizes <= {min(bounds)}" if bounds else "all sizes"
+    return sizes + (f", ranks <= {max_rank}" if _variadic_names(sub) else "")
+
+
 def prove(sub: Substitution, max_rank: int = DEFAULT_MAX_RANK, bound: int = DEFAULT_BOUND,
-          timeout_ms: int = DEFAULT_TIMEOUT_MS, enum_bound: int = DEFAULT_ENUM_BOUND
+          timeout_ms: int = DEFAULT_TIMEOUT_MS, enum_bound: int = DEFAULT_ENUM_BOUND,
+          rlimit: int = DEFAULT_RLIMIT, bounded_rlimit: int = DEFAULT_BOUNDED_RLIMIT
           ) -> SubstProof:
-    """Prove or refute one substitution (see the module docstring for the strength)."""
+    """Prove or refute one substitution (see the module docstring for the strength).
+
+    Every budget is deterministic: Z3 resource limits (`rlimit` for the unbounded query of an
+    instance, `bounded_rlimit` for the bounded one) and a count of assignments for the
+    enumeration; `timeout_ms` is only a safety net per Z3 call (an answer it cuts short is
+    unknown), so the same substitution gives the same verdict and certificate everywhere."""
     start = time.perf_counter()
-    result = SubstProof(sub.name, sub.file, sub.line, PROVED)
-    bounds_used: list[int] = []
-    count = 0
-    has_variadic = bool(_variadic_names(sub))
-    smt = ""
+    obligations: list[Obligation] = []
+
+    def done(verdict: str, **kw: Any) -> SubstProof:
+        return SubstProof(sub.name, sub.file, sub.line, verdict,
+                          seconds=time.perf_counter() - start, instances=len(obligations),
+                          obligations=obligations, max_rank=max_rank, **kw)
+
+    def refuted(cx: Counterexample) -> SubstProof:
+        return done(REFUTED, counterexample=cx, message=str(cx))
+
     for inst in instances(sub, max_rank):
-        count += 1
         try:
             ob = _Obligation(sub, inst, None)
-        except IllFormed:
-            continue  # the left side is ill formed at this rank: nothing to prove
-        answer, solver = ob.check(min(timeout_ms, FIRST_TRY_MS))
-        if answer == z3.unknown:
-            cx_or_ok = _exhaustive(sub, inst, enum_bound)
-            if cx_or_ok is True:
-                bounds_used.append(enum_bound)
+        except IllFormed:  # the left side is ill formed at these ranks: nothing to prove
+            obligations.append(Obligation.of(inst, VACUOUS))
+            continue
+        answer, model, text = ob.check(rlimit, timeout_ms)
+        if answer == "unsat":
+            obligations.append(Obligation.of(inst, Z3_METHOD, None, text))
+            continue
+        if answer == "unknown":
+            found = exhaustive(sub, inst, enum_bound)
+            if found is True:
+                obligations.append(Obligation.of(inst, ENUMERATION, enum_bound))
                 continue
-            if isinstance(cx_or_ok, Counterexample):
-                return SubstProof(sub.name, sub.file, sub.line, REFUTED,
-                                  counterexample=cx_or_ok, message=str(cx_or_ok),
-                                  seconds=time.perf_counter() - start, instances=count)
+            if isinstance(found, Counterexample):
+                obligations.append(Obligation.of(inst, ENUMERATION, enum_bound))
+                return refuted(found)
             ob = _Obligation(sub, inst, bound)
-            answer, solver = ob.check(timeout_ms)
-            bounds_used.append(bound)
-        if answer == z3.sat:
-            cx = _counterexample(ob, solver.model())
+            answer, model, text = ob.check(bounded_rlimit, timeout_ms)
+            if answer == "unsat":
+                obligations.append(Obligation.of(inst, Z3_METHOD, bound, text))
+                continue
+        if answer == "sat":
+            assert model is not None
+            cx = _counterexample(ob, model)
             if cx is None:
-                return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
-                                  message="a solver counterexample failed re-evaluation",
-                                  seconds=time.perf_counter() - start, instances=count)
-            return SubstProof(sub.name, sub.file, sub.line, REFUTED, counterexample=cx,
-                              message=str(cx), seconds=time.perf_counter() - start,
-                              instances=count)
-        if answer != z3.unsat:
-            return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
-                              message=f"Z3 could not decide ranks "
-                                      f"{ {k: len(v) for k, v in inst.lists.items()} }, "
-                                      f"permutations {dict(inst.perms)} even with sizes <= "
-                                      f"{bound} ({solver.reason_unknown()})",
-                              seconds=time.perf_counter() - start, instances=count)
-        if not smt:
-            smt = solver.sexpr()
-    if count == 0:
-        return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
-                          message="no rank makes the left side well formed",
-                          seconds=time.perf_counter() - start)
-    sizes = f"sizes <= {min(bounds_used)}" if bounds_used else "all sizes"
-    ranks = f", ranks <= {max_rank}" if has_variadic else ""
-    result.strength = sizes + ranks
-    result.seconds = time.perf_counter() - start
-    result.instances = count
-    result.smtlib = smt
-    result.message = f"{count} instance{'s' * (count != 1)} (ranks and permutations)"
-    return result
+                return done(UNKNOWN, message=f"{describe(inst)}: a solver counterexample "
+                                             "failed re-evaluation")
+            return refuted(cx)
+        return done(UNKNOWN, message=f"Z3 could not decide {describe(inst)} within its "
+                                     f"resource limit, even with sizes <= {bound}, and the "
+                                     f"enumeration of sizes <= {enum_bound} has more than "
+                                     f"{ENUMERATION_LIMIT} assignments")
+    if not obligations or all(o.method == VACUOUS for o in obligations):
+        return done(UNKNOWN, message="no rank makes the left side well formed")
+    by_method = Counter(o.method if o.method == VACUOUS else
+                        f"{o.method}, {'all sizes' if o.bound is None else f'sizes <= {o.bound}'}"
+                        for o in obligations)
+    how = "; ".join(f"{n} by {m}" for m, n in sorted(by_method.items()))
+    count = len(obligations)
+    return done(PROVED, strength=strength_of(sub, obligations, max_rank),
+                message=f"{count} instance{'s' * (count != 1)} (ranks and permutations): "
+                        f"{how}")

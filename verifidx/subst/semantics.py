@@ -4,8 +4,9 @@ Every output element of such a graph is one element of one input (or the padding
 graph *is* a function from output index to (input, index): its composed indexing map. This
 module computes, for a node, its output shape, the conditions under which it is well formed,
 and that function as guarded pieces `(guard, input name, index)`. The arithmetic goes through
-a backend: `Z3` (sizes are solver terms, for proofs) or `INTS` (plain integers, for concrete
-graphs and for checking counterexamples).
+a backend: `SOLVER` (sizes are solver terms of `verifidx.smt_terms`, for proofs; this package
+never imports Z3 itself) or `INTS` (plain integers, for concrete graphs and for checking
+counterexamples).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import z3
-
+from verifidx import smt_terms
 from verifidx.subst.model import Node, SizeList, evaluate
 
 Piece = tuple[Any, str, tuple[Any, ...]]
@@ -39,23 +39,8 @@ class Backend:
     mod: Callable[[Any, Any], Any]  # in [0, divisor), divisor > 0
 
 
-def _z3_and(*cs: Any) -> Any:
-    cs = tuple(c for c in cs if not (isinstance(c, bool) and c))
-    return z3.And(*cs) if cs else z3.BoolVal(True)
-
-
-def _z3_or(*cs: Any) -> Any:
-    return z3.Or(*cs) if cs else z3.BoolVal(False)
-
-
-def _z3_div(a: Any, b: Any) -> Any:
-    """Floor division for a positive divisor (Z3's `/` is Euclidean; Python's `/` on two
-    plain integers would give a float)."""
-    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
-
-
-Z3 = Backend(z3.BoolVal(True), z3.BoolVal(False), _z3_and, _z3_or, z3.Not, z3.If,
-             _z3_div, lambda a, b: a % b)
+SOLVER = Backend(smt_terms.TRUE, smt_terms.FALSE, smt_terms.and_, smt_terms.or_, smt_terms.not_,
+                 smt_terms.ite, smt_terms.floor_div, smt_terms.mod)
 INTS = Backend(True, False, lambda *c: all(c), lambda *c: any(c), lambda c: not c,
                lambda c, a, b: a if c else b, lambda a, b: a // b, lambda a, b: a % b)
 

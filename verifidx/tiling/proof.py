@@ -16,9 +16,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-import z3
-
+from .. import smt_terms
 from ..expr import Const, Dim, Expr, RtVar, Symbol
 from ..interval import Interval
 from ..smt import Encoder
@@ -46,17 +46,18 @@ class TileProof:
 _CACHE: dict[tuple[str, str, int], TileProof] = {}
 
 
-def _constraint_term(c: ConstraintExpression, enc: Encoder) -> z3.BoolRef:
+def _constraint_term(c: ConstraintExpression, enc: Encoder) -> Any:
     if c.is_always_satisfied:
-        return z3.BoolVal(True)
-    return z3.Or([z3.And([z3.And(enc(e) >= iv.lo, enc(e) <= iv.hi) for e, iv in conj])
-                  for conj in c.conjunctions] or [z3.BoolVal(False)])
+        return smt_terms.TRUE
+    return smt_terms.or_(*[smt_terms.and_(*[smt_terms.and_(enc(e) >= iv.lo, enc(e) <= iv.hi)
+                                            for e, iv in conj])
+                           for conj in c.conjunctions])
 
 
-def _in_tile(y: z3.ArithRef, size: z3.ArithRef, stride: z3.ArithRef) -> z3.BoolRef:
+def _in_tile(y: Any, size: Any, stride: Any) -> Any:
     """`y == stride * k` for some `k in [0, size)` (Z3's `%`/`/` are exact on multiples)."""
-    return z3.If(stride == 0, z3.And(y == 0, size >= 1),
-                 z3.And(y % stride == 0, y / stride >= 0, y / stride < size))
+    return smt_terms.ite(stride == 0, smt_terms.and_(y == 0, size >= 1),
+                         smt_terms.and_(y % stride == 0, y / stride >= 0, y / stride < size))
 
 
 class _Setting:
@@ -64,17 +65,17 @@ class _Setting:
 
     def __init__(self, tile: SymbolicTile, translated: bool = False) -> None:
         src = tile.source
-        self.t = [z3.Int(f"t{i}") for i in range(tile.num_tile_sizes)]
+        self.t = [smt_terms.int_var(f"t{i}") for i in range(tile.num_tile_sizes)]
         # the tile's origin: a multiple of the tile size (the program's place), or 0
-        self.k = [z3.Int(f"k{i}") for i in range(src.num_dims)] if translated else []
+        self.k = [smt_terms.int_var(f"k{i}") for i in range(src.num_dims)] if translated else []
         self.o = [k * t for k, t in zip(self.k, self.t)] if translated else [
-            z3.IntVal(0) for _ in range(src.num_dims)]
-        self.d = [z3.Int(f"d{i}") for i in range(src.num_dims)]
-        self.s = [z3.Int(f"s{i}") for i in range(src.num_range_vars)]
-        self.rt = [z3.Int(f"rt{i}") for i in range(src.num_rt_vars)]
-        tile_env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.t)}
+            smt_terms.int_val(0) for _ in range(src.num_dims)]
+        self.d = [smt_terms.int_var(f"d{i}") for i in range(src.num_dims)]
+        self.s = [smt_terms.int_var(f"s{i}") for i in range(src.num_range_vars)]
+        self.rt = [smt_terms.int_var(f"rt{i}") for i in range(src.num_rt_vars)]
+        tile_env: dict[Expr, Any] = {Dim(i): x for i, x in enumerate(self.t)}
         tile_env.update({RtVar(i): x for i, x in enumerate(self.rt)})
-        map_env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.d)}
+        map_env: dict[Expr, Any] = {Dim(i): x for i, x in enumerate(self.d)}
         map_env.update({Symbol(i): x for i, x in enumerate(self.s)})
         map_env.update({RtVar(i): x for i, x in enumerate(self.rt)})
         self.tile_enc = Encoder(tile_env)
@@ -84,7 +85,7 @@ class _Setting:
             hyp += [x >= b.lo, x <= b.hi]
         for x, v in zip(self.rt, src.rt_vars):
             hyp += [x >= v.bounds.lo, x <= v.bounds.hi]
-        self.tile_sizes_ok = z3.And(hyp + [_constraint_term(tile.constraints, self.tile_enc)])
+        self.tile_sizes_ok = smt_terms.and_(*hyp, _constraint_term(tile.constraints, self.tile_enc))
         point = []
         for k, o, v in zip(self.k, self.o, src.dims):
             point += [k >= 0, o <= v.bounds.hi]
@@ -94,65 +95,55 @@ class _Setting:
             point += [x >= v.bounds.lo, x <= v.bounds.hi]
         for e, iv in src.constraints.items():
             point += [self.map_enc(e) >= iv.lo, self.map_enc(e) <= iv.hi]
-        self.read_point = z3.And(point) if point else z3.BoolVal(True)
+        self.read_point = smt_terms.and_(*point)
         if translated:
             # offsets of the tile at the origin: the map at (origin, range variables lowest)
-            at_origin: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(self.o)}
-            at_origin.update({Symbol(i): z3.IntVal(v.bounds.lo)
+            at_origin: dict[Expr, Any] = {Dim(i): x for i, x in enumerate(self.o)}
+            at_origin.update({Symbol(i): smt_terms.int_val(v.bounds.lo)
                               for i, v in enumerate(src.range_vars)})
             at_origin.update({RtVar(i): x for i, x in enumerate(self.rt)})
             self.origin_enc = Encoder(at_origin)
             self.offsets = [self.origin_enc(e) for e in src.results]
             # the tile's own offset expressions must be the map at the origin 0
-            at_zero: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(0) for i in range(src.num_dims)}
-            at_zero.update({Symbol(i): z3.IntVal(v.bounds.lo)
+            at_zero: dict[Expr, Any] = {Dim(i): smt_terms.int_val(0) for i in range(src.num_dims)}
+            at_zero.update({Symbol(i): smt_terms.int_val(v.bounds.lo)
                             for i, v in enumerate(src.range_vars)})
             at_zero.update({RtVar(i): x for i, x in enumerate(self.rt)})
             zero_enc = Encoder(at_zero)
-            self.offset_mismatch = z3.Or([self.tile_enc(e) != zero_enc(r)
-                                          for e, r in zip(tile.offsets, src.results)]
-                                         or [z3.BoolVal(False)])
+            self.offset_mismatch = smt_terms.or_(*[self.tile_enc(e) != zero_enc(r)
+                                                   for e, r in zip(tile.offsets, src.results)])
         else:
             self.origin_enc = self.tile_enc
             self.offsets = [self.tile_enc(e) for e in tile.offsets]
-            self.offset_mismatch = z3.BoolVal(False)
+            self.offset_mismatch = smt_terms.FALSE
         self.sizes = [self.tile_enc(e) for e in tile.sizes]
         self.strides = [self.tile_enc(e) for e in tile.clamped_strides()]
         self.results = [self.map_enc(e) for e in src.results]
 
-    def model_values(self, model: z3.ModelRef, groups: Sequence[Sequence[z3.ArithRef]]
-                     ) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for g in groups:
-            for x in g:
-                out[str(x)] = model.eval(x, model_completion=True).as_long()
-        return out
+    @staticmethod
+    def model_values(q: smt_terms.Query, groups: Sequence[Sequence[Any]]) -> dict[str, int]:
+        return q.values(x for g in groups for x in g)
 
 
-def _solver(timeout_ms: int, logic: str | None = None) -> z3.Solver:
-    s = z3.SolverFor(logic) if logic else z3.Solver()
-    s.set("timeout", timeout_ms)
-    return s
-
-
-def _solve(s: z3.Solver) -> tuple[z3.CheckSatResult, str]:
+def _solve(s: smt_terms.Query) -> tuple[str, str]:
     r = s.check()
-    return r, ("" if r != z3.unknown else s.reason_unknown())
+    return r, ("" if r != "unknown" else s.reason_unknown())
 
 
 def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
     st = _Setting(tile, translated=True)
     conds = st.tile_enc.defined + st.map_enc.defined + st.origin_enc.defined
-    defined = z3.And(conds) if conds else z3.BoolVal(True)
-    outside = z3.Or([z3.Not(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
-                     zip(st.results, st.offsets, st.sizes, st.strides)] + [z3.Not(defined)])
-    s = _solver(timeout_ms, "QF_NIA")
-    s.add(st.tile_sizes_ok, st.read_point, z3.Or(outside, st.offset_mismatch))
+    defined = smt_terms.and_(*conds)
+    outside = smt_terms.or_(*[smt_terms.not_(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
+                              zip(st.results, st.offsets, st.sizes, st.strides)],
+                            smt_terms.not_(defined))
+    s = smt_terms.Query(timeout_ms, "QF_NIA")
+    s.add(st.tile_sizes_ok, st.read_point, smt_terms.or_(outside, st.offset_mismatch))
     r, why = _solve(s)
-    if r == z3.unsat:
+    if r == "unsat":
         out = TileProof(PROVED, smtlib=s.sexpr())
-    elif r == z3.sat:
-        cex = st.model_values(s.model(), [st.t, st.k, st.d, st.s, st.rt])
+    elif r == "sat":
+        cex = st.model_values(s, [st.t, st.k, st.d, st.s, st.rt])
         out = _confirm_unsound(tile, cex)
     else:
         out = TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
@@ -185,22 +176,18 @@ def _confirm_unsound(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
 
 def _exact_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
     st = _Setting(tile)
-    k = [z3.Int(f"k{j}") for j in range(tile.rank)]
-    elem_ok = z3.And([z3.And(kj >= 0, kj < sz) for kj, sz in zip(k, st.sizes)] or
-                     [z3.BoolVal(True)])
-    hits = z3.And([r == o + sd * kj for r, o, sd, kj in
-                   zip(st.results, st.offsets, st.strides, k)] or [z3.BoolVal(True)])
-    bound = st.d + st.s
-    never_read = z3.Not(z3.Exists(bound, z3.And(st.read_point, hits))) if bound else z3.Not(
-        z3.And(st.read_point, hits))
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    k = [smt_terms.int_var(f"k{j}") for j in range(tile.rank)]
+    elem_ok = smt_terms.and_(*[smt_terms.and_(kj >= 0, kj < sz) for kj, sz in zip(k, st.sizes)])
+    hits = smt_terms.and_(*[r == o + sd * kj for r, o, sd, kj in
+                            zip(st.results, st.offsets, st.strides, k)])
+    never_read = smt_terms.not_(smt_terms.exists(st.d + st.s, smt_terms.and_(st.read_point, hits)))
+    s = smt_terms.Query(timeout_ms)
     s.add(st.tile_sizes_ok, elem_ok, never_read)
     r, why = _solve(s)
-    if r == z3.unsat:
+    if r == "unsat":
         out = TileProof(PROVED, smtlib=s.sexpr())
-    elif r == z3.sat:
-        cex = st.model_values(s.model(), [st.t, st.rt, k])
+    elif r == "sat":
+        cex = st.model_values(s, [st.t, st.rt, k])
         out = _confirm_inexact(tile, cex)
     else:
         out = TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
@@ -256,9 +243,9 @@ def equivalent(a: SymbolicTile, b: SymbolicTile, timeout_ms: int = DEFAULT_TIMEO
     equal wherever the size exceeds 1 (a stride along one element is irrelevant)."""
     if a.rank != b.rank or a.num_tile_sizes != b.num_tile_sizes:
         return TileProof(REFUTED, message="different ranks or numbers of tile sizes")
-    t = [z3.Int(f"t{i}") for i in range(a.num_tile_sizes)]
-    rt = [z3.Int(f"rt{i}") for i in range(max(len(a.rt_vars), len(b.rt_vars)))]
-    env: dict[Expr, z3.ArithRef] = {Dim(i): x for i, x in enumerate(t)}
+    t = [smt_terms.int_var(f"t{i}") for i in range(a.num_tile_sizes)]
+    rt = [smt_terms.int_var(f"rt{i}") for i in range(max(len(a.rt_vars), len(b.rt_vars)))]
+    env: dict[Expr, Any] = {Dim(i): x for i, x in enumerate(t)}
     env.update({RtVar(i): x for i, x in enumerate(rt)})
     ea, eb = Encoder(env), Encoder(env)
     hyp = []
@@ -270,21 +257,18 @@ def equivalent(a: SymbolicTile, b: SymbolicTile, timeout_ms: int = DEFAULT_TIMEO
     differs = [ca != cb]
     for j in range(a.rank):
         sa, sb = ea(a.sizes[j]), eb(b.sizes[j])
-        differs.append(z3.And(ca, z3.Or(
+        differs.append(smt_terms.and_(ca, smt_terms.or_(
             ea(a.offsets[j]) != eb(b.offsets[j]), sa != sb,
-            z3.And(sa > 1, ea(a.strides[j]) != eb(b.strides[j])))))
+            smt_terms.and_(sa > 1, ea(a.strides[j]) != eb(b.strides[j])))))
     defined = ea.defined + eb.defined
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s = smt_terms.Query(timeout_ms)
     s.add(*hyp)
-    s.add(z3.Or(differs + ([z3.Not(z3.And(defined))] if defined else [])))
+    s.add(smt_terms.or_(*differs, *([smt_terms.not_(smt_terms.and_(*defined))] if defined else [])))
     r, why = _solve(s)
-    if r == z3.unsat:
+    if r == "unsat":
         return TileProof(PROVED)
-    if r == z3.sat:
-        m = s.model()
-        return TileProof(REFUTED, {str(x): m.eval(x, model_completion=True).as_long()
-                                   for x in (*t, *rt)})
+    if r == "sat":
+        return TileProof(REFUTED, s.values((*t, *rt)))
     return TileProof(UNKNOWN, message=f"solver: {why or 'unknown'}")
 
 

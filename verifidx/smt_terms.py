@@ -1,0 +1,130 @@
+"""Integer terms and SMT-LIB2 queries for obligations built outside the solver layer.
+
+The graph substitutions (`verifidx.subst`) compute shapes and reads once, over an arithmetic
+they are handed (plain integers, or solver terms), and the tile proofs (`verifidx.tiling`)
+state their own obligations. This module is the solver side of both, so that only the solver
+layer imports Z3: integer variables, the connectives, floor division and modulo by a positive
+divisor, an existential, the text of a query, and (`Query`) a solver call under a wall-clock
+cap for the obligations that still use one. A client composes terms with Python's `+ - * / %
+== <= ...` and never names Z3.
+
+Queries are SMT-LIB2 text, printed from the formulas alone (declarations in order of
+appearance), so that the same obligation gives the same bytes on every machine; the rule
+prover's script runner (`verifidx.rules.prover.ScriptRun`) runs them under a resource limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import z3
+
+Z3_VERSION: str = z3.get_version_string()
+
+TRUE: Any = z3.BoolVal(True)
+FALSE: Any = z3.BoolVal(False)
+
+
+def int_var(name: str) -> Any:
+    return z3.Int(name)
+
+
+def and_(*cs: Any) -> Any:
+    """Conjunction; Python `True`s (conditions already decided) are dropped."""
+    kept = tuple(c for c in cs if not (isinstance(c, bool) and c))
+    if any(isinstance(c, bool) for c in kept):
+        return FALSE
+    return z3.And(*kept) if kept else TRUE
+
+
+def or_(*cs: Any) -> Any:
+    kept = tuple(c for c in cs if not (isinstance(c, bool) and not c))
+    if any(isinstance(c, bool) for c in kept):
+        return TRUE
+    return z3.Or(*kept) if kept else FALSE
+
+
+def not_(c: Any) -> Any:
+    return (not c) if isinstance(c, bool) else z3.Not(c)
+
+
+def ite(c: Any, a: Any, b: Any) -> Any:
+    if isinstance(c, bool):
+        return a if c else b
+    return z3.If(c, a, b)
+
+
+def floor_div(a: Any, b: Any) -> Any:
+    """Floor division for a positive divisor (Z3's integer `/` is Euclidean, which agrees for
+    b > 0; on two plain integers Python's `//`)."""
+    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+
+
+def mod(a: Any, b: Any) -> Any:
+    """The remainder in [0, b) for a positive divisor (Euclidean `%` agrees for b > 0)."""
+    return a % b
+
+
+def int_val(v: int) -> Any:
+    return z3.IntVal(v)
+
+
+def exists(variables: Iterable[Any], body: Any) -> Any:
+    """`exists variables. body` (the body itself when there are none)."""
+    bound = list(variables)
+    return z3.Exists(bound, body) if bound else body
+
+
+def is_term(x: Any) -> bool:
+    return isinstance(x, z3.ExprRef)
+
+
+class Query:
+    """One solver call under a wall-clock cap (`timeout_ms`; `logic` picks Z3's solver for it,
+    e.g. `QF_NIA`). `check()` answers `sat`, `unsat` or `unknown`; a timeout is `unknown`,
+    never `unsat`."""
+
+    def __init__(self, timeout_ms: int, logic: str | None = None) -> None:
+        self._solver = z3.SolverFor(logic) if logic else z3.Solver()
+        self._solver.set("timeout", timeout_ms)
+
+    def add(self, *formulas: Any) -> None:
+        self._solver.add(*formulas)
+
+    def check(self) -> str:
+        return str(self._solver.check())
+
+    def reason_unknown(self) -> str:
+        return str(self._solver.reason_unknown())
+
+    def values(self, terms: Iterable[Any]) -> dict[str, int]:
+        """After `sat`: each term's value in the model, by its printed name."""
+        model = self._solver.model()
+        return {str(t): model.eval(t, model_completion=True).as_long() for t in terms}
+
+    def sexpr(self) -> str:
+        return str(self._solver.sexpr())
+
+
+CHECK = "(check-sat)"
+
+
+def query_text(assertions: Iterable[Any], header: str = "") -> str:
+    """An SMT-LIB2 script: `header` as comment lines, the declarations and assertions, and one
+    `(check-sat)`. Satisfiable exactly when the assertions have a common model."""
+    solver = z3.Solver()
+    for a in assertions:
+        solver.add(a if not isinstance(a, bool) else z3.BoolVal(a))
+    comments = "".join(f"; {line}\n" for line in header.splitlines())
+    return comments + solver.sexpr() + CHECK + "\n"
+
+
+_VALUE = re.compile(r"\((\|[^|]*\||[^\s()|]+)\s+(\(\s*-\s*\d+\s*\)|-?\d+)\)")
+
+
+def parse_values(get_value_output: str) -> dict[str, int]:
+    """The integers of a `(get-value (x y ...))` answer: `((x 3) (y (- 2)))` -> {x: 3, y: -2}."""
+    return {name.strip("|"): int(value.replace("(", "").replace(")", "").replace(" ", ""))
+            for name, value in _VALUE.findall(get_value_output)}
