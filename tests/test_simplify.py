@@ -163,6 +163,91 @@ def test_canonical_form_keeps_values(m, point) -> None:
 
 
 @given(st.data())
+def test_generated_instances_agree_with_substitution(data) -> None:
+    """The engine builds right sides (and checks left sides) with code generated per pattern;
+    on every rule's expressions it gives what substituting the bindings gives (`lo(x)` and
+    `hi(x)` replaced by x's interval bounds)."""
+    from verifidx.errors import EvaluationError
+    from verifidx.expr import Const
+    from verifidx.interval import Interval, range_of
+    from verifidx.rules.model import Call, ConstVar, TermVar, rule_exprs
+    from verifidx.simplifier import _instantiate
+
+    checked = 0
+    for rule in default_simplifier().engine.rules:
+        exprs = rule_exprs(rule)
+        leaves = {n for e in exprs for n in e.walk()}
+        terms = sorted((n for n in leaves if isinstance(n, TermVar)), key=str)
+        env = {v: Dim(i) * data.draw(st.integers(-3, 3)) + data.draw(st.integers(-5, 5))
+               for i, v in enumerate(terms)}
+        env.update({c: Const(data.draw(st.integers(-9, 9))) for c in leaves
+                    if isinstance(c, ConstVar)})
+        boxes = {Dim(i): Interval(0, data.draw(st.integers(0, 9))) for i in range(len(terms))}
+
+        def bound(e, boxes=boxes):
+            return range_of(e, boxes)
+
+        for pattern in exprs:
+            calls = [n for n in pattern.walk() if isinstance(n, Call)]
+            if any(c.fn not in ("lo", "hi") or c.args[0] not in env for c in calls):
+                continue
+            mapping = {**env, **{c: Const(getattr(bound(env[c.args[0]]), c.fn))
+                                 for c in calls}}
+            try:
+                expected: object = pattern.substitute(mapping)
+            except EvaluationError:
+                expected = EvaluationError
+            try:
+                got: object = _instantiate(pattern, env, bound)
+            except EvaluationError:
+                got = EvaluationError
+            assert got is expected or got == expected, (rule.name, str(pattern))
+            checked += 1
+    assert checked > 300
+
+
+@given(st.data())
+def test_condition_checks_agree_with_compiled_conditions(data) -> None:
+    """The engine's hot path (`condition_check`: intervals only when reached) accepts a match
+    exactly when the table-based `compiled_condition` does; an error counts as a rejection,
+    as it does in the engine."""
+    from verifidx.errors import EvaluationError
+    from verifidx.expr import Const
+    from verifidx.interval import Interval, range_of
+    from verifidx.rules.model import ConstVar, TermVar, rule_exprs
+    from verifidx.simplifier import (
+        _condition_env,
+        _NoValue,
+        compiled_condition,
+        condition_check,
+    )
+
+    for rule in default_simplifier().engine.rules:
+        leaves = {n for e in rule_exprs(rule) for n in e.walk()}
+        terms = sorted((n for n in leaves if isinstance(n, TermVar)), key=str)
+        env = {v: Dim(i) for i, v in enumerate(terms)}
+        env.update({c: Const(data.draw(st.integers(-20, 20))) for c in leaves
+                    if isinstance(c, ConstVar)})
+        boxes = {}
+        for i in range(len(terms)):
+            lo = data.draw(st.integers(-20, 20))
+            boxes[Dim(i)] = Interval(lo, lo + data.draw(st.integers(0, 20)))
+
+        def bound(e, boxes=boxes):
+            return range_of(e, boxes)
+
+        try:
+            eager = compiled_condition(rule)(_condition_env(rule, env, bound))
+        except (EvaluationError, _NoValue):
+            eager = False
+        try:
+            fast = condition_check(rule)(env, bound)
+        except (EvaluationError, _NoValue):
+            fast = False
+        assert fast == eager, rule.name
+
+
+@given(st.data())
 def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
     """The simplifier evaluates rule conditions through generated code; same truth values and
     same errors as `evaluate_condition` on random values of constants and bounds."""

@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import Literal, cast
 
 from . import laws
-from .canonical import canon, linear_form, order_key
+from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
     Add,
-    Binary,
     CeilDiv,
     Const,
     Dim,
@@ -51,24 +50,19 @@ from .expr import (
     Mul,
     Variable,
     add,
-    ceil_div,
-    floor_div,
-    floor_mod,
     mul,
 )
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
-from .rules.matcher import match
+from .rules.guard import compile_function, condition_source, conjuncts, guard_for
+from .rules.matcher import KIND_BITS, kinds, match
 from .rules.model import (
     Call,
     Compare,
-    Condition,
     ConstVar,
     Membership,
-    Not,
     Rule,
     TermVar,
-    Truth,
     rule_exprs,
 )
 
@@ -99,33 +93,64 @@ class _NoValue(Exception):
 
 def _instantiate(pattern: Expr, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
                  ) -> Expr:
-    """The pattern with its variables replaced, constant computations folded."""
-    cache: dict[Expr, Expr] = {}
+    """The pattern with its variables replaced, constant computations folded: `lo(t)`/`hi(t)`
+    become the bounds of t's interval, `gcd` and the like are evaluated once their arguments
+    are constants. Runs code generated once per pattern (`_instance_code`)."""
+    code = _INSTANCES.get(pattern)
+    if code is None:
+        code = _INSTANCES[pattern] = _instance_code(pattern)
+    return code(env, bound)
 
-    def go(p: Expr) -> Expr:
-        hit = cache.get(p)
-        if hit is not None:
-            return hit
+
+_INSTANCES: dict[Expr, Callable[[Mapping[Expr, Expr], RangeFn], Expr]] = {}
+
+
+def _instance_code(pattern: Expr) -> Callable[[Mapping[Expr, Expr], RangeFn], Expr]:
+    """One nested Python expression for the pattern. A subtree without variables or calls
+    stays the pattern's own node (as `map_children` leaves it); any other node is rebuilt
+    through its smart constructor unless no child changed."""
+    nodes: list[Expr] = []
+
+    def ref(p: Expr) -> str:
+        nodes.append(p)
+        return f"N[{len(nodes) - 1}]"
+
+    def gen(p: Expr) -> str:
         if isinstance(p, (TermVar, ConstVar)):
-            value = env.get(p)
-            if value is None:
-                raise _NoValue(str(p))
-            out = value
-        elif isinstance(p, Call):
-            args = [go(a) for a in p.args]
+            return f"_get(E, {ref(p)})"
+        if not any(isinstance(n, (TermVar, ConstVar, Call)) for n in p.walk()):
+            return ref(p)
+        kids = ", ".join(gen(c) for c in p.children)
+        if isinstance(p, Call):
             if p.fn in ("lo", "hi"):
-                iv = bound(args[0])
-                out = Const(iv.lo if p.fn == "lo" else iv.hi)
-            else:
-                if not all(isinstance(a, Const) for a in args):
-                    raise _NoValue(str(p))
-                out = Const(p.rebuild(args).evaluate({}))
-        else:
-            out = p.map_children(go)
-        cache[p] = out
-        return out
+                return f"Const(bound({kids}).{p.fn})"
+            return f"_call({ref(p)}, [{kids}])"
+        return f"_rebuild({ref(p)}, [{kids}])"
 
-    return go(pattern)
+    body = gen(pattern)
+    scope: dict[str, object] = {"N": nodes, "Const": Const, "_get": _get, "_call": _call,
+                                "_rebuild": _rebuild}
+    exec(f"def _f(E, bound):\n    return {body}\n", scope)  # noqa: S102 - generated
+    return cast(Callable[[Mapping[Expr, Expr], RangeFn], Expr], scope["_f"])
+
+
+def _get(env: Mapping[Expr, Expr], var: Expr) -> Expr:
+    value = env.get(var)
+    if value is None:
+        raise _NoValue(str(var))
+    return value
+
+
+def _call(node: Expr, args: list[Expr]) -> Expr:
+    if not all(isinstance(a, Const) for a in args):
+        raise _NoValue(str(node))
+    return Const(node.rebuild(args).evaluate({}))
+
+
+def _rebuild(node: Expr, kids: list[Expr]) -> Expr:
+    if all(a is b for a, b in zip(kids, node.children)):
+        return node
+    return node.rebuild(kids)
 
 
 def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
@@ -156,46 +181,41 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     hit = _CONDITIONS.get(rule)
     if hit is None:
         keys: list[Expr] = []
-
-        def expr(e: Expr) -> str:
-            if isinstance(e, Const):
-                return f"({e.value})"
-            if isinstance(e, ConstVar) or (isinstance(e, Call) and e.fn in ("lo", "hi")):
-                if e not in keys:
-                    keys.append(e)
-                return f"v[K[{keys.index(e)}]]"
-            if isinstance(e, Add):
-                return "(" + " + ".join(expr(t) for t in e.terms) + ")"
-            if isinstance(e, Call):
-                fn = {"gcd": "_gcd", "lcm": "_lcm", "abs": "abs"}[e.fn]
-                return f"{fn}({', '.join(expr(a) for a in e.args)})"
-            assert isinstance(e, Binary)
-            a, b = expr(e.lhs), expr(e.rhs)
-            op = {Mul: "{} * {}", FloorDiv: "_fd({}, {})", CeilDiv: "_cd({}, {})",
-                  Mod: "_fm({}, {})", Min: "min({}, {})", Max: "max({}, {})"}[type(e)]
-            return "(" + op.format(a, b) + ")"
-
-        def cond(c: Condition) -> str:
-            if isinstance(c, Truth):
-                return str(c.value)
-            if isinstance(c, Compare):
-                return f"({expr(c.lhs)} {c.op} {expr(c.rhs)})"
-            if isinstance(c, Not):
-                return f"(not {cond(c.arg)})"
-            return "(" + f" {c.op} ".join(cond(a) for a in c.args) + ")"
-
-        body = cond(rule.condition)
-        scope: dict[str, object] = {"K": keys, "_fd": floor_div, "_cd": ceil_div,
-                                    "_fm": floor_mod, "_gcd": math.gcd, "_lcm": _lcm}
-        exec(f"def _cond(v):\n    return bool({body})\n", scope)  # noqa: S102 - generated
-        compiled = cast(Callable[[Mapping[Expr, int]], bool], scope["_cond"])
-        _CONDITIONS[rule] = compiled
-        return compiled
+        hit = compile_function(condition_source(rule.condition, keys, "v[K[{}]]"), keys)
+        _CONDITIONS[rule] = hit
     return hit
 
 
-def _lcm(a: int, b: int) -> int:
-    return abs(a * b) // math.gcd(a, b) if a and b else 0
+_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr], RangeFn], bool]] = {}
+
+
+def condition_check(rule: Rule) -> Callable[[Mapping[Expr, Expr], RangeFn], bool]:
+    """The rule's condition as Python code over a match and the interval function: the truth
+    value of `compiled_condition` on `_condition_env`'s values (a test checks both agree), but
+    an interval is computed only when the evaluation reaches its `lo`/`hi` (most conditions
+    fail on their constants first), and no table of values is built."""
+    hit = _CHECKS.get(rule)
+    if hit is None:
+        keys: list[Expr] = []
+        body = condition_source(rule.condition, keys, "_k{}_")
+        args: list[Expr] = []
+        for i, k in enumerate(keys):
+            if isinstance(k, Call):
+                args.append(k.args[0])
+                code = f"bound(_arg(E, bound, A[{len(args) - 1}])).{k.fn}"
+            else:
+                code = f"E[K[{i}]].value"
+            body = body.replace(f"_k{i}_", code)
+        scope = {"K": keys, "A": args, "_arg": _bound_argument}
+        hit = compile_function(body, keys, "E, bound", scope)
+        _CHECKS[rule] = hit
+    return hit
+
+
+def _bound_argument(env: Mapping[Expr, Expr], bound: RangeFn, pattern: Expr) -> Expr:
+    """The term whose interval `lo(pattern)`/`hi(pattern)` reads at the match site."""
+    arg = env.get(pattern) if isinstance(pattern, TermVar) else None
+    return _instantiate(pattern, env, bound) if arg is None else arg
 
 
 _CALLS: dict[Rule, list[Call]] = {}
@@ -219,24 +239,8 @@ def _calls(rule: Rule) -> list[Call]:
 
 
 _MATCH_CACHE_LIMIT = 200_000
-_KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
-_KINDS: dict[Expr, int] = {}
-
-
-def _kinds(e: Expr) -> int:
-    """Bit set of the division and min/max operators occurring in `e` (a cheap necessary
-    condition for a pattern to match: the matcher never invents these operators)."""
-    hit = _KINDS.get(e)
-    if hit is None:
-        hit = _KIND_BITS.get(type(e), 0)
-        for c in e.children:
-            hit |= _kinds(c)
-        _KINDS[e] = hit
-    return hit
-
-
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
-_DIV_BITS = _KIND_BITS[FloorDiv] | _KIND_BITS[Mod] | _KIND_BITS[CeilDiv]
+_DIV_BITS = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
 
 
 def _cost(e: Expr) -> tuple[int, int]:
@@ -278,19 +282,37 @@ def _shape(e: Expr) -> tuple[type, ...]:
 _SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
 
 
+_NO_SHAPES: list[tuple[type, ...]] = []
+_SHAPE_KEYS: dict[tuple[type, ...], str] = {}
+
+
+def _shape_key(shape: tuple[type, ...]) -> str:
+    hit = _SHAPE_KEYS.get(shape)
+    if hit is None:
+        hit = _SHAPE_KEYS[shape] = repr(shape)
+    return hit
+
+
 def _summand_shapes(e: Expr) -> list[tuple[type, ...]]:
+    if not kinds(e):
+        return _NO_SHAPES  # only divisions, mods, min and max give a summand a shape
     hit = _SHAPES.get(e)
     if hit is None:
         terms = e.terms if isinstance(e, Add) else (e,)
-        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=repr)
+        hit = _SHAPES[e] = sorted((s for s in map(_shape, terms) if s), key=_shape_key)
     return hit
 
 
 def _summands_fit(pattern: Expr, e: Expr) -> bool:
     """Discrimination by operator shape at sums: every rigid summand of the pattern needs a
     summand of the expression with the same shape (the matcher maps summands one to one,
-    except a term variable, which has no shape)."""
-    if not isinstance(pattern, Add) or not isinstance(e, Add):
+    except a term variable, which has no shape). Also at the dividend of a division or mod
+    (`(x mod c0 + y) mod c1` needs a mod summand), where a single term is a sum of one."""
+    if isinstance(pattern, (FloorDiv, Mod, CeilDiv)) and type(e) is type(pattern):
+        pattern, e = pattern.lhs, e.lhs  # type: ignore[attr-defined]
+        if not isinstance(pattern, Add):
+            return True
+    elif not isinstance(pattern, Add) or not isinstance(e, Add):
         return True
     have = list(_summand_shapes(e))
     for s in _summand_shapes(pattern):
@@ -303,13 +325,152 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
-_VARIABLES: dict[Expr, tuple[Variable, ...]] = {}
+_SIGNATURES: dict[Expr, tuple[object, ...]] = {}
 
 
-def _variables(e: Expr) -> tuple[Variable, ...]:
-    hit = _VARIABLES.get(e)
+def _signature(e: Expr) -> tuple[object, ...]:
+    """Everything `_may_match` reads of a term: its operator, its operator kinds, its
+    children's node types, for a division or mod the divisor's value, and the summand shapes
+    of the sum (or dividend)."""
+    hit = _SIGNATURES.get(e)
     if hit is None:
-        hit = _VARIABLES[e] = tuple(sorted(e.variables(), key=order_key))
+        if len(_SIGNATURES) > _MATCH_CACHE_LIMIT:
+            _SIGNATURES.clear()
+        hit = _SIGNATURES[e] = _compute_signature(e)
+    return hit
+
+
+def _compute_signature(e: Expr) -> tuple[object, ...]:
+    t = type(e)
+    if t is Add:
+        return (t, kinds(e), *_summand_shapes(e))
+    kids = e.children
+    if not kids:
+        return (t,)
+    if t is FloorDiv or t is Mod or t is CeilDiv:
+        d = e.rhs  # type: ignore[attr-defined]
+        return (t, kinds(e), type(e.lhs), type(d),  # type: ignore[attr-defined]
+                d.value if isinstance(d, Const) else None, *_divisor_facts(e),
+                *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
+    return (t, kinds(e), *(type(k) for k in kids))
+
+
+def _may_match(rule: Rule, e: Expr) -> bool:
+    """Necessary conditions for `rule` to rewrite `e` that read only `_signature(e)`: the
+    operator kinds, children and summand shapes the left side needs, and the conjuncts of the
+    condition about the divisor alone."""
+    lhs = rule.lhs
+    assert isinstance(lhs, Expr)
+    if kinds(lhs) & ~kinds(e) or not _children_fit(lhs, e) or not _summands_fit(lhs, e):
+        return False
+    if isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and isinstance(lhs.rhs, Const) \
+            and e.rhs is not lhs.rhs:  # type: ignore[attr-defined]
+        return False  # `x floordiv -1` needs that very divisor
+    guard = guard_for(rule)
+    if guard is not None and guard.divisor is not None:
+        if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+            return False  # `P op cK` matches only the same operator over a constant
+        if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
+            return False
+    if _needs_multiple(rule) and not _divisor_facts(e)[0]:
+        return False
+    return not _needs_common_factor(rule) or _divisor_facts(e)[1]
+
+
+_DIVISOR_FACTS: dict[Expr, tuple[bool, bool]] = {}
+
+
+def _divisor_facts(e: Expr) -> tuple[bool, bool]:
+    """For `S op k`: (k is 0 or 1, or some variable summand of S has a coefficient that is a
+    multiple of k; k is not a constant, or is 0, or shares a factor > 1 with every variable
+    coefficient of S), what `_needs_multiple` and `_needs_common_factor` rules need."""
+    hit = _DIVISOR_FACTS.get(e)
+    if hit is None:
+        d = e.rhs  # type: ignore[attr-defined]
+        if not isinstance(d, Const) or d.value == 0:
+            hit = (True, True)
+        else:
+            coeffs, _constant = linear_form(e.lhs)  # type: ignore[attr-defined]
+            k = d.value
+            hit = (k == 1 or any(c % k == 0 for c in coeffs.values()),
+                   math.gcd(*coeffs.values(), k) > 1)
+        if len(_DIVISOR_FACTS) > _MATCH_CACHE_LIMIT:
+            _DIVISOR_FACTS.clear()
+        _DIVISOR_FACTS[e] = hit
+    return hit
+
+
+_NEEDS_COMMON_FACTOR: dict[Rule, bool] = {}
+
+
+def _needs_common_factor(rule: Rule) -> bool:
+    """True when the left side is `(x * cA + cB) op cK` (x and cA used once, not `[split]`)
+    and the condition requires `cA > 1` and `cK mod cA == 0`. `x * cA` must then take every
+    variable summand of the dividend (cB takes only its constant): one summand `t * a` gives
+    cA = a, a bare one cA = 1, a group cA = a factor of each coefficient; so cA > 1 divides k
+    and every variable coefficient of the dividend."""
+    hit = _NEEDS_COMMON_FACTOR.get(rule)
+    if hit is not None:
+        return hit
+    lhs = rule.lhs
+    hit = False
+    if not rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and \
+            isinstance(lhs.rhs, ConstVar) and isinstance(lhs.lhs, Add) and \
+            len(lhs.lhs.terms) == 2:
+        k = lhs.rhs
+        t, c = lhs.lhs.terms
+        uses: dict[Expr, int] = {}
+        for n in lhs.walk():
+            uses[n] = uses.get(n, 0) + 1
+        if isinstance(t, Mul) and isinstance(t.lhs, TermVar) and isinstance(t.rhs, ConstVar) \
+                and isinstance(c, ConstVar) and uses[t.lhs] == 1 and uses[t.rhs] == 1 \
+                and len({k, t.rhs, c}) == 3:
+            a = t.rhs
+            parts = conjuncts(rule.condition)
+            above_one = any(isinstance(p, Compare) and p.op == ">" and p.lhs is a
+                            and p.rhs is Const(1) for p in parts)
+            divides = any(isinstance(p, Compare) and p.op == "==" and p.rhs is Const(0)
+                          and isinstance(p.lhs, Mod) and p.lhs.lhs is k and p.lhs.rhs is a
+                          for p in parts)
+            hit = above_one and divides
+    _NEEDS_COMMON_FACTOR[rule] = hit
+    return hit
+
+
+_NEEDS_MULTIPLE: dict[Rule, bool] = {}
+
+
+def _needs_multiple(rule: Rule) -> bool:
+    """True when the left side is `D op cK` (not `[split]`) and D has a summand `y * cA`, y a
+    term variable used once, where cA is cK itself or the condition requires `cA mod cK == 0`
+    (cA used once). Every way the matcher can fill that summand then needs a variable summand
+    of the dividend whose coefficient is a multiple of the divisor k, or k = 1: one term `t *
+    a` gives cA = a; a bare term or the constant gives cA = 1 (implicit coefficient); a group
+    of terms, or a whole sum with a common factor, gives cA = a factor that divides each
+    coefficient of the group (a bound variable would need y used twice)."""
+    hit = _NEEDS_MULTIPLE.get(rule)
+    if hit is not None:
+        return hit
+    lhs = rule.lhs
+    hit = False
+    if not rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and \
+            isinstance(lhs.rhs, ConstVar):
+        k = lhs.rhs
+        uses: dict[Expr, int] = {}
+        for n in lhs.walk():
+            uses[n] = uses.get(n, 0) + 1
+        multiples = {k}
+        for c in conjuncts(rule.condition):
+            if isinstance(c, Compare) and c.op == "==" and c.rhs is Const(0) and \
+                    isinstance(c.lhs, Mod) and c.lhs.rhs is k and \
+                    isinstance(c.lhs.lhs, ConstVar) and uses.get(c.lhs.lhs) == 1:
+                multiples.add(c.lhs.lhs)
+        d = lhs.lhs
+        for t in d.terms if isinstance(d, Add) else (d,):
+            if isinstance(t, Mul) and isinstance(t.lhs, TermVar) and uses[t.lhs] == 1 and \
+                    t.rhs in multiples:
+                hit = True
+    _NEEDS_MULTIPLE[rule] = hit
     return hit
 
 
@@ -335,6 +496,8 @@ class RuleEngine:
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
+        #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
+        self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -353,36 +516,49 @@ class RuleEngine:
             if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
                 table.setdefault(Add, []).append(r)
             compiled_condition(r)  # once, when the rule base is loaded
+            condition_check(r)
+            guard_for(r)
             _rule_calls(r)
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
                 trace: list[Step] | None) -> Expr | None:
-        for rule in rules:
-            out = self._try(rule, e, bound, trace)
+        for plan in self.applicable(e, rules):
+            out = self._try(plan, e, bound, trace)
             if out is not None:
                 return out
         return None
 
-    def _try(self, rule: Rule, e: Expr, bound: RangeFn, trace: list[Step] | None
+    def applicable(self, e: Expr, rules: Sequence[Rule]) -> list[_Plan]:
+        """The rules of `rules` that may match `e`, in order: a discrimination index keyed by
+        what the structural filters (`_may_match`) look at, so each filter runs once per
+        signature instead of once per term. Dropping a rule here is exact: every filter is a
+        necessary condition for a match or a part of the rule's condition."""
+        key = (id(rules), _signature(e))  # the engine's rule lists live as long as the engine
+        hit = self._index.get(key)
+        if hit is None:
+            hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
+        return hit
+
+    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
-        rhs, lhs = rule.rhs, rule.lhs
-        assert isinstance(rhs, Expr) and isinstance(lhs, Expr)
+        rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
         for candidate in self._decompositions(rule, e):
             if candidate.rejected:
                 continue
             env = candidate.env
+            if guard is not None and not guard.holds(env):
+                continue  # a constant-only part of the condition fails: no interval needed
             try:
-                values = _condition_env(rule, env, bound)
-                if not compiled_condition(rule)(values):
-                    continue
-                # the condition is cheaper than this check, so it comes second
-                if not candidate.is_decomposition(lhs, e):
+                if not check(env, bound):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
+                if out is e:
+                    continue  # (`x * 1` read as `x * c0`: the rule would change nothing)
+                # the most expensive check comes last; it is remembered per proposal
+                if not candidate.is_decomposition(lhs, e):
+                    continue
             except (_NoValue, EvaluationError):
-                continue
-            if out is e:
                 continue
             if trace is not None:
                 trace.append(Step(rule.name, e, out, _justification(rule, env, bound)))
@@ -407,9 +583,7 @@ class RuleEngine:
         hit = self._matches.get(key)
         if hit is not None:
             return hit
-        found: list[_Candidate] = []
-        if _kinds(lhs) & ~_kinds(e) == 0 and _children_fit(lhs, e) and _summands_fit(lhs, e):
-            found = [_Candidate(env) for env in match(lhs, e, split=split)]
+        found = [_Candidate(env) for env in match(lhs, e, split=split)]
         if len(self._matches) > _MATCH_CACHE_LIMIT:
             self._matches.clear()
         self._matches[key] = found
@@ -420,7 +594,8 @@ class RuleEngine:
         for rule in self.constraint_rules.get(type(e), ()):
             lhs, rhs = rule.lhs, rule.rhs
             assert isinstance(lhs, Membership) and isinstance(rhs, Membership)
-            for env in match(lhs.expr, e):
+            for candidate in self._pattern_decompositions(lhs.expr, e):
+                env = candidate.env
                 for env1 in match(lhs.lo, Const(iv.lo), env):
                     for env2 in match(lhs.hi, Const(iv.hi), env1):
                         if not _within_proof(rule, env2):
@@ -447,6 +622,18 @@ class RuleEngine:
                                                **_justification(rule, env2, bound)}))
                         return new_e, new_iv
         return None
+
+
+class _Plan:
+    """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
+
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check")
+
+    def __init__(self, rule: Rule) -> None:
+        assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
+        self.rule, self.lhs, self.rhs = rule, rule.lhs, rule.rhs
+        self.guard = guard_for(rule)
+        self.check = condition_check(rule)
 
 
 class _Candidate:
@@ -504,11 +691,16 @@ class _ExprSimplifier:
     #: the trials: a term whose simplification ran a trial is not shared across calls (a
     #: trial's guard makes its inner results depend on the order of work).
     trials: list[int] = field(default_factory=lambda: [0])
+    #: Interval arithmetic's ranges of subterms under `bounds` (before any constraint), shared
+    #: by every `bound` call: a candidate remainder is new, its summands are not.
+    raw_ranges: dict[Expr, Interval] = field(default_factory=dict)
+    #: `_shared_key` of the terms seen so far.
+    keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
         if hit is None:
-            hit = range_of(e, self.bounds)
+            hit = range_of(e, self.bounds, self.raw_ranges)
             extra = self.constraints.get(e)
             if extra is not None:
                 hit = hit.intersect(extra)
@@ -527,7 +719,14 @@ class _ExprSimplifier:
         play; hash-consing makes the key cheap)."""
         if self.constraints or self.trace is not None:
             return None
-        return (e, self.root_first, *((v, self.bounds[v]) for v in _variables(e)))
+        hit = self.keys.get(e)
+        if hit is None:  # flat ints: hashing an Interval runs Python code, hashing ints does not
+            parts: list[object] = [e, self.root_first]
+            for v in e.variable_set():  # one set per term, so one order per term: no sort
+                iv = self.bounds[v]
+                parts += (iv.lo, iv.hi)
+            hit = self.keys[e] = tuple(parts)
+        return hit
 
     def _rewrite(self, node: Expr, rules: Sequence[Rule], trace: list[Step] | None
                  ) -> Expr | None:
@@ -570,7 +769,7 @@ class _ExprSimplifier:
         node = self._rewrite_to_fixpoint(node, fuel)
         written = canon(e)
         if self.root_first and isinstance(written, Add) and written is not first and \
-                _kinds(node) & _DIV_BITS:
+                kinds(node) & _DIV_BITS:
             node = self._root_first(written, node, fuel)
         self.memo[e] = self.memo[first] = self.memo[node] = node
         return node
@@ -605,7 +804,8 @@ class _ExprSimplifier:
         self.memo[written] = bottom_up  # the trial must not re-enter this sum
         self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial, self.memo,
-                              self.ranges, self.root_first, self.trials)
+                              self.ranges, self.root_first, self.trials,
+                              raw_ranges=self.raw_ranges)
         alternative = sub.simplify(node, fuel)
         if _cost(alternative) < _cost(bottom_up):
             if self.trace is not None and trial is not None:
@@ -618,7 +818,7 @@ class _ExprSimplifier:
         divisions: expand, simplify, and keep the outcome only if it is smaller. One-shot, so
         the expansion phase cannot cycle."""
         expansions = self.engine.expansions.get(Mod, ())
-        if not expansions or not laws.ON.canonical_sums:
+        if not expansions or not laws.ON.canonical_sums or not kinds(node) & KIND_BITS[Mod]:
             return None  # rebuilding the sum from its linear form relies on those laws
         coeffs, constant = linear_form(node)
         mods = [b for b in coeffs if isinstance(b, Mod)]
@@ -633,7 +833,8 @@ class _ExprSimplifier:
         total = canon(add(*(mul(x, c) for x, c in expanded.items()), constant))
         self.trials[0] += 1
         sub = _ExprSimplifier(self.engine, self.bounds, self.constraints, trial_trace,
-                              self.memo, self.ranges, self.root_first, self.trials)
+                              self.memo, self.ranges, self.root_first, self.trials,
+                              raw_ranges=self.raw_ranges)
         self.memo[node] = node  # do not re-enter this trial on the same sum (reset by caller)
         result = sub.simplify(total, fuel)
         if result.size < node.size:
@@ -707,11 +908,14 @@ class Simplifier:
             return m
         for _ in range(8):  # tightened bounds can make points, points simplify constraints
             before = m
-            m = self._constraints_to_fixpoint(m, trace)
+            m, settled = self._constraints_to_fixpoint(m, trace)
             if m.is_known_empty:
                 return m
+            fixed = m
             if point_dims == "replace":
                 m = self._replace_point_dims(m)
+            if m is fixed and settled:
+                break  # another round would reach this same fixpoint again
             if m == before:
                 break
         simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
@@ -723,7 +927,10 @@ class Simplifier:
         return out
 
     # constraints
-    def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
+    def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None
+                                 ) -> tuple[IndexingMap, bool]:
+        """The constraints simplified until a round changes nothing (True), or as far as 32
+        rounds go (False)."""
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
@@ -739,15 +946,15 @@ class Simplifier:
                 if not r.is_empty and iv2.contains(r):
                     continue  # always satisfied
                 if r.intersect(iv2).is_empty and not r.is_empty:
-                    return new.replace(is_known_empty=True)
+                    return new.replace(is_known_empty=True), True
                 new = new.add_constraint(e2, iv2)
                 if new.is_known_empty:
-                    return new
+                    return new, True
             new = self._merge_mod_constraints(new, trace)
             if new.is_known_empty or new == before:
-                return new
+                return new, True
             m = new
-        return m
+        return m, False
 
     def _merge_mod_constraints(self, m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
         """`x mod a in [i, i]` and `x mod b in [j, j]` become one constraint modulo lcm(a, b)

@@ -21,11 +21,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 from math import gcd
 
-from ..canonical import canon, from_linear, linear_form
-from ..expr import Add, Binary, Const, Expr, Max, Min, Mul
+from .. import laws
+from ..canonical import canon, from_linear, linear_form, order_key
+from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
+
+KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
+_KINDS: dict[Expr, int] = {}
+
+
+def kinds(e: Expr) -> int:
+    """Bit set of the division and min/max operators occurring in `e` (a cheap necessary
+    condition for a pattern to match: the matcher never invents these operators)."""
+    hit = _KINDS.get(e)
+    if hit is None:
+        hit = KIND_BITS.get(type(e), 0)
+        for c in e.children:
+            hit |= kinds(c)
+        _KINDS[e] = hit
+    return hit
+
 
 #: Cap on the candidate factors tried for a group (keeps matching linear in practice).
 _MAX_FACTORS = 12
@@ -177,14 +194,35 @@ _CACHE_LIMIT = 100_000
 
 
 def _expr(terms: Terms) -> Expr:
+    """`from_linear` of the terms, with each scaled term taken from a cache: the remainders the
+    matcher proposes for one sum share most of their terms."""
     key = frozenset(terms.items())
     hit = _SUMS.get(key)
     if hit is None:
+        parts = sorted((_product(b, c) for b, c in terms.items() if b is not _ONE and c),
+                       key=order_key)
         constant = terms.get(_ONE, 0)
-        hit = from_linear({k: v for k, v in terms.items() if k is not _ONE}, constant)
+        if constant:
+            parts.append(Const(constant))
+        hit = Const(0) if not parts else parts[0] if len(parts) == 1 else Add(parts)
         if len(_SUMS) > _CACHE_LIMIT:
             _SUMS.clear()
         _SUMS[key] = hit
+    return hit
+
+
+_PRODUCTS: dict[tuple[Expr, int], Expr] = {}
+for _cache in (_SUMS, _SCALED, _PRODUCTS):
+    laws.on_change(_cache.clear)  # built under other proven laws
+
+
+def _product(base: Expr, coeff: int) -> Expr:
+    """`mul(base, coeff)`, remembered."""
+    hit = _PRODUCTS.get((base, coeff))
+    if hit is None:
+        if len(_PRODUCTS) > _CACHE_LIMIT:
+            _PRODUCTS.clear()
+        hit = _PRODUCTS[base, coeff] = mul(base, coeff)
     return hit
 
 
@@ -218,6 +256,7 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
 #: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
 #: the divisor, and its matches do not depend on which. Bindings are never mutated.
 _SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = {}
+laws.on_change(_SUM_MATCHES.clear)
 
 
 def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
@@ -245,12 +284,16 @@ def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bin
         yield {**b, first: _expr(remaining)}  # the rest of the sum, possibly 0
         return
     seen: set[tuple[frozenset[tuple[Expr, int]], frozenset[tuple[Expr, Expr]]]] = set()
+    last = rest[0] if len(rest) == 1 and isinstance(rest[0], TermVar) else None
     for b1, left in _candidates(first, remaining, b):
         sig = (frozenset(left.items()), frozenset(b1.items()))
         if sig in seen:
             continue
         seen.add(sig)
-        yield from _assign(rest, left, b1)
+        if last is not None and last not in b1:
+            yield {**b1, last: _expr(left)}  # what `_assign([last], left, b1)` gives
+        else:
+            yield from _assign(rest, left, b1)
 
 
 def _without(remaining: Terms, base: Expr, coeff: int) -> Terms | None:
@@ -299,10 +342,24 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
                 yield b1, left_over
         return
     # one term of the sum
+    need = kinds(p)
+    scaled_var = isinstance(p, Mul) and isinstance(p.lhs, TermVar) and \
+        isinstance(p.rhs, ConstVar) and p.lhs not in b and p.rhs not in b
     for base, coeff in remaining.items():
+        if need & ~kinds(base):
+            continue  # p has an operator the term lacks
         term = _scaled(base, coeff)
         left = dict(remaining)
         del left[base]
+        if scaled_var and not isinstance(term, Add):
+            # `x * c0` with both free, what `_match_product` gives, without its generators:
+            # `t * k` binds (t, k); any other term binds itself with the implicit 1
+            assert isinstance(p, Mul)
+            if isinstance(term, Mul) and isinstance(term.rhs, Const):
+                yield {**b, p.lhs: term.lhs, p.rhs: term.rhs}, left
+            else:
+                yield {**b, p.rhs: _ONE, p.lhs: term}, left
+            continue
         for b1 in _match(p, term, b):
             yield b1, left
     # a group of terms sharing a factor, for `x * c0`
