@@ -62,7 +62,50 @@ def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bo
             yield from _match_split(pattern, e, dict(bindings))
         else:
             yield from _split_matches(pattern, e)
+    if not bindings and _is_rigid(pattern):
+        env: Bindings = {}
+        if _match_rigid(pattern, e, env):
+            yield env
+        return
     yield from _match(pattern, e, dict(bindings or {}))
+
+
+_RIGID_PATTERNS: dict[Expr, bool] = {}
+
+
+def _is_rigid(p: Expr) -> bool:
+    """Patterns of divisions and mods over variables and constants (`(x floordiv c0) mod c1`):
+    they match at most one way, which `_match_rigid` finds without generators."""
+    hit = _RIGID_PATTERNS.get(p)
+    if hit is None:
+        hit = _RIGID_PATTERNS[p] = isinstance(p, (FloorDiv, Mod, CeilDiv)) and all(
+            isinstance(n, (FloorDiv, Mod, CeilDiv, TermVar, ConstVar, Const)) for n in p.walk())
+    return hit
+
+
+def _match_rigid(p: Expr, e: Expr, b: Bindings) -> bool:
+    """What `_match` yields for a rigid pattern (`_is_rigid`): `b` extended in place, in the
+    same order (left operand first), or False."""
+    if isinstance(p, TermVar):
+        bound = b.get(p)
+        if bound is None:
+            b[p] = e
+            return True
+        return canon(bound) is e
+    if isinstance(p, ConstVar):
+        if not isinstance(e, Const):
+            return False
+        bound = b.get(p)
+        if bound is None:
+            b[p] = e
+            return True
+        return bound is e
+    if isinstance(p, Const):
+        return p is e
+    if type(p) is not type(e):
+        return False
+    assert isinstance(p, Binary) and isinstance(e, Binary)
+    return _match_rigid(p.lhs, e.lhs, b) and _match_rigid(p.rhs, e.rhs, b)
 
 
 #: `_match_split` with nothing bound, by (dividend pattern, divisor pattern, dividend,
@@ -293,7 +336,7 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
     hit = _SUM_MATCHES.get((p, e))
     if hit is None:
         shape = _scaled_plus_rest(p)
-        hit = None if shape is None else _assign_scaled_plus_rest(*shape, _terms(e))
+        hit = None if shape is None else _assign_scaled_plus_rest(*shape, _terms(e), e)
         if hit is None and _repeats_dividend(p) and not _has_repeated_dividend(e):
             hit = []
         if hit is None:
@@ -360,14 +403,45 @@ def _scaled_plus_rest(p: Add) -> tuple[TermVar, ConstVar, TermVar] | None:
     return shape
 
 
-def _assign_scaled_plus_rest(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms
+def _summands_in_order(remaining: Terms, e: Expr) -> tuple[Expr, ...] | None:
+    """`e`'s summands when `e` is exactly what `_expr(remaining)` builds: the scaled terms in
+    the order of `remaining`, strictly increasing in `order_key`, then the constant (as
+    `linear_form` lists it, last). Then `_expr` of `remaining` without its i-th term is the
+    sum of the other summands (a sorted list stays sorted when one element goes)."""
+    if not isinstance(e, Add) or len(e.terms) != len(remaining):
+        return None
+    terms = e.terms
+    previous = None
+    for t, (base, coeff) in zip(terms, remaining.items()):
+        if base is _ONE:
+            if t is not terms[-1] or not (isinstance(t, Const) and t.value == coeff):
+                return None
+            continue
+        if t is not _product(base, coeff):
+            return None
+        key = order_key(t)
+        if previous is not None and not previous < key:
+            return None
+        previous = key
+    return terms
+
+
+def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
+    rest = summands[:i] + summands[i + 1:]
+    return rest[0] if len(rest) == 1 else Add(rest)
+
+
+def _assign_scaled_plus_rest(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
                              ) -> list[Bindings] | None:
     """What `_assign(_order([x * c, y], {}), remaining, {})` yields, in the same order, without
     its generators: `x * c` takes one term (or a group sharing a factor), `y` the rest. None
-    when a term is itself a sum (left to the general matcher)."""
+    when a term is itself a sum (left to the general matcher). `remaining` are the terms of
+    `e`; when `e` is the sum `_expr` would build from them, the rest after one term is `e`'s
+    other summands, in the same order (`_without_term`)."""
     out: list[Bindings] = []
     seen = []
-    for base, coeff in remaining.items():
+    summands = _summands_in_order(remaining, e)
+    for i, (base, coeff) in enumerate(remaining.items()):
         term = _scaled(base, coeff)
         if isinstance(term, Add):
             return None
@@ -378,7 +452,7 @@ def _assign_scaled_plus_rest(x: TermVar, c: ConstVar, y: TermVar, remaining: Ter
         else:
             b1 = {c: _ONE, x: term}
         seen.append((left, b1))
-        out.append({**b1, y: _expr(left)})
+        out.append({**b1, y: _expr(left) if summands is None else _without_term(summands, i)})
     groups = _factor_groups(remaining)
     if not groups:
         return out
