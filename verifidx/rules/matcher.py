@@ -351,18 +351,24 @@ _REPEATS: dict[Add, bool] = {}
 
 
 def _repeats_dividend(p: Add) -> bool:
-    """True when a summand of the pattern is `x` or `x * c` and x is the dividend of a
-    division or mod inside another summand (`x * c1 + (x floordiv c0) * c2 + y`). The rigid
-    summands come first (`_order`), so x is then bound to the dividend D of a division node
-    of the sum, and `x * c` takes a multiple of D from the other terms: every base of D (its
-    constant included) must be a term of the sum."""
+    """True when a summand of the pattern is `x` or `x * c`, and x occurs in the other
+    summands only as the dividend of a division or mod, at least once
+    (`x * c1 + (x floordiv c0) * c2 + y`). Those summands are structured and come first
+    (`_order`), so x is bound to the dividend D of a division node of the sum, and `x * c`
+    then takes a multiple of D from the other terms: every base of D (its constant included)
+    must be a term of the sum."""
     hit = _REPEATS.get(p)
     if hit is None:
-        dividends = {n.lhs for t in p.terms for n in t.walk()  # type: ignore[attr-defined]
-                     if isinstance(n, (FloorDiv, Mod, CeilDiv)) and isinstance(n.lhs, TermVar)}
-        hit = any((t if isinstance(t, TermVar) else t.lhs) in dividends for t in p.terms
-                  if isinstance(t, TermVar) or (isinstance(t, Mul) and isinstance(t.lhs, TermVar)
-                                                and _is_const_pattern(t.rhs)))
+        hit = False
+        bare = [t if isinstance(t, TermVar) else t.lhs for t in p.terms  # type: ignore[attr-defined]
+                if isinstance(t, TermVar) or (isinstance(t, Mul) and isinstance(t.lhs, TermVar)
+                                              and _is_const_pattern(t.rhs))]
+        for x in bare:
+            others = [t for t in p.terms if t is not x and not (isinstance(t, Mul) and t.lhs is x)]
+            uses = sum(1 for t in others for n in t.walk() if n is x)
+            as_dividend = sum(1 for t in others for n in t.walk()
+                              if isinstance(n, (FloorDiv, Mod, CeilDiv)) and n.lhs is x)
+            hit = hit or uses == as_dividend > 0
         _REPEATS[p] = hit
     return hit
 
