@@ -35,13 +35,14 @@ _x, _c0, _c1 = TermVar("x"), ConstVar("c0"), ConstVar("c1")
 #: Plus shapes with a repeated variable, which the rule base does not have today.
 RIGID = [p for p in PATTERNS if m._is_rigid(p)] + [
     Mod(FloorDiv(_x, _c0), _c0), Mod(FloorDiv(_x, _c1), Const(3))]
+SCALED_DIVISIONS = [p for p in PATTERNS if m._scaled_division(p) is not None]
 SPLIT = [p for p in PATTERNS if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Add)]
 
 terms = st.one_of(quasi_affine(), expressions(num_dims=3, num_syms=1, max_leaves=10))
 
 
 def test_the_rule_base_has_each_shape() -> None:
-    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT
+    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS
 
 
 def _general_sum(p: Add, e: Expr) -> list[dict[Expr, Expr]]:
@@ -73,12 +74,16 @@ def test_repeated_dividend_filter_drops_only_sums_without_matches(e: Expr) -> No
 @given(terms, st.sampled_from([2, 3, 4, 8, -3]))
 def test_rigid_and_split_matches_are_the_general_ones(e: Expr, k: int) -> None:
     candidates = [canon(e), canon(e // k), canon(e % abs(k)), canon((e // k) % 3),
-                  canon((e % 8) // 2)]
+                  canon((e % 8) // 2), canon((e * 6) // k), canon((e * 4 + 2) % 8)]
     for c in candidates:
         for p in RIGID:
             env: dict[Expr, Expr] = {}
             fast = [env] if m._match_rigid(p, c, env) else []
-            assert fast == list(m._match(p, c, {}))
+            assert [list(b.items()) for b in fast] == [list(b.items()) for b in m._match(p, c, {})]
+        for p in SCALED_DIVISIONS:
+            fast = m._match_scaled_division(*m._scaled_division(p), c)  # type: ignore[misc]
+            assert [list(b.items()) for b in fast] == \
+                [list(b.items()) for b in m._match(p, c, {})]
         for p in SPLIT:
             assert isinstance(p, Binary)
             assert m._split_matches(p, c) == list(m._match_split(p, c, {}))

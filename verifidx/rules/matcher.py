@@ -67,7 +67,54 @@ def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bo
         if _match_rigid(pattern, e, env):
             yield env
         return
+    scaled = None if bindings else _scaled_division(pattern)
+    if scaled is not None:
+        yield from _match_scaled_division(*scaled, e)
+        return
     yield from _match(pattern, e, dict(bindings or {}))
+
+
+_SCALED_DIVISIONS: dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None] = {}
+
+
+def _scaled_division(p: Expr) -> tuple[type, TermVar, ConstVar, ConstVar] | None:
+    """(operator, x, c0, c1) when the pattern is `(x * c0) op c1` with distinct variables."""
+    if p in _SCALED_DIVISIONS:
+        return _SCALED_DIVISIONS[p]
+    hit = None
+    if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Mul) and \
+            isinstance(p.lhs.lhs, TermVar) and isinstance(p.lhs.rhs, ConstVar) and \
+            isinstance(p.rhs, ConstVar) and p.rhs is not p.lhs.rhs:
+        hit = (type(p), p.lhs.lhs, p.lhs.rhs, p.rhs)
+    _SCALED_DIVISIONS[p] = hit
+    return hit
+
+
+def _match_scaled_division(op: type, x: TermVar, c0: ConstVar, c1: ConstVar, e: Expr
+                           ) -> list[Bindings]:
+    """What `_match` yields for `(x * c0) op c1` (`_scaled_division`), in the same order: the
+    dividend as a product `t * k`, as `t * 1`, or as a sum with a common factor (see
+    `_match_product`), each with c1 bound to the divisor."""
+    if type(e) is not op:
+        return []
+    assert isinstance(e, Binary)
+    dividend, divisor = e.lhs, e.rhs
+    if not isinstance(divisor, Const):
+        return []
+    found: list[Bindings] = []
+    product = isinstance(dividend, Mul) and isinstance(dividend.rhs, Const)
+    if product:
+        assert isinstance(dividend, Mul)
+        found.append({x: dividend.lhs, c0: dividend.rhs})
+    else:
+        found.append({c0: _ONE, x: dividend})
+    if isinstance(dividend, Add):
+        coeffs, constant = linear_form(dividend)
+        g = gcd(*coeffs.values(), constant) if coeffs else 0
+        if g > 1:
+            inner = from_linear({k: v // g for k, v in coeffs.items()}, constant // g)
+            found.append({c0: Const(g), x: inner})
+    return [{**b, c1: divisor} for b in found]
 
 
 _RIGID_PATTERNS: dict[Expr, bool] = {}
