@@ -44,6 +44,9 @@ def kinds(e: Expr) -> int:
     return hit
 
 
+#: Operators a pattern node matches only at a node of the same type (never at a sum).
+_RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+
 #: Cap on the candidate factors tried for a group (keeps matching linear in practice).
 _MAX_FACTORS = 12
 
@@ -55,8 +58,120 @@ def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bo
     quotient and remainder (see `_split_dividend`)."""
     e = canon(expr)
     if split:
-        yield from _match_split(pattern, e, dict(bindings or {}))
+        if bindings:
+            yield from _match_split(pattern, e, dict(bindings))
+        else:
+            yield from _split_matches(pattern, e)
+    if not bindings and _is_rigid(pattern):
+        env: Bindings = {}
+        if _match_rigid(pattern, e, env):
+            yield env
+        return
+    scaled = None if bindings else _scaled_division(pattern)
+    if scaled is not None:
+        yield from _match_scaled_division(*scaled, e)
+        return
     yield from _match(pattern, e, dict(bindings or {}))
+
+
+_SCALED_DIVISIONS: dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None] = {}
+
+
+def _scaled_division(p: Expr) -> tuple[type, TermVar, ConstVar, ConstVar] | None:
+    """(operator, x, c0, c1) when the pattern is `(x * c0) op c1` with distinct variables."""
+    if p in _SCALED_DIVISIONS:
+        return _SCALED_DIVISIONS[p]
+    hit = None
+    if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Mul) and \
+            isinstance(p.lhs.lhs, TermVar) and isinstance(p.lhs.rhs, ConstVar) and \
+            isinstance(p.rhs, ConstVar) and p.rhs is not p.lhs.rhs:
+        hit = (type(p), p.lhs.lhs, p.lhs.rhs, p.rhs)
+    _SCALED_DIVISIONS[p] = hit
+    return hit
+
+
+def _match_scaled_division(op: type, x: TermVar, c0: ConstVar, c1: ConstVar, e: Expr
+                           ) -> list[Bindings]:
+    """What `_match` yields for `(x * c0) op c1` (`_scaled_division`), in the same order: the
+    dividend as a product `t * k`, as `t * 1`, or as a sum with a common factor (see
+    `_match_product`), each with c1 bound to the divisor."""
+    if type(e) is not op:
+        return []
+    assert isinstance(e, Binary)
+    dividend, divisor = e.lhs, e.rhs
+    if not isinstance(divisor, Const):
+        return []
+    found: list[Bindings] = []
+    product = isinstance(dividend, Mul) and isinstance(dividend.rhs, Const)
+    if product:
+        assert isinstance(dividend, Mul)
+        found.append({x: dividend.lhs, c0: dividend.rhs})
+    else:
+        found.append({c0: _ONE, x: dividend})
+    if isinstance(dividend, Add):
+        coeffs, constant = linear_form(dividend)
+        g = gcd(*coeffs.values(), constant) if coeffs else 0
+        if g > 1:
+            inner = from_linear({k: v // g for k, v in coeffs.items()}, constant // g)
+            found.append({c0: Const(g), x: inner})
+    return [{**b, c1: divisor} for b in found]
+
+
+_RIGID_PATTERNS: dict[Expr, bool] = {}
+
+
+def _is_rigid(p: Expr) -> bool:
+    """Patterns of divisions and mods over variables and constants (`(x floordiv c0) mod c1`):
+    they match at most one way, which `_match_rigid` finds without generators."""
+    hit = _RIGID_PATTERNS.get(p)
+    if hit is None:
+        hit = _RIGID_PATTERNS[p] = isinstance(p, (FloorDiv, Mod, CeilDiv)) and all(
+            isinstance(n, (FloorDiv, Mod, CeilDiv, TermVar, ConstVar, Const)) for n in p.walk())
+    return hit
+
+
+def _match_rigid(p: Expr, e: Expr, b: Bindings) -> bool:
+    """What `_match` yields for a rigid pattern (`_is_rigid`): `b` extended in place, in the
+    same order (left operand first), or False."""
+    if isinstance(p, TermVar):
+        bound = b.get(p)
+        if bound is None:
+            b[p] = e
+            return True
+        return canon(bound) is e
+    if isinstance(p, ConstVar):
+        if not isinstance(e, Const):
+            return False
+        bound = b.get(p)
+        if bound is None:
+            b[p] = e
+            return True
+        return bound is e
+    if isinstance(p, Const):
+        return p is e
+    if type(p) is not type(e):
+        return False
+    assert isinstance(p, Binary) and isinstance(e, Binary)
+    return _match_rigid(p.lhs, e.lhs, b) and _match_rigid(p.rhs, e.rhs, b)
+
+
+#: `_match_split` with nothing bound, by (dividend pattern, divisor pattern, dividend,
+#: divisor): `(x * c0 + y) floordiv c0` and `(x * c0 + y) mod c0` split a dividend the same
+#: way, so `S floordiv k` and `S mod k` share the work. Bindings are never mutated.
+_SPLIT_MATCHES: dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]] = {}
+
+
+def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
+    if not (isinstance(p, Binary) and type(p) is type(e)):
+        return []
+    key = (p.lhs, p.rhs, e.lhs, e.rhs)  # type: ignore[attr-defined]
+    hit = _SPLIT_MATCHES.get(key)
+    if hit is None:
+        hit = list(_match_split(p, e, {}))
+        if len(_SPLIT_MATCHES) > _CACHE_LIMIT:
+            _SPLIT_MATCHES.clear()
+        _SPLIT_MATCHES[key] = hit
+    return hit
 
 
 def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
@@ -166,6 +281,8 @@ def _match_product(p: Mul, e: Expr, b: Bindings) -> Iterator[Bindings]:
     if isinstance(p.rhs, ConstVar) and isinstance(e, Add):
         # a common factor: 4*a + 8*b == (a + 2*b) * 4
         coeffs, constant = linear_form(e)
+        if isinstance(p.lhs, _RIGID) and len(coeffs) + (constant != 0) > 1:
+            return  # `inner` would be a sum, which a division or min/max never matches
         g = gcd(*coeffs.values(), constant) if coeffs else 0
         if g > 1:
             inner = from_linear({k: v // g for k, v in coeffs.items()}, constant // g)
@@ -212,7 +329,7 @@ def _expr(terms: Terms) -> Expr:
 
 
 _PRODUCTS: dict[tuple[Expr, int], Expr] = {}
-for _cache in (_SUMS, _SCALED, _PRODUCTS):
+for _cache in (_SUMS, _SCALED, _PRODUCTS, _SPLIT_MATCHES):
     laws.on_change(_cache.clear)  # built under other proven laws
 
 
@@ -265,11 +382,144 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
         return
     hit = _SUM_MATCHES.get((p, e))
     if hit is None:
-        hit = list(_assign(_order(p.terms, b), _terms(e), b))
+        shape = _scaled_plus_rest(p)
+        hit = None if shape is None else _assign_scaled_plus_rest(*shape, _terms(e), e)
+        if hit is None and _repeats_dividend(p) and not _has_repeated_dividend(e):
+            hit = []
+        if hit is None:
+            hit = list(_assign(_order(p.terms, b), _terms(e), b))
         if len(_SUM_MATCHES) > _CACHE_LIMIT:
             _SUM_MATCHES.clear()
         _SUM_MATCHES[p, e] = hit
     yield from hit
+
+
+_REPEATS: dict[Add, bool] = {}
+
+
+def _repeats_dividend(p: Add) -> bool:
+    """True when a summand of the pattern is `x` or `x * c`, and x occurs in the other
+    summands only as the dividend of a division or mod, at least once
+    (`x * c1 + (x floordiv c0) * c2 + y`). Those summands are structured and come first
+    (`_order`), so x is bound to the dividend D of a division node of the sum, and `x * c`
+    then takes a multiple of D from the other terms: every base of D (its constant included)
+    must be a term of the sum."""
+    hit = _REPEATS.get(p)
+    if hit is None:
+        hit = False
+        bare = [t if isinstance(t, TermVar) else t.lhs for t in p.terms  # type: ignore[attr-defined]
+                if isinstance(t, TermVar) or (isinstance(t, Mul) and isinstance(t.lhs, TermVar)
+                                              and _is_const_pattern(t.rhs))]
+        for x in bare:
+            others = [t for t in p.terms if t is not x and not (isinstance(t, Mul) and t.lhs is x)]
+            uses = sum(1 for t in others for n in t.walk() if n is x)
+            as_dividend = sum(1 for t in others for n in t.walk()
+                              if isinstance(n, (FloorDiv, Mod, CeilDiv)) and n.lhs is x)
+            hit = hit or uses == as_dividend > 0
+        _REPEATS[p] = hit
+    return hit
+
+
+_REPEATED: dict[Expr, bool] = {}
+laws.on_change(_REPEATED.clear)
+
+
+def _has_repeated_dividend(e: Expr) -> bool:
+    """Whether some division or mod inside a term of the sum `e` has a dividend whose bases
+    (constant included) are all terms of `e`: what `_repeats_dividend` patterns need."""
+    hit = _REPEATED.get(e)
+    if hit is None:
+        terms = _terms(e)
+        hit = any(all(base in terms for base in _terms(n.lhs))  # type: ignore[attr-defined]
+                  for t in terms for n in t.walk() if isinstance(n, (FloorDiv, Mod, CeilDiv)))
+        if len(_REPEATED) > _CACHE_LIMIT:
+            _REPEATED.clear()
+        _REPEATED[e] = hit
+    return hit
+
+
+_SHAPES: dict[Add, tuple[TermVar, ConstVar, TermVar] | None] = {}
+
+
+def _scaled_plus_rest(p: Add) -> tuple[TermVar, ConstVar, TermVar] | None:
+    """(x, c0, y) when the sum pattern is `x * c0 + y` (distinct variables), the dividend of
+    most division rules; None otherwise."""
+    if p in _SHAPES:
+        return _SHAPES[p]
+    shape = None
+    if len(p.terms) == 2:
+        for s, r in (p.terms, p.terms[::-1]):
+            if isinstance(s, Mul) and isinstance(s.lhs, TermVar) and \
+                    isinstance(s.rhs, ConstVar) and isinstance(r, TermVar) and r is not s.lhs:
+                shape = (s.lhs, s.rhs, r)
+    _SHAPES[p] = shape
+    return shape
+
+
+def _summands_in_order(remaining: Terms, e: Expr) -> tuple[Expr, ...] | None:
+    """`e`'s summands when `e` is exactly what `_expr(remaining)` builds: the scaled terms in
+    the order of `remaining`, strictly increasing in `order_key`, then the constant (as
+    `linear_form` lists it, last). Then `_expr` of `remaining` without its i-th term is the
+    sum of the other summands (a sorted list stays sorted when one element goes)."""
+    if not isinstance(e, Add) or len(e.terms) != len(remaining):
+        return None
+    terms = e.terms
+    previous = None
+    for t, (base, coeff) in zip(terms, remaining.items()):
+        if base is _ONE:
+            if t is not terms[-1] or not (isinstance(t, Const) and t.value == coeff):
+                return None
+            continue
+        if t is not _product(base, coeff):
+            return None
+        key = order_key(t)
+        if previous is not None and not previous < key:
+            return None
+        previous = key
+    return terms
+
+
+def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
+    rest = summands[:i] + summands[i + 1:]
+    return rest[0] if len(rest) == 1 else Add(rest)
+
+
+def _assign_scaled_plus_rest(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
+                             ) -> list[Bindings] | None:
+    """What `_assign(_order([x * c, y], {}), remaining, {})` yields, in the same order, without
+    its generators: `x * c` takes one term (or a group sharing a factor), `y` the rest. None
+    when a term is itself a sum (left to the general matcher). `remaining` are the terms of
+    `e`; when `e` is the sum `_expr` would build from them, the rest after one term is `e`'s
+    other summands, in the same order (`_without_term`)."""
+    out: list[Bindings] = []
+    seen = []
+    summands = _summands_in_order(remaining, e)
+    for i, (base, coeff) in enumerate(remaining.items()):
+        term = _scaled(base, coeff)
+        if isinstance(term, Add):
+            return None
+        left = dict(remaining)
+        del left[base]
+        if isinstance(term, Mul) and isinstance(term.rhs, Const):
+            b1: Bindings = {x: term.lhs, c: term.rhs}
+        else:
+            b1 = {c: _ONE, x: term}
+        seen.append((left, b1))
+        out.append({**b1, y: _expr(left) if summands is None else _without_term(summands, i)})
+    groups = _factor_groups(remaining)
+    if not groups:
+        return out
+    sigs = {(frozenset(left.items()), frozenset(b1.items())) for left, b1 in seen}
+    for g, group in groups:
+        inner = _expr({k: v // g for k, v in group.items()})
+        left = {k: v for k, v in remaining.items() if k not in group}
+        b1 = {c: Const(g), x: inner}
+        sig = (frozenset(left.items()), frozenset(b1.items()))
+        if sig in sigs:
+            continue
+        sigs.add(sig)
+        out.append({**b1, y: _expr(left)})
+    return out
 
 
 def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
@@ -364,7 +614,10 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
             yield b1, left
     # a group of terms sharing a factor, for `x * c0`
     if isinstance(p, Mul) and isinstance(p.rhs, ConstVar) and p.rhs not in b:
+        rigid = isinstance(p.lhs, _RIGID)
         for g, group in _factor_groups(remaining):
+            if rigid and len(group) > 1:
+                continue  # `inner` would be a sum, which a division or min/max never matches
             inner = _expr({k: v // g for k, v in group.items()})
             left = {k: v for k, v in remaining.items() if k not in group}
             for b1 in _match(p.rhs, Const(g), b):

@@ -1,0 +1,89 @@
+"""The matcher's fast paths propose exactly what its general search proposes, in the same order.
+
+The engine takes the first proposal a rule accepts, so a fast path that changed the order (or
+dropped a proposal) would change results. Oracle: the general generators of
+`verifidx.rules.matcher` (`_assign` over `_order`, `_match_split`, `_match`), called directly on
+the left sides of the rule base and on generated expressions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import expressions, quasi_affine
+
+from verifidx.canonical import canon
+from verifidx.expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Mod
+from verifidx.rules import matcher as m
+from verifidx.rules.model import ConstVar, TermVar
+from verifidx.simplifier import default_simplifier
+
+
+def _patterns() -> list[Expr]:
+    out: dict[Expr, None] = {}
+    for rule in default_simplifier().engine.rules:
+        if isinstance(rule.lhs, Expr):
+            for node in rule.lhs.walk():
+                out[node] = None
+    return list(out)
+
+
+PATTERNS = _patterns()
+SUMS = [p for p in PATTERNS if isinstance(p, Add)]
+SCALED_PLUS_REST = [p for p in SUMS if m._scaled_plus_rest(p) is not None]
+REPEATS = [p for p in SUMS if m._repeats_dividend(p)]
+_x, _c0, _c1 = TermVar("x"), ConstVar("c0"), ConstVar("c1")
+#: Plus shapes with a repeated variable, which the rule base does not have today.
+RIGID = [p for p in PATTERNS if m._is_rigid(p)] + [
+    Mod(FloorDiv(_x, _c0), _c0), Mod(FloorDiv(_x, _c1), Const(3))]
+SCALED_DIVISIONS = [p for p in PATTERNS if m._scaled_division(p) is not None]
+SPLIT = [p for p in PATTERNS if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Add)]
+
+terms = st.one_of(quasi_affine(), expressions(num_dims=3, num_syms=1, max_leaves=10))
+
+
+def test_the_rule_base_has_each_shape() -> None:
+    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS
+
+
+def _general_sum(p: Add, e: Expr) -> list[dict[Expr, Expr]]:
+    return list(m._assign(m._order(p.terms, {}), m._terms(e), {}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms)
+def test_scaled_plus_rest_is_the_general_assignment(e: Expr) -> None:
+    e = canon(e)
+    for p in SCALED_PLUS_REST:
+        fast = m._assign_scaled_plus_rest(*m._scaled_plus_rest(p), m._terms(e), e)  # type: ignore[misc]
+        if fast is not None:
+            assert fast == _general_sum(p, e)
+            assert [list(b) for b in fast] == [list(b) for b in _general_sum(p, e)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms)
+def test_repeated_dividend_filter_drops_only_sums_without_matches(e: Expr) -> None:
+    e = canon(e)
+    if m._has_repeated_dividend(e):
+        return
+    for p in REPEATS:
+        assert _general_sum(p, e) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms, st.sampled_from([2, 3, 4, 8, -3]))
+def test_rigid_and_split_matches_are_the_general_ones(e: Expr, k: int) -> None:
+    candidates = [canon(e), canon(e // k), canon(e % abs(k)), canon((e // k) % 3),
+                  canon((e % 8) // 2), canon((e * 6) // k), canon((e * 4 + 2) % 8)]
+    for c in candidates:
+        for p in RIGID:
+            env: dict[Expr, Expr] = {}
+            fast = [env] if m._match_rigid(p, c, env) else []
+            assert [list(b.items()) for b in fast] == [list(b.items()) for b in m._match(p, c, {})]
+        for p in SCALED_DIVISIONS:
+            fast = m._match_scaled_division(*m._scaled_division(p), c)  # type: ignore[misc]
+            assert [list(b.items()) for b in fast] == \
+                [list(b.items()) for b in m._match(p, c, {})]
+        for p in SPLIT:
+            assert isinstance(p, Binary)
+            assert m._split_matches(p, c) == list(m._match_split(p, c, {}))
