@@ -141,9 +141,12 @@ def test_permutation_instances_cover_every_rank() -> None:
                                                     for r in (1, 2, 3))
 
 
-def test_check_gates_substitutions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_gates_substitutions(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from verifidx.cli import main
 
+    # an empty proof cache of its own: another test may have re-checked these already
+    monkeypatch.setenv("VERIFIDX_CACHE_DIR", str(tmp_path / "cache"))
     assert main(["check", str(REPO / "rules")]) == 0
     out = capsys.readouterr().out
     # re-checked, not believed: the certificate's queries ran again (tests/test_subst_gate.py)
