@@ -13,7 +13,7 @@ from subst_oracle import Oracle, OracleIllFormed
 from verifidx import ParseError
 from verifidx.subst.model import evaluate
 from verifidx.subst.parser import load_substitution_file, parse_substitutions
-from verifidx.subst.prove import PROVED, REFUTED, instances, prove
+from verifidx.subst.prove import PROVED, REFUTED, exhaustive, instances, prove
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = load_substitution_file(REPO / "rules" / "data_movement.subst")
@@ -165,3 +165,21 @@ def test_check_gates_substitutions(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "a: stale" in capsys.readouterr().out
     assert main(["subst", "prove", str(rules)]) == 1
     assert "refuted" in capsys.readouterr().out
+
+
+def test_enumeration_survives_a_stride_parameter_set_to_zero() -> None:
+    """A stride parameter ranges over [-M, M] in the enumeration; stride 0 makes the slice ill
+    formed, which must exclude the assignment, not raise ZeroDivisionError."""
+    (sub,) = parse_substitutions(
+        "subst strided:\n  inputs x[a]\n"
+        "  slice(slice(x, start=[0], limit=[a], stride=[t]), start=[0], limit=[1])"
+        " => slice(x, start=[0], limit=[1])\n")
+    (inst,) = instances(sub, 1)
+    assert exhaustive(sub, inst, 4) is True
+    # and a wrong one with the same stride parameter is still refuted by the enumeration
+    (bad,) = parse_substitutions(
+        "subst strided_bad:\n  inputs x[a]\n"
+        "  slice(slice(x, start=[0], limit=[a], stride=[t]), start=[1], limit=[2])"
+        " => slice(x, start=[1], limit=[2])\n")
+    (inst,) = instances(bad, 1)
+    assert exhaustive(bad, inst, 4) not in (True, None)

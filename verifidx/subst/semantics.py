@@ -41,8 +41,12 @@ class Backend:
 
 SOLVER = Backend(smt_terms.TRUE, smt_terms.FALSE, smt_terms.and_, smt_terms.or_, smt_terms.not_,
                  smt_terms.ite, smt_terms.floor_div, smt_terms.mod)
+# Plain integers. A divisor <= 0 only occurs in an ill-formed graph (e.g. a slice stride a parameter
+# may set to 0), whose well-formedness conditions are false: like the solver's unspecified
+# division by zero, the value is then irrelevant, so it is 0 rather than an exception.
 INTS = Backend(True, False, lambda *c: all(c), lambda *c: any(c), lambda c: not c,
-               lambda c, a, b: a if c else b, lambda a, b: a // b, lambda a, b: a % b)
+               lambda c, a, b: a if c else b, lambda a, b: a // b if b > 0 else 0,
+               lambda a, b: a % b if b > 0 else 0)
 
 
 def perm_value(expr: object, perms: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
