@@ -308,7 +308,11 @@ def _compose(rng: random.Random, text: str, m: vx.IndexingMap, rel: set, report:
 
 def _rescale(rng: random.Random, text: str, m: vx.IndexingMap, rel: set, report: Report
              ) -> None:
-    r = m.rescale_symbols()
+    try:
+        r = m.rescale_symbols()
+    except vx.DepthError:  # `s -> s' * c + k` nests two levels deeper: the documented limit
+        report.counts["rescale: rejected: depth"] += 1
+        return
     if _relation(str(r)) != rel:
         report.wrong.append(f"rescale_symbols changed the relation: {text}\n  got: {r}")
 
