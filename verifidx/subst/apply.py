@@ -29,7 +29,8 @@ from verifidx.errors import UnsupportedError
 from verifidx.hlo.module import HloComputation, HloInstruction, PadDim, SliceDim
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.shape import Shape
-from verifidx.subst.model import Node, SizeList, Substitution, evaluate
+from verifidx.subst.binding import Binding
+from verifidx.subst.model import Node, Substitution, evaluate
 from verifidx.subst.semantics import INTS, Graph, IllFormed, perm_value
 
 DATA_MOVEMENT = frozenset({"transpose", "reshape", "bitcast", "broadcast", "slice", "concatenate",
@@ -50,16 +51,6 @@ class _Inst:
     original: HloInstruction | None = None
     text: str | None = None  # the original line, while nothing about it changed
     is_root: bool = False
-
-
-@dataclass
-class _Binding:
-    inputs: dict[str, str] = field(default_factory=dict)
-    values: dict[str, int] = field(default_factory=dict)
-    lists: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    perms: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    equations: list[tuple[object, int]] = field(default_factory=list)
-    matched: list[str] = field(default_factory=list)  # op instructions, root last
 
 
 def _bytes(shape: Shape) -> int:
@@ -139,27 +130,7 @@ def _concrete_attr(inst: _Inst, key: str) -> object:
 _DEFAULTS = {"stride": 1, "interior": 0}
 
 
-def _unify_list(template: SizeList, values: Sequence[int], b: _Binding) -> bool:
-    if template.variadic is not None:
-        old = b.lists.get(template.variadic)
-        if old is not None:
-            return old == tuple(values)
-        b.lists[template.variadic] = tuple(values)
-        return True
-    if len(template.items) != len(values):
-        return False
-    for e, v in zip(template.items, values):
-        if isinstance(e, str) and e not in b.values:
-            b.values[e] = v
-        elif isinstance(e, int):
-            if e != v:
-                return False
-        else:
-            b.equations.append((e, v))
-    return True
-
-
-def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Binding,
+def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: Binding,
            users: dict[str, list[str]], top: bool) -> bool:
     inst = c.insts[name]
     if node.op == "input":
@@ -168,7 +139,7 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
         if inst.shape.is_tuple or inst.shape.is_dynamic:
             return False
         b.inputs[node.name] = name
-        return _unify_list(sub.input_shapes[node.name], inst.shape.dims, b)
+        return b.unify(sub.input_shapes[node.name], inst.shape.dims)
     if inst.opcode != node.op or len(inst.operands) != len(node.args):
         return False
     if inst.shape.is_tuple or inst.shape.is_dynamic or name in b.matched:
@@ -187,7 +158,7 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
         elif key == "dim":
             if value != concrete:
                 return False
-        elif not _unify_list(value, concrete, b):  # type: ignore[arg-type]
+        elif not b.unify(value, concrete):  # type: ignore[arg-type]
             return False
     optional = {"slice": "stride", "pad": "interior"}.get(node.op)
     if optional is not None and node.attr(optional) is None and \
@@ -197,7 +168,7 @@ def _match(node: Node, name: str, c: _Computation, sub: Substitution, b: _Bindin
     return all(_match(a, o, c, sub, b, users, False) for a, o in zip(node.args, inst.operands))
 
 
-def _consistent(sub: Substitution, b: _Binding) -> bool:
+def _consistent(sub: Substitution, b: Binding) -> bool:
     env: dict[str, int] = dict(b.values)
     for name, vals in b.lists.items():
         env.update({f"{name}{k}": x for k, x in enumerate(vals)})
@@ -217,15 +188,6 @@ def _consistent(sub: Substitution, b: _Binding) -> bool:
 
 
 # -- building the replacement ----------------------------------------------------------------
-
-
-def _env(b: _Binding) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
-    env = dict(b.values)
-    lists: dict[str, tuple[str, ...]] = {}
-    for v, vals in b.lists.items():
-        lists[v] = tuple(f"{v}{k}" for k in range(len(vals)))
-        env.update(dict(zip(lists[v], vals)))
-    return env, lists
 
 
 def _attrs_for(node: Node, g: Graph) -> dict[str, object]:
@@ -390,10 +352,10 @@ class _Optimizer:
 
     def _try(self, c: _Computation, sub: Substitution, name: str,
              users: dict[str, list[str]]) -> bool:
-        b = _Binding()
+        b = Binding()
         if not _match(sub.lhs, name, c, sub, b, users, True) or not _consistent(sub, b):
             return False
-        env, lists = _env(b)
+        env, lists = b.env()
         g = Graph(INTS, env, lists, sub.input_shapes, b.perms)
         try:
             if not all(g.well_formed(sub.rhs)) or \
@@ -425,7 +387,7 @@ class _Optimizer:
         self.applications[sub.name] += 1
         return True
 
-    def _build(self, c: _Computation, node: Node, g: Graph, b: _Binding, root: str
+    def _build(self, c: _Computation, node: Node, g: Graph, b: Binding, root: str
                ) -> list[_Inst]:
         """The replacement's instructions, operands first; the last keeps the root's name and
         shape (so its users and the module's output are untouched)."""
@@ -445,7 +407,7 @@ class _Optimizer:
         emit(node, True)
         return out
 
-    def _replace(self, c: _Computation, b: _Binding, new: list[_Inst], rhs_input: str | None
+    def _replace(self, c: _Computation, b: Binding, new: list[_Inst], rhs_input: str | None
                  ) -> None:
         root = c.insts[b.matched[-1]]
         was_root = root.is_root

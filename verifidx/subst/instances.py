@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+from verifidx.subst.binding import Binding
 from verifidx.subst.enumeration import RANK_SHAPES
 from verifidx.subst.model import Node, SizeList, Substitution, evaluate, names_in
 from verifidx.subst.semantics import INTS, Graph, IllFormed, perm_value
@@ -36,23 +37,6 @@ class Instance:
         return f"{self.lhs} => {self.rhs} (at {shapes})"
 
 
-@dataclass
-class _Binding:
-    inputs: dict[str, str] = field(default_factory=dict)
-    values: dict[str, int] = field(default_factory=dict)
-    lists: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    perms: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    equations: list[tuple[object, object]] = field(default_factory=list)
-
-    def env(self) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
-        env = dict(self.values)
-        names: dict[str, tuple[str, ...]] = {}
-        for v, vals in self.lists.items():
-            names[v] = tuple(f"{v}{k}" for k in range(len(vals)))
-            env.update(zip(names[v], vals))
-        return env, names
-
-
 def normalized(n: Node) -> Node:
     """Attributes sorted, default strides and interior paddings dropped."""
     if n.op == "input":
@@ -66,33 +50,15 @@ def normalized(n: Node) -> Node:
     return Node(n.op, tuple(normalized(a) for a in n.args), tuple(attrs))
 
 
-def _unify(template: SizeList, values: Sequence[int], b: _Binding) -> bool:
-    if template.variadic is not None:
-        old = b.lists.setdefault(template.variadic, tuple(values))
-        return old == tuple(values)
-    if len(template.items) != len(values):
-        return False
-    for e, v in zip(template.items, values):
-        if isinstance(e, str):
-            if b.values.setdefault(e, v) != v:
-                return False
-        elif isinstance(e, int):
-            if e != v:
-                return False
-        else:
-            b.equations.append((e, v))
-    return True
-
-
 def _match(p: Node, c: Node, pattern: Substitution, shapes: Mapping[str, tuple[int, ...]],
-           b: _Binding) -> bool:
+           b: Binding) -> bool:
     if p.op == "input":
         if c.op != "input":
             return False
         if p.name in b.inputs:
             return b.inputs[p.name] == c.name
         b.inputs[p.name] = c.name
-        return _unify(pattern.input_shapes[p.name], shapes[c.name], b)
+        return b.unify(pattern.input_shapes[p.name], shapes[c.name])
     if p.op != c.op or len(p.args) != len(c.args):
         return False
     pa, ca = dict(p.attrs), dict(c.attrs)
@@ -110,7 +76,7 @@ def _match(p: Node, c: Node, pattern: Substitution, shapes: Mapping[str, tuple[i
         elif key == "dim":
             if value != concrete:
                 return False
-        elif not _unify(value, [int(e) for e in concrete.items], b):  # type: ignore[union-attr,arg-type,call-overload]
+        elif not b.unify(value, [int(e) for e in concrete.items]):  # type: ignore[union-attr,arg-type,call-overload]
             return False
     return all(_match(x, y, pattern, shapes, b) for x, y in zip(p.args, c.args))
 
@@ -139,7 +105,7 @@ _OPS = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
 
 def has_instance(pattern: Substitution, inst: Instance) -> bool:
     """Is `inst` an instance of `pattern` (see the module docstring)?"""
-    b = _Binding()
+    b = Binding()
     if not _match(normalized(pattern.lhs), normalized(inst.lhs), pattern, inst.shapes, b):
         return False
     env, lists = b.env()
@@ -191,7 +157,7 @@ def sample(sub: Substitution, count: int = 12, tries: int = 200, seed: int = 0
     variadic_inputs = sorted({s.variadic for _n, s in sub.inputs if s.variadic})
     out: dict[str, Instance] = {}
     for ranks in itertools.product(sorted(RANK_SHAPES), repeat=len(variadic_inputs)):
-        base = _Binding()
+        base = Binding()
         base.lists.update({v: RANK_SHAPES[r] for v, r in zip(variadic_inputs, ranks)})
         shapes: dict[str, tuple[int, ...]] = {}
         ok = True
@@ -201,7 +167,7 @@ def sample(sub: Substitution, count: int = 12, tries: int = 200, seed: int = 0
                 ok = False
                 break
             shapes[name] = RANK_SHAPES[rank] if rank else ()
-            ok = ok and _unify(s, shapes[name], base) and not base.equations
+            ok = ok and base.unify(s, shapes[name]) and not base.equations
         if not ok:
             continue
         here: dict[str, Instance] = {}
@@ -211,7 +177,7 @@ def sample(sub: Substitution, count: int = 12, tries: int = 200, seed: int = 0
         def draw(limit: int = limit) -> int:
             return rng.randint(0, limit) if rng.random() > 0.05 else -1
 
-        def violations(b: _Binding, perms: dict[str, tuple[int, ...]]) -> int:
+        def violations(b: Binding, perms: dict[str, tuple[int, ...]]) -> int:
             env, names = b.env()
             try:
                 bad = sum(not _OPS[c.op](int(evaluate(c.lhs, env)), int(evaluate(c.rhs, env)))  # type: ignore[call-overload]
@@ -222,7 +188,7 @@ def sample(sub: Substitution, count: int = 12, tries: int = 200, seed: int = 0
                 return 10**6
 
         for _ in range(tries):
-            b = _Binding(dict(base.inputs), dict(base.values), dict(base.lists))
+            b = Binding(dict(base.inputs), dict(base.values), dict(base.lists))
             for n in free:
                 b.values[n] = draw()
             for v in attr_lists:
