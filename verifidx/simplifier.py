@@ -746,6 +746,10 @@ class _ExprSimplifier:
         return out
 
     def simplify(self, e: Expr, fuel: int) -> Expr:
+        if not kinds(e):
+            # No division, mod, min or max: no rule's left side can match any subterm (the
+            # matcher never invents those operators), so canonical form is the fixpoint.
+            return canon(e)
         hit = self.memo.get(e)
         if hit is not None:
             return hit
