@@ -7,15 +7,23 @@ the left sides of the rule base and on generated expressions."""
 
 from __future__ import annotations
 
+import random
+import sys
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import expressions, quasi_affine
 
+from verifidx import parse_map
 from verifidx.canonical import canon
-from verifidx.expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Mod
+from verifidx.expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Mod, Mul
 from verifidx.rules import matcher as m
 from verifidx.rules.model import ConstVar, TermVar
 from verifidx.simplifier import default_simplifier
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from families import digits, nested  # noqa: E402
 
 
 def _patterns() -> list[Expr]:
@@ -38,11 +46,95 @@ RIGID = [p for p in PATTERNS if m._is_rigid(p)] + [
 SCALED_DIVISIONS = [p for p in PATTERNS if m._scaled_division(p) is not None]
 SPLIT = [p for p in PATTERNS if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Add)]
 
+RIGID_SUMS = [p for p in SUMS if m._rigid_parts(p)]
+#: Summand patterns with a rigid part (`(x floordiv c0) * c1`, `x mod c0`), plus a bare one
+#: and one with a fixed factor, which the rule base may not have.
+RIGID_SUMMANDS = [t for p in SUMS for t in p.terms if m._rigid_summand(t) is not None] + [
+    FloorDiv(_x, _c0), Mul(Mod(_x, _c1), Const(4)), Mul(FloorDiv(_x, Const(2)), _c0)]
+
+
+def _generated(text: str) -> list[Expr]:
+    """Every subterm of the results of a generated map, canonical."""
+    return [canon(n) for r in parse_map(text).results for n in canon(r).walk()]
+
+
+#: Digit sums, where several divisions of one value meet (what the rigid filter is for).
+digit_terms = st.integers(0, 10**6).map(
+    lambda seed: _generated(digits(random.Random(seed)) if seed % 3 else
+                            nested(random.Random(seed))))
 terms = st.one_of(quasi_affine(), expressions(num_dims=3, num_syms=1, max_leaves=10))
 
 
 def test_the_rule_base_has_each_shape() -> None:
-    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS
+    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS and RIGID_SUMS
+
+
+def _sum_cases(e: Expr) -> list[Expr]:
+    """The sum itself and each sum left after dropping one of its terms."""
+    e = canon(e)
+    out = [e]
+    if isinstance(e, Add):
+        out += [canon(Add(e.terms[:i] + e.terms[i + 1:])) if len(e.terms) > 2 else e.terms[1 - i]
+                for i in range(len(e.terms))]
+    return out
+
+
+def _check_rigid_filter(e: Expr) -> None:
+    for c in _sum_cases(e):
+        for p in RIGID_SUMS:
+            if not m._rigid_summands_fit(p, c):
+                assert _general_sum(p, c) == [], (p, c)
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms)
+def test_rigid_summand_filter_drops_only_sums_without_matches(e: Expr) -> None:
+    _check_rigid_filter(e)
+
+
+@settings(max_examples=100, deadline=None)
+@given(digit_terms)
+def test_rigid_summand_filter_on_digit_sums(found: list[Expr]) -> None:
+    for e in found:
+        _check_rigid_filter(e)
+
+
+def _summand_cases(e: Expr) -> list[Expr]:
+    """The terms of a sum as `_candidates` sees them (`t`, `t * k`), and the whole."""
+    return [m._scaled(b, c) for b, c in m._terms(canon(e)).items()] + [canon(e)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(terms, digit_terms.map(lambda found: found[0])), st.booleans())
+def test_rigid_summands_match_as_the_general_matcher(e: Expr, bind: bool) -> None:
+    for term in _summand_cases(e):
+        if isinstance(term, Add):
+            continue
+        for p in RIGID_SUMMANDS:
+            b: dict[Expr, Expr] = {_c0: Const(3)} if bind else {}
+            general = list(m._match(p, term, b))
+            fast = m._match_rigid_summand(p, m._rigid_summand(p), term, b)  # type: ignore[arg-type]
+            assert [list(x.items()) for x in general] == \
+                ([] if fast is None else [list(fast.items())])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(terms, digit_terms.map(lambda found: found[0])))
+def test_groups_add_nothing_for_rigid_factors(e: Expr) -> None:
+    """`_candidates` offers no group of terms to `R * c` (R a division, mod, min or max): the
+    general search would only repeat the single terms' bindings, or find none."""
+    remaining = m._terms(canon(e))
+    for p in RIGID_SUMMANDS:
+        if not (isinstance(p, Mul) and isinstance(p.rhs, ConstVar)):
+            continue
+        direct = {(frozenset(left.items()), frozenset(b.items()))
+                  for b, left in m._candidates(p, remaining, {})}
+        for g, group in m._factor_groups(remaining):
+            inner = m._expr({k: v // g for k, v in group.items()})
+            left = {k: v for k, v in remaining.items() if k not in group}
+            for b1 in m._match(p.rhs, Const(g), {}):
+                for b2 in m._match(p.lhs, inner, b1):
+                    assert (frozenset(left.items()), frozenset(b2.items())) in direct
 
 
 def _general_sum(p: Add, e: Expr) -> list[dict[Expr, Expr]]:

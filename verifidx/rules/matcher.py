@@ -384,7 +384,10 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
     if hit is None:
         shape = _scaled_plus_rest(p)
         hit = None if shape is None else _assign_scaled_plus_rest(*shape, _terms(e), e)
-        if hit is None and _repeats_dividend(p) and not _has_repeated_dividend(e):
+        if hit is None and not _rigid_summands_fit(p, e):
+            hit = []
+        if hit is None and _repeated_dividends(p) - _rigid_variables(p) and \
+                not _has_repeated_dividend(e):
             hit = []
         if hit is None:
             hit = list(_assign(_order(p.terms, b), _terms(e), b))
@@ -394,7 +397,7 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
     yield from hit
 
 
-_REPEATS: dict[Add, bool] = {}
+_REPEATS: dict[Add, frozenset[Expr]] = {}
 
 
 def _repeats_dividend(p: Add) -> bool:
@@ -404,9 +407,14 @@ def _repeats_dividend(p: Add) -> bool:
     (`_order`), so x is bound to the dividend D of a division node of the sum, and `x * c`
     then takes a multiple of D from the other terms: every base of D (its constant included)
     must be a term of the sum."""
+    return bool(_repeated_dividends(p))
+
+
+def _repeated_dividends(p: Add) -> frozenset[Expr]:
+    """The variables x that make `_repeats_dividend` true."""
     hit = _REPEATS.get(p)
     if hit is None:
-        hit = False
+        found: set[Expr] = set()
         bare = [t if isinstance(t, TermVar) else t.lhs for t in p.terms  # type: ignore[attr-defined]
                 if isinstance(t, TermVar) or (isinstance(t, Mul) and isinstance(t.lhs, TermVar)
                                               and _is_const_pattern(t.rhs))]
@@ -415,9 +423,90 @@ def _repeats_dividend(p: Add) -> bool:
             uses = sum(1 for t in others for n in t.walk() if n is x)
             as_dividend = sum(1 for t in others for n in t.walk()
                               if isinstance(n, (FloorDiv, Mod, CeilDiv)) and n.lhs is x)
-            hit = hit or uses == as_dividend > 0
-        _REPEATS[p] = hit
+            if uses == as_dividend > 0:
+                found.add(x)
+        hit = _REPEATS[p] = frozenset(found)
     return hit
+
+
+_RIGID_PARTS: dict[Add, tuple[Expr, ...]] = {}
+
+
+def _rigid_parts(p: Add) -> tuple[Expr, ...]:
+    """The rigid patterns (`_is_rigid`) that are summands of the sum pattern, bare or under
+    constant factors: `(x floordiv c0) * c1 + (x mod c0) * c2 + y` has `x floordiv c0` and
+    `x mod c0`. Each takes a different term of the sum, and only ever the base of that term
+    (the term itself, or `t` of `t * k`): `_match_product` matches the factor's left side
+    against `t` of `t * k` or against the whole term (implicit 1), and a group of terms or a
+    rounded multiple is a sum or a product, which a division or mod never matches."""
+    hit = _RIGID_PARTS.get(p)
+    if hit is None:
+        parts = []
+        for t in p.terms:
+            while isinstance(t, Mul) and _is_const_pattern(t.rhs):
+                t = t.lhs  # `-((x floordiv c0) * c0)` too: each factor peels off the same way
+            if _is_rigid(t):
+                parts.append(t)
+        hit = _RIGID_PARTS[p] = tuple(parts)
+    return hit
+
+
+_RIGID_VARIABLES: dict[Add, frozenset[Expr]] = {}
+
+
+def _rigid_variables(p: Add) -> frozenset[Expr]:
+    """Term variables bound by the rigid parts of the pattern (`_rigid_parts`)."""
+    hit = _RIGID_VARIABLES.get(p)
+    if hit is None:
+        hit = _RIGID_VARIABLES[p] = frozenset(
+            n for part in _rigid_parts(p) for n in part.walk() if isinstance(n, TermVar))
+    return hit
+
+
+_DIVISION_BASES: dict[Expr, tuple[Terms, tuple[Expr, ...]]] = {}
+laws.on_change(_DIVISION_BASES.clear)
+
+
+def _division_bases(e: Expr) -> tuple[Terms, tuple[Expr, ...]]:
+    """The terms of the sum `e` and those of its bases that are divisions or mods."""
+    hit = _DIVISION_BASES.get(e)
+    if hit is None:
+        terms = _terms(e)
+        hit = (terms, tuple(b for b in terms if isinstance(b, (FloorDiv, Mod, CeilDiv))))
+        if len(_DIVISION_BASES) > _CACHE_LIMIT:
+            _DIVISION_BASES.clear()
+        _DIVISION_BASES[e] = hit
+    return hit
+
+
+def _rigid_summands_fit(p: Add, e: Expr) -> bool:
+    """Necessary condition for a match of the sum pattern `p` against `e`, read from its rigid
+    parts alone (`_rigid_parts`): they go to distinct division or mod bases of `e` with one
+    consistent binding (`_match_rigid`), and a variable that makes `_repeats_dividend` true
+    and is bound there has every base of its value among the terms of `e` (see there).
+    Digit sums hold several divisions whose dividends differ: `(x floordiv c0) * c1 + (x mod
+    c0) * c2 + y` needs a quotient and a remainder of one x by one c0, which this finds or
+    rules out without the general search."""
+    parts = _rigid_parts(p)
+    if not parts:
+        return True
+    terms, bases = _division_bases(e)
+    if len(bases) < len(parts):
+        return False
+    repeated = _repeated_dividends(p) & _rigid_variables(p)
+
+    def place(i: int, used: tuple[Expr, ...], env: Bindings) -> bool:
+        if i == len(parts):
+            return all(all(b in terms for b in _terms(env[x])) for x in repeated)
+        for base in bases:
+            if base in used:
+                continue
+            env1 = dict(env)
+            if _match_rigid(parts[i], base, env1) and place(i + 1, (*used, base), env1):
+                return True
+        return False
+
+    return place(0, (), {})
 
 
 _REPEATED: dict[Expr, bool] = {}
@@ -593,6 +682,7 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
         return
     # one term of the sum
     need = kinds(p)
+    rigid_part = _rigid_summand(p)
     scaled_var = isinstance(p, Mul) and isinstance(p.lhs, TermVar) and \
         isinstance(p.rhs, ConstVar) and p.lhs not in b and p.rhs not in b
     for base, coeff in remaining.items():
@@ -610,19 +700,56 @@ def _candidates(p: Expr, remaining: Terms, b: Bindings) -> Iterator[tuple[Bindin
             else:
                 yield {**b, p.rhs: _ONE, p.lhs: term}, left
             continue
+        if rigid_part is not None and not isinstance(term, Add):
+            found = _match_rigid_summand(p, rigid_part, term, b)
+            if found is not None:
+                yield found, left
+            continue
         for b1 in _match(p, term, b):
             yield b1, left
     # a group of terms sharing a factor, for `x * c0`
     if isinstance(p, Mul) and isinstance(p.rhs, ConstVar) and p.rhs not in b:
         rigid = isinstance(p.lhs, _RIGID)
+        if rigid:
+            # `inner` is a sum, a product or the base of a single term that the loop above
+            # already offered with the same bindings (a duplicate `_assign` drops): a division
+            # or min/max pattern matches only that base
+            return
         for g, group in _factor_groups(remaining):
-            if rigid and len(group) > 1:
-                continue  # `inner` would be a sum, which a division or min/max never matches
             inner = _expr({k: v // g for k, v in group.items()})
             left = {k: v for k, v in remaining.items() if k not in group}
             for b1 in _match(p.rhs, Const(g), b):
                 for b2 in _match(p.lhs, inner, b1):
                     yield b2, left
+
+
+def _rigid_summand(p: Expr) -> Expr | None:
+    """R when the summand pattern is a rigid pattern R (`_is_rigid`), bare or times a constant
+    pattern (`R * c2`): `_match_rigid_summand` then matches it without generators."""
+    if isinstance(p, Mul) and _is_const_pattern(p.rhs) and _is_rigid(p.lhs):
+        return p.lhs
+    return p if _is_rigid(p) else None
+
+
+def _match_rigid_summand(p: Expr, rigid: Expr, term: Expr, b: Bindings) -> Bindings | None:
+    """What `_match(p, term, b)` yields for a summand pattern with `_rigid_summand(p) ==
+    rigid` and a term that is not a sum (at most one binding, with the keys in the same order):
+    `R * c` against `t * k` binds R's variables from t, then c from k; against any other term
+    c from the implicit 1 first, then R's variables from the term; a bare R only a term of
+    R's own operator."""
+    env = dict(b)
+    if p is rigid:
+        return env if _match_rigid(p, term, env) else None
+    assert isinstance(p, Mul)
+    if isinstance(term, Mul):
+        if _match_rigid(rigid, term.lhs, env) and _match_rigid(p.rhs, term.rhs, env):
+            return env
+        if isinstance(term.rhs, Const):
+            return None
+        env = dict(b)
+    if _match_rigid(p.rhs, _ONE, env) and _match_rigid(rigid, term, env):
+        return env
+    return None
 
 
 def _bound_multiple(p: Expr, b: Bindings) -> tuple[Terms, Expr | None] | None:
