@@ -256,11 +256,14 @@ def _children_fit(pattern: Expr, e: Expr) -> bool:
         return not isinstance(pattern, _RIGID)
     if isinstance(pattern, Add) or type(pattern) is not type(e):
         return True  # summands match in any order
+    positional = isinstance(pattern, (FloorDiv, Mod, CeilDiv))
     for p, c in zip(pattern.children, e.children):
         if isinstance(p, _RIGID) and type(p) is not type(c):
             return False
         if isinstance(p, (Const, ConstVar)) and not isinstance(c, Const):
             return False
+        if positional and kinds(p) & ~kinds(c):
+            return False  # `((x mod c0) * c1) mod c2` needs a mod inside the dividend
     return True
 
 
@@ -349,7 +352,7 @@ def _compute_signature(e: Expr) -> tuple[object, ...]:
         return (t,)
     if t is FloorDiv or t is Mod or t is CeilDiv:
         d = e.rhs  # type: ignore[attr-defined]
-        return (t, kinds(e), type(e.lhs), type(d),  # type: ignore[attr-defined]
+        return (t, kinds(e), kinds(e.lhs), type(e.lhs), type(d),  # type: ignore[attr-defined]
                 d.value if isinstance(d, Const) else None, *_divisor_facts(e),
                 *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
     return (t, kinds(e), *(type(k) for k in kids))
@@ -375,6 +378,108 @@ def _may_match(rule: Rule, e: Expr) -> bool:
     if _needs_multiple(rule) and not _divisor_facts(e)[0]:
         return False
     return not _needs_common_factor(rule) or _divisor_facts(e)[1]
+
+
+#: How a left side `D op cK` fixes the constant cA of its dividend pattern D, for the shapes
+#: whose matches `_constant_predictions` lists: `x * cA` (the `_scaled_division` shape) and
+#: `x + cA`.
+_SCALED, _OFFSET = "scaled", "offset"
+
+
+@dataclass(frozen=True)
+class _Prediction:
+    """A rule `D op cK` whose every match binds cA to a value read off the dividend alone
+    (`_constant_predictions`), and `neutral`, the value of cA under which the rule rewrites a
+    term to itself (`x * 1`, `x + 0`), or None when no value does."""
+
+    shape: str
+    constant: ConstVar
+    divisor: ConstVar
+    neutral: int | None
+
+
+_PREDICTIONS: dict[Rule, _Prediction | None] = {}
+laws.on_change(_PREDICTIONS.clear)  # `neutral` is decided by canonical forms
+
+
+def _prediction(rule: Rule) -> _Prediction | None:
+    hit = _PREDICTIONS.get(rule, False)
+    if hit is False:
+        hit = _PREDICTIONS[rule] = _compute_prediction(rule)
+    return hit  # type: ignore[return-value]
+
+
+def _compute_prediction(rule: Rule) -> _Prediction | None:
+    lhs = rule.lhs
+    if rule.split or not isinstance(lhs, (FloorDiv, Mod, CeilDiv)) or \
+            not isinstance(lhs.rhs, ConstVar):
+        return None
+    d = lhs.lhs
+    if isinstance(d, Mul) and isinstance(d.lhs, TermVar) and isinstance(d.rhs, ConstVar) \
+            and d.rhs is not lhs.rhs:
+        shape, constant, neutral = _SCALED, d.rhs, 1
+    elif isinstance(d, Add) and len(d.terms) == 2 and \
+            {type(t) for t in d.terms} == {TermVar, ConstVar} and lhs.rhs not in d.terms:
+        shape, constant, neutral = _OFFSET, next(t for t in d.terms if isinstance(t, ConstVar)), 0
+    else:
+        return None
+    assert isinstance(constant, ConstVar) and isinstance(rule.rhs, Expr)
+    at: dict[Expr, Expr] = {constant: Const(neutral)}
+    same = canon(_zero_dividends(lhs.substitute(at))) is \
+        canon(_zero_dividends(rule.rhs.substitute(at)))
+    return _Prediction(shape, constant, lhs.rhs, neutral if same else None)
+
+
+def _zero_dividends(e: Expr) -> Expr:
+    """`0 floordiv t`, `0 ceildiv t` and `0 mod t` replaced by 0: at a match site they are 0,
+    or undefined (a zero or, for mod, negative divisor), and an undefined instance is never
+    applied. Used only to recognise rewrites of a term to itself."""
+    if isinstance(e, (FloorDiv, Mod, CeilDiv)) and e.lhs is Const(0):
+        return Const(0)
+    kids = [_zero_dividends(c) for c in e.children]
+    return e if all(a is b for a, b in zip(kids, e.children)) else e.rebuild(kids)
+
+
+_DIVIDEND_FACTS: dict[Expr, tuple[int, tuple[int, ...]]] = {}
+
+
+def _dividend_facts(e: Expr) -> tuple[int, tuple[int, ...]]:
+    """For `S op k`: (the constant of S; the values `x * cA` can give cA at S, as
+    `_match_scaled_division` proposes them: k' for S = `t * k'`, else 1 and, for a sum, the
+    gcd g > 1 of its coefficients and constant)."""
+    hit = _DIVIDEND_FACTS.get(e)
+    if hit is None:
+        s = e.lhs  # type: ignore[attr-defined]
+        coeffs, constant = linear_form(s)
+        if isinstance(s, Mul) and isinstance(s.rhs, Const):
+            scales: tuple[int, ...] = (s.rhs.value,)
+        else:
+            g = math.gcd(*coeffs.values(), constant) if isinstance(s, Add) and coeffs else 0
+            scales = (1, g) if g > 1 else (1,)
+        if len(_DIVIDEND_FACTS) > _MATCH_CACHE_LIMIT:
+            _DIVIDEND_FACTS.clear()
+        hit = _DIVIDEND_FACTS[e] = (constant, scales)
+    return hit
+
+
+def _predicted_match_may_rewrite(rule: Rule, e: Expr) -> bool:
+    """False when every match of the rule at `e` binds its dividend constant cA
+    (`_prediction`) to a value for which the guard fails or the rewrite gives `e` back: such
+    a rule changes nothing at `e`, and skipping it spares the match, the instantiation and
+    the canonical form of each identity instance (`x * 1` read as `x * c0`, `x + 0` as
+    `x + c0`)."""
+    pred = _prediction(rule)
+    if pred is None or type(e) is not type(rule.lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+        return True
+    constant, scales = _dividend_facts(e)
+    values = scales if pred.shape == _SCALED else (constant,)
+    guard = guard_for(rule)
+    for v in values:
+        if v == pred.neutral:
+            continue
+        if guard is None or guard.holds({pred.constant: Const(v), pred.divisor: e.rhs}):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 _DIVISOR_FACTS: dict[Expr, tuple[bool, bool]] = {}
@@ -498,6 +603,10 @@ class RuleEngine:
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
+        #: Whether a list of `_index` holds a rule with a `_prediction`, and those lists
+        #: narrowed by the dividend's constant and scale (`_predicted_match_may_rewrite`).
+        self._predicted: dict[tuple[int, tuple[object, ...]], bool] = {}
+        self._narrowed: dict[tuple[object, ...], list[_Plan]] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -538,7 +647,16 @@ class RuleEngine:
         hit = self._index.get(key)
         if hit is None:
             hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
-        return hit
+            self._predicted[key] = any(_prediction(p.rule) is not None for p in hit)
+        if not self._predicted[key]:
+            return hit
+        # second stage: rules whose dividend constant the term decides (`_dividend_facts`)
+        key2 = (key, e.rhs, _dividend_facts(e))  # type: ignore[attr-defined]
+        narrowed = self._narrowed.get(key2)
+        if narrowed is None:
+            narrowed = self._narrowed[key2] = [
+                p for p in hit if _predicted_match_may_rewrite(p.rule, e)]
+        return narrowed
 
     def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:

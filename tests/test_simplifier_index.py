@@ -1,0 +1,96 @@
+"""The engine's discrimination index (`RuleEngine.applicable`) drops only rule attempts that
+could not rewrite the term.
+
+Skipping a rule is sound, but a rule dropped wrongly would change results. Oracle: the engine's
+own attempt (`RuleEngine._try`) of every dropped rule, which must rewrite nothing, on the terms
+the simplifier meets: every subterm of generated maps of the issue 11 families and every term
+of their rewrite traces, with the map's variable bounds."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import expressions
+
+from verifidx import parse_map
+from verifidx.canonical import canon
+from verifidx.expr import Const, Dim, Expr, FloorDiv, Mod
+from verifidx.simplifier import (
+    _ExprSimplifier,
+    _Plan,
+    _prediction,
+    default_simplifier,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from families import FAMILIES  # noqa: E402
+
+
+def _terms_met(m_text: str) -> tuple[object, list[Expr]]:
+    m = parse_map(m_text)
+    trace: list = []
+    default_simplifier().simplify(m, trace=trace)
+    found = {canon(n): None for r in m.results for n in canon(r).walk()}
+    for step in trace:
+        for e in (step.before, step.after):
+            found.update({canon(n): None for n in e.walk()})
+    return m, list(found)
+
+
+def _check_dropped_rules_rewrite_nothing(m, terms: list[Expr]) -> int:  # type: ignore[no-untyped-def]
+    engine = default_simplifier().engine
+    simp = _ExprSimplifier(engine, m.bounds, dict(m.constraints))
+    dropped = 0
+    for e in terms:
+        rules = engine.expr_rules.get(type(e), [])
+        kept = {p.rule for p in engine.applicable(e, rules)}
+        for rule in rules:
+            if rule not in kept:
+                dropped += 1
+                assert engine._try(_Plan(rule), e, simp.bound, None) is None, (rule.name, e)
+    return dropped
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(FAMILIES)), st.integers(0, 10**6))
+def test_dropped_rules_rewrite_nothing_on_the_families(family: str, seed: int) -> None:
+    m, terms = _terms_met(FAMILIES[family](random.Random(seed)))
+    _check_dropped_rules_rewrite_nothing(m, terms)
+
+
+@settings(max_examples=200, deadline=None)
+@given(expressions(num_dims=2, num_syms=0, max_leaves=8), st.sampled_from([1, 2, 3, 4, 6, 8]),
+       st.integers(-12, 12))
+def test_dropped_rules_rewrite_nothing_on_scaled_and_offset_dividends(
+        e: Expr, k: int, c: int) -> None:
+    """The shapes whose dividend constant the index reads (`x * cA`, `x + cA`)."""
+    m = parse_map("(d0, d1) -> (d0), domain: d0 in [-3, 9], d1 in [0, 5]")
+    terms = []
+    for dividend in (e, e * k, e * k + c, e + c, e * k + c * k, Dim(0) * k + c):
+        for op in (FloorDiv, Mod):
+            terms.append(canon(op(canon(dividend), Const(k + 1))))
+    _check_dropped_rules_rewrite_nothing(m, terms)
+
+
+def test_the_index_drops_identity_instances_and_checks_something() -> None:
+    """`(d0 * 4 + d1) floordiv 3`: div_scaled would read `x * 1` (a rewrite to itself), and
+    sum_div_const `x + 0`; both are dropped, and the check above runs on them."""
+    m = parse_map("(d0, d1) -> ((d0 * 4 + d1) floordiv 3), domain: d0 in [0, 7], d1 in [0, 3]")
+    e = canon(m.results[0])
+    engine = default_simplifier().engine
+    kept = {p.rule.name for p in engine.applicable(e, engine.expr_rules[FloorDiv])}
+    assert "div_scaled" not in kept and "sum_div_const" not in kept
+    assert "div_noop" in kept
+    assert _check_dropped_rules_rewrite_nothing(m, [e]) > 0
+    names = {r.name: r for r in engine.rules}
+    assert _prediction(names["div_scaled"]).neutral == 1  # type: ignore[union-attr]
+    assert _prediction(names["sum_mod_const"]).neutral == 0  # type: ignore[union-attr]
+    assert _prediction(names["div_multiple"]).neutral is None  # type: ignore[union-attr]
+    # `(d0 * 4 + 8) floordiv 4`: the sum's factor 4 and constant 8 keep both rules
+    e2 = canon(FloorDiv(canon(Dim(0) * 4 + 8), Const(4)))
+    kept2 = {p.rule.name for p in engine.applicable(e2, engine.expr_rules[FloorDiv])}
+    assert {"div_scaled", "sum_div_const"} <= kept2
