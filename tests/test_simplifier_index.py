@@ -1,5 +1,6 @@
-"""The engine's discrimination index (`RuleEngine.applicable`) drops only rule attempts that
-could not rewrite the term.
+"""The engine's discrimination index (`RuleEngine.applicable`) and the simplifier's choice of
+rules by intervals (`_ExprSimplifier._rules_for`) drop only rule attempts that could not rewrite
+the term.
 
 Skipping a rule is sound, but a rule dropped wrongly would change results. Oracle: the engine's
 own attempt (`RuleEngine._try`) of every dropped rule, which must rewrite nothing, on the terms
@@ -47,7 +48,7 @@ def _check_dropped_rules_rewrite_nothing(m, terms: list[Expr]) -> int:  # type: 
     dropped = 0
     for e in terms:
         rules = engine.expr_rules.get(type(e), [])
-        kept = {p.rule for p in engine.applicable(e, rules)}
+        kept = {p.rule for p in engine.applicable(e, simp._rules_for(e))}
         for rule in rules:
             if rule not in kept:
                 dropped += 1
@@ -94,3 +95,36 @@ def test_the_index_drops_identity_instances_and_checks_something() -> None:
     e2 = canon(FloorDiv(canon(Dim(0) * 4 + 8), Const(4)))
     kept2 = {p.rule.name for p in engine.applicable(e2, engine.expr_rules[FloorDiv])}
     assert {"div_scaled", "sum_div_const"} <= kept2
+
+
+def test_buckets_are_left_out_only_when_no_remainder_fits_one() -> None:
+    """`(d0 * 8 + d1) floordiv 8`: the remainder d1 spans 6 values with d1 in [0, 5] (one
+    bucket: the quotient is d0) and 10 with d1 in [0, 9] (two buckets: div_bucket cannot
+    apply, and is not tried)."""
+    engine = default_simplifier().engine
+    for hi, tried in ((5, True), (9, False)):
+        m = parse_map(f"(d0, d1) -> ((d0 * 8 + d1) floordiv 8), domain: d0 in [0, 3], "
+                      f"d1 in [0, {hi}]")
+        e = canon(m.results[0])
+        simp = _ExprSimplifier(engine, m.bounds, dict(m.constraints))
+        names = {r.name for r in simp._rules_for(e)}
+        assert ("div_bucket" in names) is tried
+        _check_dropped_rules_rewrite_nothing(m, [e])
+        out = default_simplifier().simplify(m)
+        assert out.relation() == m.relation()
+        assert (str(out.results[0]) == "d0") is tried
+    # a constraint on the remainder could narrow it: nothing is left out then
+    m = parse_map("(d0, d1) -> ((d0 * 8 + d1) floordiv 8), domain: d0 in [0, 3], d1 in [0, 9], "
+                  "d1 + d0 in [0, 20]")
+    e = canon(m.results[0])
+    simp = _ExprSimplifier(engine, m.bounds, dict(m.constraints))
+    assert "div_bucket" in {r.name for r in simp._rules_for(e)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40), st.integers(-40, 40), st.integers(0, 12), st.integers(2, 16),
+       st.integers(-5, 5))
+def test_left_out_buckets_rewrite_nothing(a: int, b: int, width: int, k: int, c: int) -> None:
+    m = parse_map(f"(d0, d1) -> (d0), domain: d0 in [0, {width}], d1 in [-2, {width // 2}]")
+    terms = [canon(op(canon(Dim(0) * a + Dim(1) * b + c), Const(k))) for op in (FloorDiv, Mod)]
+    _check_dropped_rules_rewrite_nothing(m, terms)

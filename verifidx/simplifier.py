@@ -54,8 +54,8 @@ from .expr import (
 )
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
-from .rules.guard import compile_function, condition_source, conjuncts, guard_for
-from .rules.matcher import KIND_BITS, kinds, match
+from .rules.guard import Guard, compile_function, condition_source, conjuncts, guard_for
+from .rules.matcher import KIND_BITS, _scaled_plus_rest, kinds, match
 from .rules.model import (
     Call,
     Compare,
@@ -380,22 +380,37 @@ def _may_match(rule: Rule, e: Expr) -> bool:
     return not _needs_common_factor(rule) or _divisor_facts(e)[1]
 
 
-#: How a left side `D op cK` fixes the constant cA of its dividend pattern D, for the shapes
-#: whose matches `_constant_predictions` lists: `x * cA` (the `_scaled_division` shape) and
-#: `x + cA`.
-_SCALED, _OFFSET = "scaled", "offset"
+#: Dividend patterns of a left side `D op cK` whose constant cA takes only values read off
+#: the term's dividend S (`_dividend_facts`): `x * cA` (the matcher's `_scaled_division`
+#: shape: the factor of S = `t * k'`, else 1 and, for a sum, the gcd of its coefficients and
+#: constant), `x + cA` (the constant of S) and `x * cA + y` (1, a coefficient of S, or a
+#: factor shared by some of its coefficients: one term or a group of terms for `x * cA`).
+_SCALED, _OFFSET, _SCALED_PLUS_REST = "scaled", "offset", "scaled plus rest"
 
 
-@dataclass(frozen=True)
 class _Prediction:
-    """A rule `D op cK` whose every match binds cA to a value read off the dividend alone
-    (`_constant_predictions`), and `neutral`, the value of cA under which the rule rewrites a
-    term to itself (`x * 1`, `x + 0`), or None when no value does."""
+    """A rule `D op cK` whose every match binds cA to one of the values `_dividend_facts`
+    lists for its shape, and `neutral`, the value of cA under which the rule rewrites a term
+    to itself (`x * 1`, `x + 0`), or None when no value is known to."""
 
-    shape: str
-    constant: ConstVar
-    divisor: ConstVar
-    neutral: int | None
+    __slots__ = ("shape", "constant", "divisor", "neutral", "guard", "_allows")
+
+    def __init__(self, shape: str, constant: ConstVar, divisor: ConstVar, neutral: int | None,
+                 guard: Guard | None) -> None:
+        self.shape, self.constant, self.divisor = shape, constant, divisor
+        self.neutral, self.guard = neutral, guard
+        self._allows: dict[tuple[int, Expr], bool] = {}
+
+    def allows(self, value: int, divisor: Expr) -> bool:
+        """Whether cA = value may rewrite at a term with this divisor: not the neutral value,
+        and the guard holds on (cA, cK)."""
+        hit = self._allows.get((value, divisor))
+        if hit is None:
+            hit = value != self.neutral and (
+                self.guard is None or self.guard.holds({self.constant: Const(value),
+                                                         self.divisor: divisor}))
+            self._allows[value, divisor] = hit
+        return hit
 
 
 _PREDICTIONS: dict[Rule, _Prediction | None] = {}
@@ -403,10 +418,9 @@ laws.on_change(_PREDICTIONS.clear)  # `neutral` is decided by canonical forms
 
 
 def _prediction(rule: Rule) -> _Prediction | None:
-    hit = _PREDICTIONS.get(rule, False)
-    if hit is False:
-        hit = _PREDICTIONS[rule] = _compute_prediction(rule)
-    return hit  # type: ignore[return-value]
+    if rule not in _PREDICTIONS:
+        _PREDICTIONS[rule] = _compute_prediction(rule)
+    return _PREDICTIONS[rule]
 
 
 def _compute_prediction(rule: Rule) -> _Prediction | None:
@@ -414,20 +428,26 @@ def _compute_prediction(rule: Rule) -> _Prediction | None:
     if rule.split or not isinstance(lhs, (FloorDiv, Mod, CeilDiv)) or \
             not isinstance(lhs.rhs, ConstVar):
         return None
-    d = lhs.lhs
+    d, k = lhs.lhs, lhs.rhs
+    neutral: int | None
     if isinstance(d, Mul) and isinstance(d.lhs, TermVar) and isinstance(d.rhs, ConstVar) \
-            and d.rhs is not lhs.rhs:
+            and d.rhs is not k:
         shape, constant, neutral = _SCALED, d.rhs, 1
     elif isinstance(d, Add) and len(d.terms) == 2 and \
-            {type(t) for t in d.terms} == {TermVar, ConstVar} and lhs.rhs not in d.terms:
+            {type(t) for t in d.terms} == {TermVar, ConstVar} and k not in d.terms:
         shape, constant, neutral = _OFFSET, next(t for t in d.terms if isinstance(t, ConstVar)), 0
+    elif isinstance(d, Add) and _scaled_plus_rest(d) is not None and \
+            _scaled_plus_rest(d)[1] is not k:  # type: ignore[index]
+        shape, constant, neutral = _SCALED_PLUS_REST, _scaled_plus_rest(d)[1], None  # type: ignore[index]
     else:
         return None
     assert isinstance(constant, ConstVar) and isinstance(rule.rhs, Expr)
-    at: dict[Expr, Expr] = {constant: Const(neutral)}
-    same = canon(_zero_dividends(lhs.substitute(at))) is \
-        canon(_zero_dividends(rule.rhs.substitute(at)))
-    return _Prediction(shape, constant, lhs.rhs, neutral if same else None)
+    if neutral is not None:
+        at: dict[Expr, Expr] = {constant: Const(neutral)}
+        if canon(_zero_dividends(lhs.substitute(at))) is not \
+                canon(_zero_dividends(rule.rhs.substitute(at))):
+            neutral = None
+    return _Prediction(shape, constant, k, neutral, guard_for(rule))
 
 
 def _zero_dividends(e: Expr) -> Expr:
@@ -440,13 +460,12 @@ def _zero_dividends(e: Expr) -> Expr:
     return e if all(a is b for a, b in zip(kids, e.children)) else e.rebuild(kids)
 
 
-_DIVIDEND_FACTS: dict[Expr, tuple[int, tuple[int, ...]]] = {}
+_DIVIDEND_FACTS: dict[Expr, dict[str, tuple[int, ...]]] = {}
 
 
-def _dividend_facts(e: Expr) -> tuple[int, tuple[int, ...]]:
-    """For `S op k`: (the constant of S; the values `x * cA` can give cA at S, as
-    `_match_scaled_division` proposes them: k' for S = `t * k'`, else 1 and, for a sum, the
-    gcd g > 1 of its coefficients and constant)."""
+def _dividend_facts(e: Expr) -> dict[str, tuple[int, ...]]:
+    """For `S op k`, by shape (`_SCALED`...): the values a dividend pattern's constant cA can
+    take at S (a superset of what the matcher proposes)."""
     hit = _DIVIDEND_FACTS.get(e)
     if hit is None:
         s = e.lhs  # type: ignore[attr-defined]
@@ -456,30 +475,25 @@ def _dividend_facts(e: Expr) -> tuple[int, tuple[int, ...]]:
         else:
             g = math.gcd(*coeffs.values(), constant) if isinstance(s, Add) and coeffs else 0
             scales = (1, g) if g > 1 else (1,)
+        values = {1, *coeffs.values()}
+        sizes = [abs(c) for c in coeffs.values()]
+        for i, a in enumerate(sizes):
+            values.update(math.gcd(a, b) for b in sizes[i:])
         if len(_DIVIDEND_FACTS) > _MATCH_CACHE_LIMIT:
             _DIVIDEND_FACTS.clear()
-        hit = _DIVIDEND_FACTS[e] = (constant, scales)
+        hit = _DIVIDEND_FACTS[e] = {_SCALED: scales, _OFFSET: (constant,),
+                                    _SCALED_PLUS_REST: tuple(values)}
     return hit
 
 
-def _predicted_match_may_rewrite(rule: Rule, e: Expr) -> bool:
+def _predicted_match_may_rewrite(pred: _Prediction, e: Expr) -> bool:
     """False when every match of the rule at `e` binds its dividend constant cA
     (`_prediction`) to a value for which the guard fails or the rewrite gives `e` back: such
-    a rule changes nothing at `e`, and skipping it spares the match, the instantiation and
-    the canonical form of each identity instance (`x * 1` read as `x * c0`, `x + 0` as
-    `x + c0`)."""
-    pred = _prediction(rule)
-    if pred is None or type(e) is not type(rule.lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
-        return True
-    constant, scales = _dividend_facts(e)
-    values = scales if pred.shape == _SCALED else (constant,)
-    guard = guard_for(rule)
-    for v in values:
-        if v == pred.neutral:
-            continue
-        if guard is None or guard.holds({pred.constant: Const(v), pred.divisor: e.rhs}):  # type: ignore[attr-defined]
-            return True
-    return False
+    a rule changes nothing at `e`, and skipping it spares the match, the condition, and the
+    instantiation and canonical form of each identity instance (`x * 1` read as `x * c0`,
+    `x + 0` as `x + c0`)."""
+    k = e.rhs  # type: ignore[attr-defined]
+    return any(pred.allows(v, k) for v in _dividend_facts(e)[pred.shape])
 
 
 _DIVISOR_FACTS: dict[Expr, tuple[bool, bool]] = {}
@@ -579,6 +593,28 @@ def _needs_multiple(rule: Rule) -> bool:
     return hit
 
 
+def _needs_one_bucket(rule: Rule) -> bool:
+    """True for `[split]` rules `(x * c0 + y) op c0` whose condition requires `lo(y) floordiv
+    c0 == hi(y) floordiv c0` (or ceildiv): the remainder y must span fewer than c0 values."""
+    lhs = rule.lhs
+    if not (rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv))
+            and isinstance(lhs.rhs, ConstVar) and isinstance(lhs.lhs, Add)):
+        return False
+    shape = _scaled_plus_rest(lhs.lhs)
+    if shape is None or shape[1] is not lhs.rhs:
+        return False
+    y, k = shape[2], lhs.rhs
+    for c in conjuncts(rule.condition):
+        if isinstance(c, Compare) and c.op == "==" and \
+                isinstance(c.lhs, (FloorDiv, CeilDiv)) and type(c.rhs) is type(c.lhs):
+            a, b = c.lhs, c.rhs
+            if a.rhs is k and b.rhs is k and isinstance(a.lhs, Call) and \
+                    isinstance(b.lhs, Call) and {a.lhs.fn, b.lhs.fn} == {"lo", "hi"} and \
+                    a.lhs.args == (y,) and b.lhs.args == (y,):
+                return True
+    return False
+
+
 def _no_bounds(e: Expr) -> Interval:
     raise _NoValue("left-hand sides do not use interval bounds")
 
@@ -603,10 +639,9 @@ class RuleEngine:
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
-        #: Whether a list of `_index` holds a rule with a `_prediction`, and those lists
-        #: narrowed by the dividend's constant and scale (`_predicted_match_may_rewrite`).
-        self._predicted: dict[tuple[int, tuple[object, ...]], bool] = {}
-        self._narrowed: dict[tuple[object, ...], list[_Plan]] = {}
+        #: The plans of a list of `_index` with their `_prediction`, when one has one.
+        self._predicted: dict[tuple[int, tuple[object, ...]],
+                              list[tuple[_Plan, _Prediction | None]] | None] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -628,6 +663,11 @@ class RuleEngine:
             condition_check(r)
             guard_for(r)
             _rule_calls(r)
+        #: `expr_rules` without the rules that need a remainder within one bucket
+        #: (`_needs_one_bucket`), for the types that have some.
+        self.without_buckets: dict[type, list[Rule]] = {
+            t: [r for r in rs if not _needs_one_bucket(r)]
+            for t, rs in self.expr_rules.items() if any(_needs_one_bucket(r) for r in rs)}
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
@@ -647,16 +687,13 @@ class RuleEngine:
         hit = self._index.get(key)
         if hit is None:
             hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
-            self._predicted[key] = any(_prediction(p.rule) is not None for p in hit)
-        if not self._predicted[key]:
+            predictions = [(p, _prediction(p.rule)) for p in hit]
+            self._predicted[key] = predictions if any(q for _, q in predictions) else None
+        predicted = self._predicted[key]
+        if predicted is None or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
             return hit
         # second stage: rules whose dividend constant the term decides (`_dividend_facts`)
-        key2 = (key, e.rhs, _dividend_facts(e))  # type: ignore[attr-defined]
-        narrowed = self._narrowed.get(key2)
-        if narrowed is None:
-            narrowed = self._narrowed[key2] = [
-                p for p in hit if _predicted_match_may_rewrite(p.rule, e)]
-        return narrowed
+        return [p for p, q in predicted if q is None or _predicted_match_may_rewrite(q, e)]
 
     def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
@@ -899,13 +936,48 @@ class _ExprSimplifier:
     def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
-            out = self._rewrite(node, self.engine.expr_rules.get(type(node), ()), self.trace)
+            out = self._rewrite(node, self._rules_for(node), self.trace)
             if out is None and isinstance(node, Add):
                 out = self._expand_and_cancel(node, fuel)
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
         return node
+
+    def _rules_for(self, node: Expr) -> Sequence[Rule]:
+        """The engine's rules for the node's operator, without those that need a remainder
+        within one bucket (`_needs_one_bucket`) when no split of the dividend can give one."""
+        rules = self.engine.expr_rules.get(type(node), ())
+        if type(node) not in self.engine.without_buckets or self.constraints or \
+                not laws.ON.canonical_sums:
+            return rules
+        assert isinstance(node, (FloorDiv, Mod, CeilDiv))
+        k = node.rhs
+        if not isinstance(k, Const) or k.value <= 1 or \
+                self._remainder_spread(node.lhs, k.value) < k.value:
+            return rules
+        return self.engine.without_buckets[type(node)]
+
+    def _remainder_spread(self, dividend: Expr, k: int) -> int:
+        """A lower bound on the width of the interval of any remainder y = dividend - k * x
+        (x integral): interval arithmetic adds |coefficient| * width over the bases of y's
+        canonical sum, and the coefficient of each base t of the dividend in y is a - k * q for
+        some integer q, at least min(a mod k, k - a mod k) in size. Stops once it reaches k.
+        Only meaningful without constraints (one on y itself would narrow its interval);
+        0 when a base has an empty interval."""
+        coeffs, _constant = linear_form(dividend)
+        spread = 0
+        for base, a in coeffs.items():
+            r = a % k
+            r = min(r, k - r)
+            if r:
+                iv = self.bound(base)
+                if iv.is_empty:
+                    return 0
+                spread += r * (iv.hi - iv.lo)
+                if spread >= k:
+                    break
+        return spread
 
     def _root_first(self, written: Add, bottom_up: Expr, fuel: int) -> Expr:
         """No local minima in sums: simplifying the summands first can destroy a shape a rule
