@@ -362,22 +362,40 @@ def _may_match(rule: Rule, e: Expr) -> bool:
     """Necessary conditions for `rule` to rewrite `e` that read only `_signature(e)`: the
     operator kinds, children and summand shapes the left side needs, and the conjuncts of the
     condition about the divisor alone."""
-    lhs = rule.lhs
-    assert isinstance(lhs, Expr)
-    if kinds(lhs) & ~kinds(e) or not _children_fit(lhs, e) or not _summands_fit(lhs, e):
+    lhs, lhs_kinds, divisor_guard, multiple, common_factor = _filter_facts(rule)
+    if lhs_kinds & ~kinds(e):
         return False
     if isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and isinstance(lhs.rhs, Const) \
             and e.rhs is not lhs.rhs:  # type: ignore[attr-defined]
         return False  # `x floordiv -1` needs that very divisor
-    guard = guard_for(rule)
-    if guard is not None and guard.divisor is not None:
+    if divisor_guard is not None:
         if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
             return False  # `P op cK` matches only the same operator over a constant
-        if not guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
+        if not divisor_guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
             return False
-    if _needs_multiple(rule) and not _divisor_facts(e)[0]:
+    if multiple and not _divisor_facts(e)[0]:
         return False
-    return not _needs_common_factor(rule) or _divisor_facts(e)[1]
+    if common_factor and not _divisor_facts(e)[1]:
+        return False
+    return _children_fit(lhs, e) and _summands_fit(lhs, e)
+
+
+_FILTER_FACTS: dict[Rule, tuple[Expr, int, Guard | None, bool, bool]] = {}
+
+
+def _filter_facts(rule: Rule) -> tuple[Expr, int, Guard | None, bool, bool]:
+    """What `_may_match` reads of a rule, looked up once (a rule's hash runs Python code):
+    its left side and operator kinds, its guard when it has conjuncts over the divisor alone,
+    `_needs_multiple` and `_needs_common_factor`."""
+    hit = _FILTER_FACTS.get(rule)
+    if hit is None:
+        lhs = rule.lhs
+        assert isinstance(lhs, Expr)
+        guard = guard_for(rule)
+        hit = _FILTER_FACTS[rule] = (
+            lhs, kinds(lhs), guard if guard is not None and guard.divisor is not None else None,
+            _needs_multiple(rule), _needs_common_factor(rule))
+    return hit
 
 
 #: Dividend patterns of a left side `D op cK` whose constant cA takes only values read off
@@ -460,16 +478,44 @@ def _zero_dividends(e: Expr) -> Expr:
     return e if all(a is b for a, b in zip(kids, e.children)) else e.rebuild(kids)
 
 
-_DIVIDEND_FACTS: dict[Expr, dict[str, tuple[int, ...]]] = {}
-
-
 def _dividend_facts(e: Expr) -> dict[str, tuple[int, ...]]:
     """For `S op k`, by shape (`_SCALED`...): the values a dividend pattern's constant cA can
     take at S (a superset of what the matcher proposes)."""
-    hit = _DIVIDEND_FACTS.get(e)
+    return _division_facts(e)[1]
+
+
+def _predicted_match_may_rewrite(pred: _Prediction, facts: dict[str, tuple[int, ...]],
+                                 divisor: Expr) -> bool:
+    """False when every match of the rule at a term with these `_dividend_facts` binds its
+    dividend constant cA (`_prediction`) to a value for which the guard fails or the rewrite
+    gives the term back: such a rule changes nothing there, and skipping it spares the match,
+    the condition, and the instantiation and canonical form of each identity instance
+    (`x * 1` read as `x * c0`, `x + 0` as `x + c0`)."""
+    return any(pred.allows(v, divisor) for v in facts[pred.shape])
+
+
+_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = {}
+
+
+def _divisor_facts(e: Expr) -> tuple[bool, bool]:
+    """For `S op k`: (k is 0 or 1, or some variable summand of S has a coefficient that is a
+    multiple of k; k is not a constant, or is 0, or shares a factor > 1 with every variable
+    coefficient of S), what `_needs_multiple` and `_needs_common_factor` rules need."""
+    return _division_facts(e)[0]
+
+
+def _division_facts(e: Expr) -> tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]:
+    """`_divisor_facts` and `_dividend_facts` of `S op k`, from one linear form of S."""
+    hit = _DIVISION_FACTS.get(e)
     if hit is None:
-        s = e.lhs  # type: ignore[attr-defined]
+        s, d = e.lhs, e.rhs  # type: ignore[attr-defined]
         coeffs, constant = linear_form(s)
+        if not isinstance(d, Const) or d.value == 0:
+            divisor = (True, True)
+        else:
+            k = d.value
+            divisor = (k == 1 or any(c % k == 0 for c in coeffs.values()),
+                       math.gcd(*coeffs.values(), k) > 1)
         if isinstance(s, Mul) and isinstance(s.rhs, Const):
             scales: tuple[int, ...] = (s.rhs.value,)
         else:
@@ -479,43 +525,10 @@ def _dividend_facts(e: Expr) -> dict[str, tuple[int, ...]]:
         sizes = [abs(c) for c in coeffs.values()]
         for i, a in enumerate(sizes):
             values.update(math.gcd(a, b) for b in sizes[i:])
-        if len(_DIVIDEND_FACTS) > _MATCH_CACHE_LIMIT:
-            _DIVIDEND_FACTS.clear()
-        hit = _DIVIDEND_FACTS[e] = {_SCALED: scales, _OFFSET: (constant,),
-                                    _SCALED_PLUS_REST: tuple(values)}
-    return hit
-
-
-def _predicted_match_may_rewrite(pred: _Prediction, e: Expr) -> bool:
-    """False when every match of the rule at `e` binds its dividend constant cA
-    (`_prediction`) to a value for which the guard fails or the rewrite gives `e` back: such
-    a rule changes nothing at `e`, and skipping it spares the match, the condition, and the
-    instantiation and canonical form of each identity instance (`x * 1` read as `x * c0`,
-    `x + 0` as `x + c0`)."""
-    k = e.rhs  # type: ignore[attr-defined]
-    return any(pred.allows(v, k) for v in _dividend_facts(e)[pred.shape])
-
-
-_DIVISOR_FACTS: dict[Expr, tuple[bool, bool]] = {}
-
-
-def _divisor_facts(e: Expr) -> tuple[bool, bool]:
-    """For `S op k`: (k is 0 or 1, or some variable summand of S has a coefficient that is a
-    multiple of k; k is not a constant, or is 0, or shares a factor > 1 with every variable
-    coefficient of S), what `_needs_multiple` and `_needs_common_factor` rules need."""
-    hit = _DIVISOR_FACTS.get(e)
-    if hit is None:
-        d = e.rhs  # type: ignore[attr-defined]
-        if not isinstance(d, Const) or d.value == 0:
-            hit = (True, True)
-        else:
-            coeffs, _constant = linear_form(e.lhs)  # type: ignore[attr-defined]
-            k = d.value
-            hit = (k == 1 or any(c % k == 0 for c in coeffs.values()),
-                   math.gcd(*coeffs.values(), k) > 1)
-        if len(_DIVISOR_FACTS) > _MATCH_CACHE_LIMIT:
-            _DIVISOR_FACTS.clear()
-        _DIVISOR_FACTS[e] = hit
+        if len(_DIVISION_FACTS) > _MATCH_CACHE_LIMIT:
+            _DIVISION_FACTS.clear()
+        hit = _DIVISION_FACTS[e] = (divisor, {_SCALED: scales, _OFFSET: (constant,),
+                                              _SCALED_PLUS_REST: tuple(values)})
     return hit
 
 
@@ -639,9 +652,9 @@ class RuleEngine:
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
-        #: The plans of a list of `_index` with their `_prediction`, when one has one.
+        #: The plans of a list of `_index` that have a `_prediction`, with it (None: none).
         self._predicted: dict[tuple[int, tuple[object, ...]],
-                              list[tuple[_Plan, _Prediction | None]] | None] = {}
+                              list[tuple[_Plan, _Prediction]] | None] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -688,12 +701,17 @@ class RuleEngine:
         if hit is None:
             hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
             predictions = [(p, _prediction(p.rule)) for p in hit]
-            self._predicted[key] = predictions if any(q for _, q in predictions) else None
+            self._predicted[key] = [(p, q) for p, q in predictions if q is not None] or None
         predicted = self._predicted[key]
-        if predicted is None or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+        if predicted is None:
             return hit
         # second stage: rules whose dividend constant the term decides (`_dividend_facts`)
-        return [p for p, q in predicted if q is None or _predicted_match_may_rewrite(q, e)]
+        k = e.rhs  # type: ignore[attr-defined]
+        if not isinstance(k, Const):
+            return hit
+        facts = _dividend_facts(e)
+        dropped = [p for p, q in predicted if not _predicted_match_may_rewrite(q, facts, k)]
+        return [p for p in hit if p not in dropped] if dropped else hit
 
     def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
@@ -1125,6 +1143,8 @@ class Simplifier:
                                  ) -> tuple[IndexingMap, bool]:
         """The constraints simplified until a round changes nothing (True), or as far as 32
         rounds go (False)."""
+        if not m.constraints:
+            return m._mark_empty(), True  # what a round over no constraints gives
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
