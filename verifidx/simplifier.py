@@ -328,13 +328,14 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
-_SIGNATURES: dict[Expr, tuple[object, ...]] = {}
+_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = {}
 
 
-def _signature(e: Expr) -> tuple[object, ...]:
-    """Everything `_may_match` reads of a term: its operator, its operator kinds, its
-    children's node types, for a division or mod the divisor's value, and the summand shapes
-    of the sum (or dividend)."""
+def _signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """Everything `_may_match` reads of a term, in two parts: its structure (its operator,
+    its operator kinds, its children's node types, and the summand shapes of the sum or
+    dividend), what `_fits_structure` reads; and for a division or mod the divisor's value
+    and `_divisor_facts`, what `_fits_divisor` reads."""
     hit = _SIGNATURES.get(e)
     if hit is None:
         if len(_SIGNATURES) > _MATCH_CACHE_LIMIT:
@@ -343,41 +344,54 @@ def _signature(e: Expr) -> tuple[object, ...]:
     return hit
 
 
-def _compute_signature(e: Expr) -> tuple[object, ...]:
+_NO_DIVISOR: tuple[object, ...] = ()
+
+
+def _compute_signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
     t = type(e)
     if t is Add:
-        return (t, kinds(e), *_summand_shapes(e))
+        return (t, kinds(e), *_summand_shapes(e)), _NO_DIVISOR
     kids = e.children
     if not kids:
-        return (t,)
+        return (t,), _NO_DIVISOR
     if t is FloorDiv or t is Mod or t is CeilDiv:
-        d = e.rhs  # type: ignore[attr-defined]
-        return (t, kinds(e), kinds(e.lhs), type(e.lhs), type(d),  # type: ignore[attr-defined]
-                d.value if isinstance(d, Const) else None, *_divisor_facts(e),
-                *_summand_shapes(e.lhs))  # type: ignore[attr-defined]
-    return (t, kinds(e), *(type(k) for k in kids))
+        s, d = e.lhs, e.rhs  # type: ignore[attr-defined]
+        return ((t, kinds(e), kinds(s), type(s), type(d), *_summand_shapes(s)),
+                (d.value if isinstance(d, Const) else None, *_divisor_facts(e)))
+    return (t, kinds(e), *(type(k) for k in kids)), _NO_DIVISOR
 
 
 def _may_match(rule: Rule, e: Expr) -> bool:
     """Necessary conditions for `rule` to rewrite `e` that read only `_signature(e)`: the
     operator kinds, children and summand shapes the left side needs, and the conjuncts of the
     condition about the divisor alone."""
-    lhs, lhs_kinds, divisor_guard, multiple, common_factor = _filter_facts(rule)
+    return _fits_structure(rule, e) and _fits_divisor(rule, e)
+
+
+def _fits_structure(rule: Rule, e: Expr) -> bool:
+    """The part of `_may_match` that reads the structure part of `_signature(e)`."""
+    lhs, lhs_kinds, divisor_guard, _multiple, _common_factor = _filter_facts(rule)
     if lhs_kinds & ~kinds(e):
         return False
+    if divisor_guard is not None and (
+            type(e) is not type(lhs) or not isinstance(e.rhs, Const)):  # type: ignore[attr-defined]
+        return False  # `P op cK` matches only the same operator over a constant
+    return _children_fit(lhs, e) and _summands_fit(lhs, e)
+
+
+def _fits_divisor(rule: Rule, e: Expr) -> bool:
+    """The part of `_may_match` that reads the divisor part of `_signature(e)`, for a rule
+    that `_fits_structure`."""
+    lhs, _kinds, divisor_guard, multiple, common_factor = _filter_facts(rule)
     if isinstance(lhs, (FloorDiv, Mod, CeilDiv)) and isinstance(lhs.rhs, Const) \
             and e.rhs is not lhs.rhs:  # type: ignore[attr-defined]
         return False  # `x floordiv -1` needs that very divisor
-    if divisor_guard is not None:
-        if type(e) is not type(lhs) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
-            return False  # `P op cK` matches only the same operator over a constant
-        if not divisor_guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
-            return False
+    if divisor_guard is not None and \
+            not divisor_guard.divisor_allows(e.rhs):  # type: ignore[attr-defined]
+        return False
     if multiple and not _divisor_facts(e)[0]:
         return False
-    if common_factor and not _divisor_facts(e)[1]:
-        return False
-    return _children_fit(lhs, e) and _summands_fit(lhs, e)
+    return not common_factor or _divisor_facts(e)[1]
 
 
 _FILTER_FACTS: dict[Rule, tuple[Expr, int, Guard | None, bool, bool]] = {}
@@ -651,10 +665,11 @@ class RuleEngine:
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
-        self._index: dict[tuple[int, tuple[object, ...]], list[_Plan]] = {}
+        self._index: dict[tuple[object, ...], list[_Plan]] = {}
+        #: Its first level: (rule list, structure part of a signature) -> rules that fit it.
+        self._by_structure: dict[tuple[object, ...], list[_Plan]] = {}
         #: The plans of a list of `_index` that have a `_prediction`, with it (None: none).
-        self._predicted: dict[tuple[int, tuple[object, ...]],
-                              list[tuple[_Plan, _Prediction]] | None] = {}
+        self._predicted: dict[tuple[object, ...], list[tuple[_Plan, _Prediction]] | None] = {}
         self.expr_rules: dict[type, list[Rule]] = {}
         self.constraint_rules: dict[type, list[Rule]] = {}
         self.expansions: dict[type, list[Rule]] = {}
@@ -696,10 +711,17 @@ class RuleEngine:
         what the structural filters (`_may_match`) look at, so each filter runs once per
         signature instead of once per term. Dropping a rule here is exact: every filter is a
         necessary condition for a match or a part of the rule's condition."""
-        key = (id(rules), _signature(e))  # the engine's rule lists live as long as the engine
+        structure, divisor = _signature(e)
+        key = (id(rules), structure, divisor)  # the engine's rule lists live as the engine
         hit = self._index.get(key)
         if hit is None:
-            hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
+            # two levels: the structure decides most rules once, the divisor then the rest
+            shared = (id(rules), structure)
+            plans = self._by_structure.get(shared)
+            if plans is None:
+                plans = self._by_structure[shared] = [
+                    _Plan(r) for r in rules if _fits_structure(r, e)]
+            hit = self._index[key] = [p for p in plans if _fits_divisor(p.rule, e)]
             predictions = [(p, _prediction(p.rule)) for p in hit]
             self._predicted[key] = [(p, q) for p, q in predictions if q is not None] or None
         predicted = self._predicted[key]
