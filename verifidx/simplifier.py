@@ -976,7 +976,8 @@ class _ExprSimplifier:
     def _rewrite_to_fixpoint(self, node: Expr, fuel: int) -> Expr:
         while fuel > 0:
             fuel -= 1
-            out = self._rewrite(node, self._rules_for(node), self.trace)
+            rules = self._rules_for(node)
+            out = self._rewrite(node, rules, self.trace) if rules else None
             if out is None and isinstance(node, Add):
                 out = self._expand_and_cancel(node, fuel)
             if out is None:
