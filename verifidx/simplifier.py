@@ -543,10 +543,16 @@ class RuleEngine:
     def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
              ) -> Expr | None:
         rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
+        identities = plan.identities
         for candidate in self._decompositions(rule, e):
             if candidate.rejected:
                 continue
             env = candidate.env
+            if identities:
+                cv, value = identities[0]
+                if env.get(cv) is value or len(identities) > 1 and any(
+                        env.get(cv) is value for cv, value in identities[1:]):
+                    continue  # the rewrite would give `e` back
             if guard is not None and not guard.holds(env):
                 continue  # a constant-only part of the condition fails: no interval needed
             try:
@@ -627,13 +633,40 @@ class RuleEngine:
 class _Plan:
     """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
 
-    __slots__ = ("rule", "lhs", "rhs", "guard", "check")
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities")
 
     def __init__(self, rule: Rule) -> None:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
         self.rule, self.lhs, self.rhs = rule, rule.lhs, rule.rhs
         self.guard = guard_for(rule)
         self.check = condition_check(rule)
+        self.identities = identity_instances(rule)
+
+
+def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
+    """Constants at which the rule rewrites a term to itself: `(x * c0) floordiv c1 =>
+    x floordiv (c1 floordiv c0)` with c0 = 1 has both sides `x floordiv c1` in canonical form.
+    A match binding such a constant would only be instantiated to find `out is e`; skipping it
+    first saves that work (skipping a match never makes a rewrite wrong)."""
+    hit = _IDENTITIES.get(rule)
+    if hit is None:
+        found = []
+        assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
+        for cv in sorted({n for n in rule.lhs.walk() if isinstance(n, ConstVar)}, key=str):
+            for value in (Const(0), Const(1)):
+                sub = {cv: value}
+                try:
+                    same = canon(rule.lhs.substitute(sub)) is canon(rule.rhs.substitute(sub))
+                except EvaluationError:
+                    continue
+                if same:
+                    found.append((cv, value))
+        hit = _IDENTITIES[rule] = tuple(found)
+    return hit
+
+
+_IDENTITIES: dict[Rule, tuple[tuple[ConstVar, Const], ...]] = {}
+laws.on_change(_IDENTITIES.clear)  # canonical forms depend on the laws in force
 
 
 class _Candidate:
