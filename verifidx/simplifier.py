@@ -55,7 +55,7 @@ from .expr import (
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.guard import compile_function, condition_source, conjuncts, guard_for
-from .rules.matcher import KIND_BITS, kinds, match
+from .rules.matcher import KIND_BITS, can_guide, guided_matches, kinds, match
 from .rules.model import (
     Call,
     Compare,
@@ -490,7 +490,9 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
+        self._matches: dict[tuple[object, ...], list[_Candidate]] = {}
+        #: The candidates of guided matches (`_decompositions`), by left side and position.
+        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = {}
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
         self.results: dict[tuple[object, ...], Expr] = {}
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
@@ -544,7 +546,7 @@ class RuleEngine:
              ) -> Expr | None:
         rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
         identities = plan.identities
-        for candidate in self._decompositions(rule, e):
+        for candidate in self._decompositions(plan, e):
             if candidate.rejected:
                 continue
             env = candidate.env
@@ -571,11 +573,33 @@ class RuleEngine:
             return out
         return None
 
-    def _decompositions(self, rule: Rule, e: Expr) -> list[_Candidate]:
+    def _decompositions(self, plan: _Plan, e: Expr) -> list[_Candidate]:
         """Matcher proposals for the rule's left side against `e`, within the constants its
-        proof covers (each is checked to *be* `e` before it is used)."""
-        lhs = rule.lhs
-        assert isinstance(lhs, Expr)
+        proof covers (each is checked to *be* `e` before it is used). For the left sides the
+        matcher can guide (`guided_matches`), only the proposals whose constants pass the
+        rule's constant checks are built."""
+        rule, lhs = plan.rule, plan.lhs
+        if plan.guided:
+            key = (lhs, e, rule.split, plan.accept)
+            hit = self._matches.get(key)
+            if hit is not None:
+                return hit
+            guided = guided_matches(lhs, e, plan.accept, rule.split)
+            if guided is not None:
+                if len(self._matches) > _MATCH_CACHE_LIMIT:
+                    self._matches.clear()
+                    self._shared.clear()
+                # one candidate per match of the left side, whichever rule asks (it remembers
+                # whether it is a decomposition of `e`)
+                shared = self._shared.setdefault((lhs, e, rule.split), {})
+                hit = []
+                for slot, env in guided:
+                    candidate = shared.get(slot)
+                    if candidate is None:
+                        candidate = shared[slot] = _Candidate(env)
+                    hit.append(candidate)
+                self._matches[key] = hit
+                return hit
         found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
@@ -633,7 +657,7 @@ class RuleEngine:
 class _Plan:
     """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
 
-    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities")
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities", "accept", "guided")
 
     def __init__(self, rule: Rule) -> None:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
@@ -641,6 +665,31 @@ class _Plan:
         self.guard = guard_for(rule)
         self.check = condition_check(rule)
         self.identities = identity_instances(rule)
+        self.accept = constants_check(rule)
+        self.guided = can_guide(rule.lhs)
+
+
+def constants_check(rule: Rule) -> Callable[[Mapping[Expr, Expr]], bool]:
+    """What `_try` checks of a match before any interval: the constants lie within the
+    proof's bound, do not make the rule an identity, and pass its guard. One function per
+    rule (it keys the engine's cache of guided matches)."""
+    hit = _CONSTANT_CHECKS.get(rule)
+    if hit is None:
+        guard, identities = guard_for(rule), identity_instances(rule)
+
+        def accept(constants: Mapping[Expr, Expr]) -> bool:
+            if not _within_proof(rule, constants):
+                return False
+            if any(constants.get(cv) is value for cv, value in identities):
+                return False
+            return guard is None or guard.holds(constants)
+
+        hit = _CONSTANT_CHECKS[rule] = accept
+    return hit
+
+
+_CONSTANT_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr]], bool]] = {}
+laws.on_change(_CONSTANT_CHECKS.clear)  # identities depend on the laws in force
 
 
 def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
@@ -654,7 +703,7 @@ def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
         for cv in sorted({n for n in rule.lhs.walk() if isinstance(n, ConstVar)}, key=str):
             for value in (Const(0), Const(1)):
-                sub = {cv: value}
+                sub: dict[Expr, Expr] = {cv: value}
                 try:
                     same = canon(rule.lhs.substitute(sub)) is canon(rule.rhs.substitute(sub))
                 except EvaluationError:
