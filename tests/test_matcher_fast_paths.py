@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import expressions, quasi_affine
+from strategies import expressions, intervals, quasi_affine
 
 from verifidx.canonical import canon
-from verifidx.expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Mod, ceildiv
+from verifidx.expr import Add, Binary, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Symbol, ceildiv
+from verifidx.interval import Interval, range_of
 from verifidx.rules import matcher as m
 from verifidx.rules.model import ConstVar, TermVar
 from verifidx.simplifier import default_simplifier
@@ -80,9 +81,10 @@ def test_guided_matches_are_the_accepted_matches(e: Expr, k: int, modulus: int) 
     for c in candidates:
         for p in GUIDED:
             for split in (False, True):
-                guided = m.guided_matches(p, c, accept, split)
-                if guided is None:
+                found = m.guided_matches(p, c, accept, split)
+                if found is None:
                     continue
+                guided = [(i, b.env if isinstance(b, m.SplitMatch) else b) for i, b in found]
                 general = list(m.match(p, c, split=split))
                 n_split = len(list(m._split_matches(p, c))) if split else 0
                 expected = [b for i, b in enumerate(general)
@@ -90,10 +92,29 @@ def test_guided_matches_are_the_accepted_matches(e: Expr, k: int, modulus: int) 
                                                       if isinstance(v, ConstVar)})]
                 assert [list(b.items()) for _i, b in guided] == \
                     [list(b.items()) for b in expected]
-                everything = dict(m.guided_matches(p, c, lambda _c: True, split) or [])
+                everything = {i: b.env if isinstance(b, m.SplitMatch) else b
+                              for i, b in m.guided_matches(p, c, lambda _c: True, split) or []}
                 assert [list(b) for b in everything.values()] == [list(b) for b in general]
                 for i, b in guided:
                     assert everything[i] == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms, st.sampled_from([2, 3, 5, 8]), st.lists(intervals(), min_size=4, max_size=4))
+def test_split_ranges_are_interval_arithmetic_of_the_built_terms(
+        e: Expr, k: int, ivs: list[Interval]) -> None:
+    """The engine decides a [split] rule's condition on `SplitMatch.linear_range` instead of
+    the interval of the built x and y when no constraint is in play; that is exact only if
+    both are the same interval. Oracle: `range_of` on the built terms."""
+    bounds = {Dim(0): ivs[0], Dim(1): ivs[1], Dim(2): ivs[2], Symbol(0): ivs[3]}
+    cache: dict[Expr, Interval] = {}
+    for c in (canon(e // k), canon(e % k), canon((e * 7 + 3) // k)):
+        for p in SPLIT:
+            for split in m._lazy_splits(p, c) or []:
+                for var in (split.x, split.y):
+                    built = range_of(split.env[var], bounds)
+                    assert split.linear_range(var, lambda t: range_of(t, bounds, cache)) \
+                        == built
 
 
 @settings(max_examples=300, deadline=None)
@@ -122,4 +143,5 @@ def test_rigid_and_split_matches_are_the_general_ones(e: Expr, k: int) -> None:
                 [list(b.items()) for b in m._match(p, c, {})]
         for p in SPLIT:
             assert isinstance(p, Binary)
-            assert m._split_matches(p, c) == list(m._match_split(p, c, {}))
+            assert [list(b.items()) for b in m._split_matches(p, c)] == \
+                [list(b.items()) for b in m._match_split(p, c, {})]

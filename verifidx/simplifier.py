@@ -55,7 +55,7 @@ from .expr import (
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.guard import compile_function, condition_source, conjuncts, guard_for
-from .rules.matcher import KIND_BITS, can_guide, guided_matches, kinds, match
+from .rules.matcher import KIND_BITS, SplitMatch, can_guide, guided_matches, kinds, match
 from .rules.model import (
     Call,
     Compare,
@@ -524,9 +524,12 @@ class RuleEngine:
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
-                trace: list[Step] | None) -> Expr | None:
+                trace: list[Step] | None, additive: bool = False) -> Expr | None:
+        """The first rule of `rules` that rewrites `e`. `additive`: `bound` of a sum of scaled
+        terms is the sum of their scaled bounds (interval arithmetic with no constraint on
+        the sum), so `[split]` matches can be ranged before their terms are built."""
         for plan in self.applicable(e, rules):
-            out = self._try(plan, e, bound, trace)
+            out = self._try(plan, e, bound, trace, additive)
             if out is not None:
                 return out
         return None
@@ -542,13 +545,19 @@ class RuleEngine:
             hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
         return hit
 
-    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
-             ) -> Expr | None:
+    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None,
+             additive: bool = False) -> Expr | None:
         rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
         identities = plan.identities
+        ranged = additive and plan.ranged
         for candidate in self._decompositions(plan, e):
             if candidate.rejected:
                 continue
+            decided = None
+            if ranged and candidate.split is not None:
+                decided = _split_condition(check, candidate.split, bound)
+                if decided is False:
+                    continue  # the condition fails on the split's intervals: nothing to build
             env = candidate.env
             if identities:
                 cv, value = identities[0]
@@ -558,7 +567,7 @@ class RuleEngine:
             if guard is not None and not guard.holds(env):
                 continue  # a constant-only part of the condition fails: no interval needed
             try:
-                if not check(env, bound):
+                if decided is None and not check(env, bound):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
                 if out is e:
@@ -593,10 +602,10 @@ class RuleEngine:
                 # whether it is a decomposition of `e`)
                 shared = self._shared.setdefault((lhs, e, rule.split), {})
                 hit = []
-                for slot, env in guided:
+                for slot, proposal in guided:
                     candidate = shared.get(slot)
                     if candidate is None:
-                        candidate = shared[slot] = _Candidate(env)
+                        candidate = shared[slot] = _Candidate(proposal)
                     hit.append(candidate)
                 self._matches[key] = hit
                 return hit
@@ -657,7 +666,8 @@ class RuleEngine:
 class _Plan:
     """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
 
-    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities", "accept", "guided")
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities", "accept", "guided",
+                 "ranged")
 
     def __init__(self, rule: Rule) -> None:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
@@ -667,6 +677,31 @@ class _Plan:
         self.identities = identity_instances(rule)
         self.accept = constants_check(rule)
         self.guided = can_guide(rule.lhs)
+        #: a [split] rule whose condition reads intervals of bare variables only (x, y), which
+        #: `_split_may_pass` can give before the split's terms are built
+        self.ranged = rule.split and all(isinstance(c.args[0], TermVar)
+                                         for c in _rule_calls(rule))
+
+
+def _split_condition(check: Callable[[Mapping[Expr, Expr], RangeFn], bool], split: SplitMatch,
+                     bound: RangeFn) -> bool | None:
+    """The rule's condition on a `[split]` match, with the intervals of x and y summed from
+    their bases: what `bound` gives for the built sums when it is additive, so the verdict
+    is the full check's. None when it cannot tell (a base without values, an undefined
+    operation): the full check decides."""
+    def ranges(t: Expr) -> Interval:
+        if t is split.x or t is split.y:
+            r = split.linear_range(t, bound)
+            if r is None:
+                raise _NoValue(str(t))
+            return r
+        return bound(t)
+
+    env: dict[Expr, Expr] = {split.c: split.divisor, split.x: split.x, split.y: split.y}
+    try:
+        return check(env, ranges)
+    except (_NoValue, EvaluationError, KeyError):
+        return None
 
 
 def constants_check(rule: Rule) -> Callable[[Mapping[Expr, Expr]], bool]:
@@ -722,11 +757,22 @@ class _Candidate:
     """A matcher proposal; whether the left side instantiated with it is the matched term
     (canonical identity) is decided once, when a rule's condition first accepts it."""
 
-    __slots__ = ("env", "_verified")
+    __slots__ = ("_env", "split", "_verified")
 
-    def __init__(self, env: dict[Expr, Expr]) -> None:
-        self.env = env
+    def __init__(self, found: Mapping[Expr, Expr] | SplitMatch) -> None:
+        if isinstance(found, SplitMatch):
+            self.split: SplitMatch | None = found
+            self._env: Mapping[Expr, Expr] | None = None
+        else:
+            self.split, self._env = None, found
         self._verified: bool | None = None
+
+    @property
+    def env(self) -> Mapping[Expr, Expr]:
+        if self._env is None:
+            assert self.split is not None
+            self._env = self.split.env
+        return self._env
 
     @property
     def rejected(self) -> bool:
@@ -816,12 +862,12 @@ class _ExprSimplifier:
         depends only on the term and its variables' intervals (see `_shared_key`)."""
         key = self._shared_key(node) if trace is None else None
         if key is None:
-            return self.engine.rewrite(node, self.bound, rules, trace)
+            return self.engine.rewrite(node, self.bound, rules, trace, not self.constraints)
         key = (id(rules), *key)  # the engine's rule lists live as long as the engine
         cache = self.engine.rewrites
         if key in cache:
             return cache[key]
-        out = self.engine.rewrite(node, self.bound, rules, None)
+        out = self.engine.rewrite(node, self.bound, rules, None, not self.constraints)
         if len(cache) > _MATCH_CACHE_LIMIT:
             cache.clear()
         cache[key] = out

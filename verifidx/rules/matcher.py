@@ -18,12 +18,13 @@ Sums are matched up to associativity and commutativity (the laws in `rules/canon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from math import gcd
 
 from .. import laws
 from ..canonical import canon, from_linear, linear_form, order_key
 from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
+from ..interval import Interval
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
@@ -51,8 +52,8 @@ _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
 _MAX_FACTORS = 12
 
 
-def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bool = False
-          ) -> Iterator[Bindings]:
+def match(pattern: Expr, expr: Expr, bindings: Mapping[Expr, Expr] | None = None,
+          split: bool = False) -> Iterator[Bindings]:
     """All bindings (extending `bindings`) under which `pattern` may describe `expr`.
     `split` (rules marked `[split]`): also read the dividend of `(x * c0 + y) op c0` as
     quotient and remainder (see `_split_dividend`)."""
@@ -167,7 +168,8 @@ def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
     key = (p.lhs, p.rhs, e.lhs, e.rhs)  # type: ignore[attr-defined]
     hit = _SPLIT_MATCHES.get(key)
     if hit is None:
-        hit = list(_match_split(p, e, {}))
+        lazy = _lazy_splits(p, e)
+        hit = [s.env for s in lazy] if lazy is not None else list(_match_split(p, e, {}))
         if len(_SPLIT_MATCHES) > _CACHE_LIMIT:
             _SPLIT_MATCHES.clear()
         _SPLIT_MATCHES[key] = hit
@@ -199,6 +201,84 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
                     del left[base]
             for b2 in _match(factor[0].lhs, _expr(q), b1):
                 yield from _assign(_order(tuple(rest), b2), left, b2)
+
+
+class SplitMatch:
+    """A `[split]` match of `(x * c + y) op c`: c is the divisor, x a quotient choice, y what
+    it leaves, kept as linear terms; `env` builds the bindings on first use. `ranges` gives
+    the intervals of x and y from the intervals of their bases, the way interval arithmetic
+    ranges their sums, so a rule's condition on `lo(y)`/`hi(y)` can be decided first."""
+
+    __slots__ = ("c", "divisor", "x", "y", "quotient", "rest", "_env")
+
+    def __init__(self, c: ConstVar, divisor: Const, x: TermVar, y: TermVar, quotient: Terms,
+                 rest: Terms) -> None:
+        self.c, self.divisor, self.x, self.y = c, divisor, x, y
+        self.quotient, self.rest = quotient, rest
+        self._env: Bindings | None = None
+
+    @property
+    def env(self) -> Bindings:
+        """Never mutated by callers."""
+        if self._env is None:
+            self._env = {self.c: self.divisor, self.x: _expr(self.quotient),
+                         self.y: _expr(self.rest)}
+        return self._env
+
+    def linear_range(self, var: Expr, base_range: Callable[[Expr], Interval]
+                     ) -> Interval | None:
+        """The interval of x or y as a sum of scaled bases (None: a base has none)."""
+        terms = self.rest if var is self.y else self.quotient
+        lo = hi = 0
+        for base, coeff in terms.items():
+            if base is _ONE:
+                lo += coeff
+                hi += coeff
+                continue
+            r = base_range(base)
+            if r.lo > r.hi:
+                return None
+            if coeff >= 0:
+                lo, hi = lo + r.lo * coeff, hi + r.hi * coeff
+            else:
+                lo, hi = lo + r.hi * coeff, hi + r.lo * coeff
+        return Interval(lo, hi)
+
+
+_LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = {}
+laws.on_change(_LAZY_SPLITS.clear)
+
+
+def _lazy_splits(p: Expr, e: Expr) -> list[SplitMatch] | None:
+    """What `_match_split` yields for `(x * c + y) op c` against `S op k`, in the same order,
+    as `SplitMatch`es; None for other patterns. Shared by floordiv, mod and ceildiv (the
+    key leaves out the operator, as `_split_matches`'s does)."""
+    if not (isinstance(p, Binary) and isinstance(p.lhs, Add) and isinstance(e, Binary)
+            and type(e) is type(p) and isinstance(e.rhs, Const)):
+        return None
+    shape = _scaled_plus_rest(p.lhs)
+    if shape is None or shape[1] is not p.rhs:
+        return None
+    key = (p.lhs, p.rhs, e.lhs, e.rhs)
+    hit = _LAZY_SPLITS.get(key)
+    if hit is None:
+        x, c, y = shape
+        divisor: Const = e.rhs  # type: ignore[assignment]
+        k = divisor.value
+        hit = []
+        if k > 1:
+            remaining = _terms(e.lhs)
+            for q in _split_dividend(remaining, k):
+                left = dict(remaining)
+                for base, qi in q.items():
+                    left[base] -= qi * k
+                    if left[base] == 0:
+                        del left[base]
+                hit.append(SplitMatch(c, divisor, x, y, q, left))
+        if len(_LAZY_SPLITS) > _CACHE_LIMIT:
+            _LAZY_SPLITS.clear()
+        _LAZY_SPLITS[key] = hit
+    return hit
 
 
 def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
@@ -508,11 +588,12 @@ def can_guide(pattern: Expr) -> bool:
 
 
 def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool],
-                   split: bool = False) -> list[tuple[int, Bindings]] | None:
+                   split: bool = False) -> list[tuple[int, Bindings | SplitMatch]] | None:
     """The matches `match(pattern, expr, split=split)` yields whose constants `accept` admits,
     in the same order, for a left side `(x * c0 + y) op c1`; None for other patterns (and for
     sums with a term that is itself a sum), which `match` handles. `[split]` matches come
-    first, all of them (their constants are the divisor's). `accept` sees only the constants
+    first, all of them (their constants are the divisor's), as `SplitMatch`es where they
+    can be. `accept` sees only the constants
     (c0, c1): a rule's guard rejects most ways of splitting a sum on them alone, and the
     costly part of a match, the rest `y` and a group divided by its factor, is then never
     built (and built once for all the rules that accept it, see `_Splits`). Each match comes
@@ -529,7 +610,10 @@ def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool]
     splits = _splits(pattern.lhs, e.lhs)  # type: ignore[attr-defined]
     if splits is None:
         return None
-    out = list(enumerate(_split_matches(pattern, e))) if split else []
+    out: list[tuple[int, Bindings | SplitMatch]] = []
+    if split:
+        lazy = _lazy_splits(pattern, e)
+        out += enumerate(lazy if lazy is not None else _split_matches(pattern, e))
     first = len(out)
     for i, factor in enumerate(splits.factors):
         if c1 is c0:  # one variable for the factor and the divisor: they must agree
