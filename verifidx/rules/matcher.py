@@ -628,13 +628,14 @@ class _Splits:
     """The ways `x * c + y` matches one sum (what the general `_assign` yields, in its order,
     without its generators): the factor `c` of each, and its bindings built on first use."""
 
-    __slots__ = ("factors", "_x", "_c", "_y", "_remaining", "_sources", "_built", "_summands")
+    __slots__ = ("factors", "_x", "_c", "_y", "_remaining", "_sources", "_built", "_summands",
+                 "_sum")
 
-    def __init__(self, x: TermVar, c: ConstVar, y: TermVar, remaining: Terms,
-                 summands: tuple[Expr, ...] | None,
+    def __init__(self, x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr,
                  sources: list[tuple[Expr, Bindings | None, Terms | None]]) -> None:
         self._x, self._c, self._y = x, c, y
-        self._remaining, self._summands, self._sources = remaining, summands, sources
+        self._remaining, self._sum, self._sources = remaining, e, sources
+        self._summands: tuple[Expr, ...] | None | bool = False  # False: not looked at yet
         #: c of each split, then the bindings of x and c for one term, or the group of terms
         #: (divided by c on first use)
         self.factors = [factor for factor, _b1, _group in sources]
@@ -652,7 +653,9 @@ class _Splits:
             if group is None:
                 assert isinstance(term, dict)
                 base = list(self._remaining)[i]
-                if self._summands is not None:
+                if self._summands is False:
+                    self._summands = _summands_in_order(self._remaining, self._sum)
+                if isinstance(self._summands, tuple):
                     rest = _without_term(self._summands, i)
                 else:
                     left = dict(self._remaining)
@@ -709,7 +712,7 @@ def _make_splits(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
             if singles[base] == (factor, _product(base, coeff // g)):
                 continue
         sources.append((factor, None, group))
-    return _Splits(x, c, y, remaining, _summands_in_order(remaining, e), sources)
+    return _Splits(x, c, y, remaining, e, sources)
 
 
 def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
