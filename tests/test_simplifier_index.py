@@ -10,6 +10,7 @@ of their rewrite traces, with the map's variable bounds."""
 from __future__ import annotations
 
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from verifidx import parse_map
 from verifidx.canonical import canon
 from verifidx.expr import Const, Dim, Expr, FloorDiv, Mod
 from verifidx.simplifier import (
+    RuleEngine,
+    Simplifier,
     _ExprSimplifier,
     _Plan,
     _prediction,
@@ -128,3 +131,19 @@ def test_left_out_buckets_rewrite_nothing(a: int, b: int, width: int, k: int, c:
     m = parse_map(f"(d0, d1) -> (d0), domain: d0 in [0, {width}], d1 in [-2, {width // 2}]")
     terms = [canon(op(canon(Dim(0) * a + Dim(1) * b + c), Const(k))) for op in (FloorDiv, Mod)]
     _check_dropped_rules_rewrite_nothing(m, terms)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["digit decompositions", "nested divisions"]), st.integers(0, 10**6),
+       st.lists(st.integers(0, 80), min_size=2, max_size=6))
+def test_outcomes_remembered_across_maps_are_the_fresh_ones(
+        family: str, seed: int, highs: list[int]) -> None:
+    """One engine over several maps (its rewrites remembered with the intervals they read,
+    `_rewrite_by_reads`) gives each map what an engine that never saw another map gives: the
+    same terms under other bounds of d0, which some rules read and others do not."""
+    rules = default_simplifier().engine.rules
+    shared = Simplifier(RuleEngine(rules))
+    text = FAMILIES[family](random.Random(seed))
+    for hi in highs:
+        m = parse_map(re.sub(r"d0 in \[-?\d+, -?\d+\]", f"d0 in [0, {hi}]", text))
+        assert shared.simplify(m) == Simplifier(RuleEngine(rules)).simplify(m), (text, hi)

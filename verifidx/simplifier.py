@@ -247,6 +247,8 @@ def _calls(rule: Rule) -> list[Call]:
 
 
 _MATCH_CACHE_LIMIT = 200_000
+#: Outcomes remembered per term by `_ExprSimplifier._rewrite_by_reads` (one per set of reads).
+_READS_PER_TERM = 8
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
 _DIV_BITS = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
 
@@ -671,6 +673,10 @@ class RuleEngine:
         self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = {}
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
         self.results: dict[tuple[object, ...], Expr] = {}
+        #: Outcomes of one rewrite at a root with the intervals they read, by (rule list,
+        #: term): see `_ExprSimplifier._rewrite_by_reads`.
+        self.tracked: dict[tuple[int, Expr],
+                           list[tuple[tuple[tuple[Expr, int, int], ...], Expr | None]]] = {}
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = {}
@@ -1070,10 +1076,45 @@ class _ExprSimplifier:
         cache = self.engine.rewrites
         if key in cache:
             return cache[key]
-        out = self.engine.rewrite(node, self.bound, rules, None, not self.constraints)
+        out = self._rewrite_by_reads(node, rules)
         if len(cache) > _MATCH_CACHE_LIMIT:
             cache.clear()
         cache[key] = out
+        return out
+
+    def _rewrite_by_reads(self, node: Expr, rules: Sequence[Rule]) -> Expr | None:
+        """`engine.rewrite` at the root of `node` (no constraint, no trace), remembered with
+        the intervals it read: the engine is a deterministic function of the term and of what
+        `bound` answers, so where every interval read before has the same value again, the
+        same rules fail and succeed in the same way. Terms of digit sums recur across maps
+        with other variable bounds (`(d0 mod 6) floordiv 2` reads the range [0, 5] of
+        `d0 mod 6` for any d0 in [0, n], n >= 5), which `_shared_key` tells apart."""
+        memo_key = (id(rules), node)
+        tracked = self.engine.tracked
+        bound = self.bound
+        seen = tracked.get(memo_key)
+        if seen is not None:
+            for reads, out in seen:
+                for t, lo, hi in reads:
+                    iv = bound(t)
+                    if iv.lo != lo or iv.hi != hi:
+                        break
+                else:
+                    return out
+        read: list[tuple[Expr, int, int]] = []
+
+        def reading(t: Expr) -> Interval:
+            iv = bound(t)
+            read.append((t, iv.lo, iv.hi))
+            return iv
+
+        out = self.engine.rewrite(node, reading, rules, None, True)
+        if seen is None:
+            if len(tracked) > _MATCH_CACHE_LIMIT:
+                tracked.clear()
+            seen = tracked[memo_key] = []
+        if len(seen) < _READS_PER_TERM:
+            seen.append((tuple(read), out))
         return out
 
     def simplify(self, e: Expr, fuel: int) -> Expr:
