@@ -578,11 +578,12 @@ def _rigid_summands_fit(p: Add, e: Expr) -> bool:
     def place(i: int, used: tuple[Expr, ...], env: Bindings) -> bool:
         if i == len(parts):
             return all(all(b in terms for b in _terms(env[x])) for x in repeated)
+        part = parts[i]
         for base in bases:
-            if base in used:
-                continue
+            if type(base) is not type(part) or base in used:
+                continue  # (`_match_rigid` would fail at the root)
             env1 = dict(env)
-            if _match_rigid(parts[i], base, env1) and place(i + 1, (*used, base), env1):
+            if _match_rigid(part, base, env1) and place(i + 1, (*used, base), env1):
                 return True
         return False
 
