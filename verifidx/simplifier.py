@@ -52,6 +52,7 @@ from .expr import (
     add,
     mul,
 )
+from .implied_bounds import implied_bounds
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.guard import compile_function, condition_source, conjuncts, guard_for
@@ -1050,7 +1051,7 @@ class Simplifier:
                 break  # another round would reach this same fixpoint again
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
+        simp = _ExprSimplifier(self.engine, _result_bounds(m), dict(m.constraints), trace,
                                root_first=self.root_first)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
@@ -1176,6 +1177,18 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+def _result_bounds(m: IndexingMap) -> Mapping[Variable, Interval]:
+    """The variable intervals the rules read while simplifying the results: the domain's,
+    tightened by what its linear constraints imply (`implied_bounds`). Never used for the
+    constraints themselves, which would then justify their own removal."""
+    if not m.constraints:
+        return m.bounds
+    tight = implied_bounds(m.bounds, m.constraints)
+    if any(iv.lo > iv.hi for iv in tight.values()):
+        return m.bounds  # contradictory: emptiness is decided elsewhere
+    return tight
 
 
 # -- rule base and public API ------------------------------------------------------------------
