@@ -279,6 +279,7 @@ class Const(Expr):
 
 
 _ZERO = Const(0)
+_MINUS_ONE = Const(-1)
 
 
 class Variable(Expr):
@@ -391,12 +392,15 @@ class Binary(Expr):
     tag: ClassVar[str] = "?"
 
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
+        key = (cls.tag, lhs, rhs)
+        try:
+            node = _TABLE.get(key)
+        except TypeError:  # an unhashable operand: not an expression
+            node = None
+        if node is not None:  # only expressions are keys: no number equals a node
+            return node  # type: ignore[return-value]  # built (and checked) before
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
-        key = (cls.tag, lhs, rhs)
-        node = _TABLE.get(key)
-        if node is not None:
-            return node  # type: ignore[return-value]  # built (and checked) before
         cls._check_operands(rhs)
         depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
@@ -597,34 +601,58 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
     while `add(3, -3, d1, 2)` is `2 + d1` (the constant cancels, then a new one comes last)."""
     on = _laws.ON
     terms = list(first.terms) if isinstance(first, Add) else [first]
-    consts = [i for i, t in enumerate(terms) if isinstance(t, Const)]
-    if not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero) or len(consts) > 1:
-        for r in rest:  # the literal fold
+    const_at = -1
+    const_sum = depth = 0
+    for k, t in enumerate(terms):
+        if isinstance(t, Const):
+            if const_at >= 0:
+                const_at = -2  # two constants (a sum built without folding): the literal fold
+                break
+            const_at, const_sum = k, t.value
+        if t._depth > depth:
+            depth = t._depth
+    if const_at == -2 or not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero):
+        for r in rest:
             first = add(first, r)
         return first
-    const_at = consts[0] if consts else -1
-    const_sum = terms[const_at].value if consts else 0  # type: ignore[attr-defined]
-    depth = max(t._depth for t in terms)
+    # `add` merges the constants of the partial sum and the next operand into one, at the first
+    # constant's place, and drops it when it is 0; that changes the terms only on the first step,
+    # after a partial sum of 0, and where the operand has a constant
+    merge = True
     for r in rest:
         if not terms:  # the partial sum was 0: a constant operand, at the front
-            terms, const_at, const_sum = [_ZERO], 0, 0
-        for t in r.terms if isinstance(r, Add) else (r,):
-            if isinstance(t, Const):
-                if const_at < 0:
-                    const_at = len(terms)
+            terms, const_at, const_sum, merge = [_ZERO], 0, 0, True
+        if isinstance(r, Const):
+            if const_at < 0:
+                const_at = len(terms)
+                terms.append(r)
+            const_sum += r.value
+            merge = True
+        elif isinstance(r, Add):
+            for t in r.terms:
+                if isinstance(t, Const):
+                    if const_at < 0:
+                        const_at = len(terms)
+                        terms.append(t)
+                    const_sum += t.value
+                    merge = True
+                else:
                     terms.append(t)
-                const_sum += t.value
-            else:
-                terms.append(t)
-                if t._depth > depth:
-                    depth = t._depth
-        if const_at >= 0:
-            if const_sum == 0:
-                del terms[const_at]
-                const_at = -1
-            else:
-                terms[const_at] = Const(const_sum)
-        if len(terms) > 1 and depth + 1 > MAX_DEPTH:
+                    if t._depth > depth:
+                        depth = t._depth
+        else:
+            terms.append(r)
+            if r._depth > depth:
+                depth = r._depth
+        if merge:
+            merge = False
+            if const_at >= 0:
+                if const_sum == 0:
+                    del terms[const_at]
+                    const_at = -1
+                else:
+                    terms[const_at] = Const(const_sum)
+        if depth >= MAX_DEPTH and len(terms) > 1:
             raise DepthError(depth + 1, MAX_DEPTH)  # where `add` would build this partial sum
     if not terms:
         return _ZERO
@@ -633,7 +661,9 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
 
 def neg(x: ExprLike) -> Expr:
     """`-x` is written `x * -1` (that is what negation means here, not a law)."""
-    return mul(x, -1)
+    if isinstance(x, Const) and _laws.ON.fold_mul:
+        return Const(-x.value)  # what `mul` folds it to
+    return mul(x, _MINUS_ONE)
 
 
 def mul(a: ExprLike, b: ExprLike) -> Expr:
@@ -659,30 +689,36 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    FloorDiv._check_operands(y)
-    if isinstance(y, Const):
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if isinstance(y, Const) and y.value:  # a valid constant divisor (`_check_operands`)
         if isinstance(x, Const) and _laws.ON.fold_floordiv:
             return Const(floor_div(x.value, y.value))
         if y.value == 1 and _laws.ON.floordiv_one:
             return x
+    else:
+        FloorDiv._check_operands(y)
     return FloorDiv(x, y)
 
 
 def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    CeilDiv._check_operands(y)
-    if isinstance(y, Const):
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if isinstance(y, Const) and y.value:  # a valid constant divisor (`_check_operands`)
         if isinstance(x, Const) and _laws.ON.fold_ceildiv:
             return Const(ceil_div(x.value, y.value))
         if y.value == 1 and _laws.ON.ceildiv_one:
             return x
+    else:
+        CeilDiv._check_operands(y)
     return CeilDiv(x, y)
 
 
 def mod(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    Mod._check_operands(y)
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if not isinstance(y, Const) or y.value <= 0:
+        Mod._check_operands(y)
     if isinstance(y, Const):
         if isinstance(x, Const) and _laws.ON.fold_mod:
             return Const(floor_mod(x.value, y.value))

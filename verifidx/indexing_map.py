@@ -160,9 +160,7 @@ class IndexingMap:
             {},
         )
         m._check_variables(m.results)
-        for expr, iv in constraints:
-            m = m.add_constraint(expr, iv)
-        return m._mark_empty()
+        return m.add_constraints(constraints)
 
     @staticmethod
     def undefined() -> IndexingMap:
@@ -334,6 +332,36 @@ class IndexingMap:
         cons = dict(self.constraints)
         cons[e] = merged
         return self.replace(constraints=cons)._mark_empty()
+
+    def add_constraints(
+        self, items: Iterable[tuple[ExprLike, Interval | tuple[int, int]]]
+    ) -> IndexingMap:
+        """`add_constraint` for each item in turn, building one map instead of one per item:
+        the same map, since intervals only shrink (an empty one stays empty) and the flag of a
+        KNOWN EMPTY map is only ever set."""
+        m = self
+        dims, range_vars, rt_vars = list(m.dims), list(m.range_vars), list(m.rt_vars)
+        tables = {Dim: dims, Symbol: range_vars, RtVar: rt_vars}
+        cons: dict[Expr, Interval] | None = None
+        empty = m.is_known_empty
+        for written, interval in items:
+            expr = as_expr(written)
+            iv = interval if isinstance(interval, Interval) else Interval(*interval)
+            m._check_variables([expr])
+            if isinstance(expr, Const):
+                empty = empty or expr.value not in iv
+            elif isinstance(expr, Variable):
+                table = tables[type(expr)]  # type: ignore[index]
+                info = table[expr.index]
+                table[expr.index] = Var(info.bounds.intersect(iv), info.name)
+            else:
+                if cons is None:
+                    cons = dict(m.constraints)
+                old = cons.get(expr)
+                cons[expr] = iv if old is None else old.intersect(iv)
+        return IndexingMap(m.results, tuple(dims), tuple(range_vars), tuple(rt_vars),
+                           m.constraints if cons is None else cons, empty,
+                           m.is_undefined)._mark_empty()
 
     def _with_var(self, v: Variable, info: Var) -> IndexingMap:
         if isinstance(v, Dim):
