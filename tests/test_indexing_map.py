@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from strategies import maps
+from strategies import expressions, maps
 
 from verifidx import IndexingMap, compose, parse_map
-from verifidx.expr import Dim, Symbol
+from verifidx.expr import Const, Dim, Symbol
 from verifidx.interval import Interval
 
 
@@ -93,3 +93,32 @@ def test_evaluate_ignores_the_domain() -> None:
     assert m.evaluate([1, 2], [3, 4]) == (2, 1, 4, 3)
     assert m.constraints_satisfied([1, 2], [3, 4])
     assert not m.add_constraint(Symbol(0) % 4, (0, 0)).constraints_satisfied([1, 2], [5, 4])
+
+
+@st.composite
+def constraint_batches(draw: st.DrawFn) -> tuple[IndexingMap, list[tuple[object, object]]]:
+    m = draw(maps(max_dims=2, max_syms=1, max_rts=0))
+    exprs = st.one_of(
+        expressions(m.num_dims, m.num_range_vars, 0, max_leaves=4),
+        st.sampled_from(list(m.variables) or [Const(0)]),  # bare variables: their bounds shrink
+        st.integers(-3, 3).map(Const),  # constants: decided at once
+    )
+    # intervals that may be empty, and tuples as well as Interval values
+    ivs = st.tuples(st.integers(-6, 9), st.integers(-6, 9)).flatmap(
+        lambda t: st.sampled_from([t, Interval(*t)]))
+    items = draw(st.lists(st.tuples(exprs, ivs), max_size=5))
+    return m, items
+
+
+@given(constraint_batches())
+def test_add_constraints_is_add_constraint_one_by_one(batch) -> None:
+    m, items = batch
+    one_by_one = m
+    for e, iv in items:
+        one_by_one = one_by_one.add_constraint(e, iv)
+    batched = m.add_constraints(items)
+    assert batched.results == one_by_one.results
+    assert batched.all_vars == one_by_one.all_vars  # bounds and names
+    assert list(batched.constraints.items()) == list(one_by_one.constraints.items())
+    assert batched.is_known_empty == one_by_one.is_known_empty
+    assert batched.is_undefined == one_by_one.is_undefined
