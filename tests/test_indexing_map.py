@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from strategies import expressions, maps
@@ -122,3 +123,53 @@ def test_add_constraints_is_add_constraint_one_by_one(batch) -> None:
     assert list(batched.constraints.items()) == list(one_by_one.constraints.items())
     assert batched.is_known_empty == one_by_one.is_known_empty
     assert batched.is_undefined == one_by_one.is_undefined
+
+
+def _first_violation(e) -> str | None:  # type: ignore[no-untyped-def]
+    """Independent oracle: the first node in pre-order that a map may not hold."""
+    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, RtVar
+
+    allowed = {Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max}
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if type(node) not in allowed:
+            return "node"
+        if type(node) in (FloorDiv, CeilDiv, Mod) and type(node.rhs) is not Const:
+            return "divisor"
+        stack.extend(reversed(node.children))
+    return None
+
+
+def _mixed_expressions():  # type: ignore[no-untyped-def]
+    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, Variable
+    from verifidx.rules.model import Call, ConstVar, TermVar
+
+    leaves = st.sampled_from([Dim(0), Symbol(1), Const(3), Const(-2), TermVar("x"),
+                              ConstVar("c0"), Variable(0), Call("abs", (Dim(1),))])
+
+    def extend(kids):  # type: ignore[no-untyped-def]
+        def build(t):  # type: ignore[no-untyped-def]
+            op, a, b = t
+            try:
+                return Add([a, b]) if op is Add else op(a, b)
+            except ValueError:  # a divisor that is a constant 0 or negative (mod)
+                return a
+        ops = st.sampled_from([Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max])
+        return st.tuples(ops, kids, kids).map(build)
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+@given(_mixed_expressions())
+def test_check_map_expr_accepts_exactly_the_map_language(e) -> None:
+    from verifidx.errors import DivisorError
+    from verifidx.indexing_map import check_map_expr
+
+    expected = _first_violation(e)
+    if expected is None:
+        check_map_expr(e)
+        return
+    with pytest.raises(ValueError) as info:
+        check_map_expr(e)
+    assert isinstance(info.value, DivisorError) == (expected == "divisor")

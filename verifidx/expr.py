@@ -70,12 +70,13 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_vars")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_in_map", "_vars")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
     _depth: int
+    _in_map: bool  # only map nodes, divisors constant (`indexing_map.check_map_expr`)
     _vars: frozenset[Variable]  # set on first use (`variable_set`)
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
@@ -88,6 +89,7 @@ class Expr:
         node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
+            node._in_map = False  # a leaf of the rule language (variables say otherwise)
             init(node)
             _TABLE[key] = node
         return node
@@ -267,7 +269,7 @@ class Const(Expr):
         if node is None:
             node = object.__new__(cls)
             node.value = value  # type: ignore[attr-defined]
-            node._size, node._total, node._depth = 1, True, 1
+            node._size, node._total, node._depth, node._in_map = 1, True, 1, True
             _TABLE[key] = node
         return node  # type: ignore[return-value]
 
@@ -288,6 +290,7 @@ class Variable(Expr):
     __slots__ = ("index",)
     index: int
     prefix: ClassVar[str] = "v"
+    map_variable: ClassVar[bool] = False  # True for the kinds a map declares (d, s, rt)
 
     def __new__(cls, index: int) -> Variable:
         node = _TABLE.get((cls.prefix, index))
@@ -299,7 +302,7 @@ class Variable(Expr):
 
         def init(n: Expr) -> None:
             n.index = index  # type: ignore[attr-defined]
-            n._size, n._total, n._depth = 1, True, 1
+            n._size, n._total, n._depth, n._in_map = 1, True, 1, cls.map_variable
 
         return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
 
@@ -320,6 +323,7 @@ class Dim(Variable):
     __slots__ = ()
     kind = "dim"
     prefix = "d"
+    map_variable = True
 
 
 class Symbol(Variable):
@@ -328,6 +332,7 @@ class Symbol(Variable):
     __slots__ = ()
     kind = "range"
     prefix = "s"
+    map_variable = True
 
 
 class RtVar(Variable):
@@ -336,6 +341,7 @@ class RtVar(Variable):
     __slots__ = ()
     kind = "rt"
     prefix = "rt"
+    map_variable = True
 
 
 class Add(Expr):
@@ -354,12 +360,13 @@ class Add(Expr):
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
         depth = size = 0
-        total = True
+        total = in_map = True
         for t in terms:
             if t._depth > depth:
                 depth = t._depth
             size += t._size
             total = total and t._total
+            in_map = in_map and t._in_map
         depth += 1
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
@@ -368,6 +375,7 @@ class Add(Expr):
         node._size = 1 + size
         node._total = total
         node._depth = depth
+        node._in_map = in_map
         _TABLE[key] = node
         return node  # type: ignore[return-value]
 
@@ -390,6 +398,7 @@ class Binary(Expr):
     lhs: Expr
     rhs: Expr
     tag: ClassVar[str] = "?"
+    map_operator: ClassVar[bool] = False  # True for the operators a map may hold
 
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
         key = (cls.tag, lhs, rhs)
@@ -408,8 +417,11 @@ class Binary(Expr):
         node = object.__new__(cls)
         node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
         node._size = 1 + lhs._size + rhs._size
-        node._total = lhs._total and rhs._total and cls._total_with(rhs)
+        # a division by a constant is total, and the only division a map may hold
+        with_rhs = cls._total_with(rhs)
+        node._total = lhs._total and rhs._total and with_rhs
         node._depth = depth
+        node._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
         _TABLE[key] = node
         return node  # type: ignore[return-value]
 
@@ -431,6 +443,7 @@ class Binary(Expr):
 
 class Mul(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "mul"
     tag = "*"
 
@@ -450,6 +463,7 @@ class _Division(Binary):
     validity part of the rule's obligation."""
 
     __slots__ = ()
+    map_operator = True
     positive_divisor: ClassVar[bool] = False
 
     @staticmethod
@@ -512,6 +526,7 @@ class Mod(_Division):
 
 class Min(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "min"
     tag = "min"
 
@@ -524,6 +539,7 @@ class Min(Binary):
 
 class Max(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "max"
     tag = "max"
 

@@ -77,14 +77,19 @@ def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None
 
 _MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
 _DIVISIONS = (FloorDiv, CeilDiv, Mod)
-_CHECKED: dict[Expr, None] = {}  # every node checked so far (in pre-order, as before)
 
 
 def check_map_expr(e: Expr) -> None:
     """Raises DivisorError/ValueError unless `e` may appear in a map: only map variables, and
-    every divisor an integer constant (docs/semantics.md). Memoised: expressions are interned."""
-    if e in _CHECKED:
+    every divisor an integer constant (docs/semantics.md). Each node knows it from its
+    construction (`Expr._in_map`); the walk below only finds what to report."""
+    if getattr(e, "_in_map", False):
         return
+    _report_non_map(e)
+
+
+def _report_non_map(e: Expr) -> None:
+    """Raises for the first node, in pre-order, that a map may not hold."""
     kind = type(e)
     if kind not in _MAP_NODES:
         raise ValueError(f"{e} is not part of the map language (a rule pattern?)")
@@ -92,8 +97,8 @@ def check_map_expr(e: Expr) -> None:
         raise DivisorError(f"the divisor of {e.tag} must be an integer constant, "  # type: ignore[attr-defined]
                            f"not {e.rhs}")  # type: ignore[attr-defined]
     for child in e.children:
-        check_map_expr(child)
-    _CHECKED[e] = None
+        if not child._in_map:
+            _report_non_map(child)
 
 
 @dataclass(frozen=True, slots=True)
