@@ -428,11 +428,6 @@ def _words(text: str) -> list[str]:
     return text.split() + _PADDING
 
 
-def _is_name(t: str) -> bool:
-    """`t` is a whole name token of `tokenize` (`[A-Za-z_][A-Za-z0-9_]*`)."""
-    return t.isascii() and t.isidentifier()
-
-
 # Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
 # digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
 _LITERALS: dict[str, Const] = {}
@@ -608,7 +603,7 @@ def _read_names(toks: list[str], i: int, close: str, make: Callable[[int], Varia
         return i + 1
     while True:
         t = toks[i]
-        if t in names or not _is_name(t):
+        if t in names or not (t.isascii() and t.isidentifier()):  # a whole name of `tokenize`
             raise _Reject
         names[t] = make(len(out))
         out.append(t)
@@ -631,6 +626,22 @@ def _read_bound(toks: list[str], i: int) -> tuple[int, int]:
     if t[0] not in _DIGITS or not t.isdecimal():
         raise _Reject
     return int(t), i + 1
+
+
+# Interval texts of a printed domain (`0, 7` of `d0 in [0, 7]`) -> their intervals: checked
+# once per spelling, as the literals above.
+_BOUNDS_TEXT: dict[str, Interval] = {}
+
+
+def _bounds_text(lo_hi: str) -> Interval:
+    lo, comma, hi = lo_hi.partition(", ")
+    if not comma:
+        raise _Reject
+    iv = _interval(_bound_value(lo), _bound_value(hi))
+    if len(_BOUNDS_TEXT) > _SHARED_LIMIT:
+        _BOUNDS_TEXT.clear()
+    _BOUNDS_TEXT[lo_hi] = iv
+    return iv
 
 
 def _bound_value(t: str) -> int:
@@ -656,11 +667,10 @@ def _read_domain_text(tail: str, names: dict[str, Expr]
     out: list[tuple[str | None, Expr, Interval]] = []
     for entry in entries:
         written, sep, lo_hi = entry.partition(" in [")
-        lo, comma, hi = lo_hi.partition(", ")
-        if not (sep and comma):
+        if not sep:
             return None
         try:
-            iv = _interval(_bound_value(lo), _bound_value(hi))
+            iv = _BOUNDS_TEXT.get(lo_hi) or _bounds_text(lo_hi)
             e = names.get(written)
             if e is not None:
                 out.append((written, e, iv))
@@ -829,6 +839,7 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
 # -- printer -----------------------------------------------------------------------------------
 
 _LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
+_MAP_VARIABLES = frozenset((Dim, Symbol, RtVar))
 
 
 class _Printer:
@@ -860,8 +871,11 @@ class _Printer:
         return out
 
     def top_term(self, e: Expr) -> str:
-        if type(e) is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+        kind = type(e)
+        if kind is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
             return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+        if kind in _MAP_VARIABLES:  # what `level2` gives, without its table
+            return self.names.get(e) or f"{e.prefix}{e.index}"  # type: ignore[attr-defined, call-overload]
         return self.level2(e)
 
     def later_term(self, t: Expr) -> str:
@@ -894,6 +908,10 @@ class _Printer:
             return self.level2(e) if left_of is Mul else f"({self.level2(e)})"
         if kind in self.words:  # a division
             return self.level2(e) if kind is left_of else f"({self.level2(e)})"
+        if kind is Const:  # what `level2` gives, without its table
+            return str(e.value)  # type: ignore[attr-defined]
+        if kind in _MAP_VARIABLES:
+            return self.names.get(e) or f"{e.prefix}{e.index}"  # type: ignore[attr-defined, call-overload]
         return self.level2(e)
 
     def level2(self, e: Expr) -> str:
