@@ -499,10 +499,11 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
     while True:
         # one operand: a constant, a variable, or the start of a nested sum
         t = toks[i]
-        if t[0] in _DIGITS:
-            x = _LITERALS.get(t)  # type: ignore[assignment]
-            if x is None:
-                x = _literal(t, _LITERALS, 1)
+        x = names.get(t) or _LITERALS.get(t)  # type: ignore[assignment]
+        if x is not None and not (toks[i + 1] == "(" and (t == "min" or t == "max")):
+            i += 1  # a variable, or an integer seen before
+        elif t[0] in _DIGITS:
+            x = _literal(t, _LITERALS, 1)
             i += 1
         elif t[0] in _NAME_START:
             if (t == "min" or t == "max") and toks[i + 1] == "(":
@@ -754,7 +755,8 @@ class _MapReader:
             if toks[i] != _END:
                 raise _Reject
         m = IndexingMap(tuple(results), _var_list(dims, "d", bounds),
-                        _var_list(syms, "s", bounds), _var_list(rts, "rt", bounds), {})
+                        _var_list(syms, "s", bounds) if syms else (),
+                        _var_list(rts, "rt", bounds) if rts else (), {})
         return m.add_constraints(constraints) if constraints else m._mark_empty()
 
     @staticmethod
