@@ -408,14 +408,19 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
 # splits on whitespace (`str.split` skips the characters `str.isspace` names, as `tokenize`
 # does): a few C-level passes, cheaper than a regex. Unlike `tokenize`, it leaves any other
 # character glued to its neighbours (`d0é`, `1_000`, `x<2`), so a token may be a run that
-# `tokenize` would cut in several; the reader refuses every such run: it accepts only names
-# that `_NAME` matches, integers of decimal digits, and the exact words of the grammar.
+# `tokenize` would cut in several; the reader refuses every such run: it accepts only whole
+# names of `tokenize` (ASCII identifiers), integers of decimal digits, and the exact words of
+# the grammar.
 _DIGITS = frozenset("0123456789")
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
     "floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv, "mod": mod}
 _END = " "  # after the last token: never a token (tokens hold no whitespace)
-_PADDING = [_END] * 7  # so that the reader may look up to 7 tokens ahead without a bounds check
+_PADDING = [_END] * 3  # so that the reader may look ahead past the end without a bounds check
+
+
+class _Reject(Exception):
+    """The fast reader stops at the first thing it does not expect."""
 
 
 def _words(text: str) -> list[str]:
@@ -426,21 +431,6 @@ def _words(text: str) -> list[str]:
     if "-" in text:  # `->` is one token, `- >` two
         text = text.replace("-", " - ").replace(" - >", " -> ")
     return text.split() + _PADDING
-
-
-# Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
-# digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
-_LITERALS: dict[str, Const] = {}
-_NEGATED: dict[str, Const] = {}
-
-
-def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
-    if not t.isdecimal():
-        raise _Reject
-    if len(table) > _SHARED_LIMIT:
-        table.clear()
-    c = table[t] = Const(sign * int(t))
-    return c
 
 
 # Bounds repeat from map to map: share the (immutable) values instead of building each again.
@@ -468,8 +458,19 @@ def _var(bounds: Interval, name: str | None) -> Var:
     return v
 
 
-class _Reject(Exception):
-    """The fast reader stops at the first thing it does not expect."""
+# Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
+# digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
+_LITERALS: dict[str, Const] = {}
+_NEGATED: dict[str, Const] = {}
+
+
+def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
+    if not t.isdecimal():
+        raise _Reject
+    if len(table) > _SHARED_LIMIT:
+        table.clear()
+    c = table[t] = Const(sign * int(t))
+    return c
 
 
 # What `_read_expr` does when a nested sum ends: close a parenthesis, or read the second
