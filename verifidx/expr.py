@@ -616,6 +616,18 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
     term, without building the partial sums. The order matters: `3 - 3 + d1 + 2` is `d1 + 2`,
     while `add(3, -3, d1, 2)` is `2 + d1` (the constant cancels, then a new one comes last)."""
     on = _laws.ON
+    n = len(rest)
+    if n and not isinstance(first, (Add, Const)) and (n == 1 or on.add_assoc):
+        # the usual sum of a parser: no nested sum, no constant but a nonzero one at the end;
+        # every partial sum extends the previous one, whichever folding laws hold
+        last = rest[-1]
+        plain = not isinstance(last, Add) and not (isinstance(last, Const) and last.value == 0)
+        k = 0
+        while plain and k < n - 1:
+            plain = not isinstance(rest[k], (Add, Const))
+            k += 1
+        if plain:
+            return Add([first, *rest])
     terms = list(first.terms) if isinstance(first, Add) else [first]
     const_at = -1
     const_sum = depth = 0

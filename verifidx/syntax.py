@@ -476,6 +476,7 @@ def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
 # What `_read_expr` does when a nested sum ends: close a parenthesis, or read the second
 # argument of min/max, or close min/max.
 _PAREN, _FIRST_ARG, _SECOND_ARG = 0, 1, 2
+_NO_TERMS: list[Expr] = []  # `rest` of a sum with one term so far; never appended to
 
 _Frame = tuple[int, str, "Expr | None", "Expr | None", list[Expr], bool, "Expr | None",
                "Callable[[ExprLike, ExprLike], Expr] | None", int, int]
@@ -492,7 +493,8 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
     x: Expr
     depth = 0  # nesting of the sum being read
     first: Expr | None = None  # its first term, once a `+` or `-` follows it
-    rest: list[Expr] = []  # its later terms, negated where they follow a `-`
+    rest: list[Expr] = _NO_TERMS  # its later terms, negated where they follow a `-` (a new
+    # list once `first` is set: a parenthesised product allocates none)
     minus = False  # the term being read follows a `-`
     term: Expr | None = None  # the product or quotient read so far
     op: Callable[[ExprLike, ExprLike], Expr] | None = None  # what joins `term` and the operand
@@ -512,7 +514,7 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
                     raise _Reject
                 stack.append((_FIRST_ARG, t, None, first, rest, minus, term, op, negs, depth))
                 depth += negs + 1
-                first, rest, minus, op, negs = None, [], False, None, 0
+                first, minus, op, negs = None, False, None, 0
                 i += 2
                 continue
             x = names[t]
@@ -522,7 +524,7 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
         elif t == "(":
             stack.append((_PAREN, t, None, first, rest, minus, term, op, negs, depth))
             depth += negs + 1
-            first, rest, minus, op, negs = None, [], False, None, 0
+            first, minus, op, negs = None, False, None, 0
             i += 1
             continue
         elif t == "-":
@@ -559,7 +561,7 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
             if t == "+" or t == "-":
                 i += 1
                 if first is None:
-                    first = term
+                    first, rest = term, []
                 else:
                     rest.append(neg(term) if minus else term)  # type: ignore[arg-type]
                 minus = t == "-"
@@ -584,7 +586,7 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
                 stack.append((_SECOND_ARG, word, value, first, rest, minus, term, op, negs,
                               depth))
                 depth += negs + 1
-                first, rest, minus, op, negs = None, [], False, None, 0
+                first, minus, op, negs = None, False, None, 0
                 i += 1
                 break
             if toks[i] != ")":
@@ -655,37 +657,40 @@ def _bound_value(t: str) -> int:
     return int(t)
 
 
-def _read_domain_text(tail: str, names: dict[str, Expr]
-                      ) -> list[tuple[str | None, Expr, Interval]] | None:
-    """The entries of the domain after `, domain: `, spelled as printed (`d0 in [0, 7],
-    d0 + s0 in [-1, 3]`): (the variable's name or None, the expression, the interval) each.
-    An entry's expression is read from its own tokens; None for anything else (the token path
-    reads that domain)."""
+def _read_domain_text(tail: str, names: dict[str, Expr], bounds: dict[str, Interval],
+                      constraints: list[tuple[Expr, Interval]]) -> bool:
+    """The domain after `, domain: `, spelled as printed (`d0 in [0, 7], d0 + s0 in [-1, 3]`),
+    into the empty `bounds` and `constraints` as `_MapReader._read_domain` reads its tokens;
+    each entry's expression is read from its own tokens. False, with both left empty, for
+    anything else (the token path reads that domain)."""
     entries = tail.rstrip().split("], ")
     last = entries[-1]
     if not last.endswith("]"):
-        return None
+        return False
     entries[-1] = last[:-1]
-    out: list[tuple[str | None, Expr, Interval]] = []
-    for entry in entries:
-        written, sep, lo_hi = entry.partition(" in [")
-        if not sep:
-            return None
-        try:
+    try:
+        for entry in entries:
+            written, sep, lo_hi = entry.partition(" in [")
+            if not sep:
+                raise _Reject
             iv = _BOUNDS_TEXT.get(lo_hi) or _bounds_text(lo_hi)
             e = names.get(written)
-            if e is not None:
-                out.append((written, e, iv))
-            else:  # a constraint: an expression up to ` in [`, which no expression holds
+            if e is None:  # an expression up to ` in [`, which no expression holds
                 toks = _words(written)
                 e, i = _read_expr(toks, 0, names)
                 if toks[i] != _END:
-                    return None
-                # a lone name, spaced otherwise, bounds its variable (as `_read_domain`'s is_var)
-                out.append((toks[0] if i == 1 and toks[0] in names else None, e, iv))
-        except _Reject:
-            return None
-    return out
+                    raise _Reject
+                if i == 1 and toks[0] in names:  # a lone name, spaced otherwise
+                    written = toks[0]
+            if written in names and written not in bounds:
+                bounds[written] = iv
+            else:  # as in XLA, a repeated bare variable intersects its bounds
+                constraints.append((e, iv))
+    except _Reject:
+        bounds.clear()
+        constraints.clear()
+        return False
+    return True
 
 
 class _MapReader:
@@ -736,15 +741,9 @@ class _MapReader:
                     raise _Reject
         bounds: dict[str, Interval] = {}
         constraints: list[tuple[Expr, Interval]] = []
-        entries = _read_domain_text(tail, names) if domain else None
-        if entries is not None:
+        if domain and _read_domain_text(tail, names, bounds, constraints):
             if toks[i] != _END:  # the head is the header and the results, nothing more
                 raise _Reject
-            for name, e, iv in entries:
-                if name is not None and name not in bounds:
-                    bounds[name] = iv
-                else:  # as in XLA, a repeated bare variable intersects its bounds
-                    constraints.append((e, iv))
         else:
             if domain:  # the tokens of the whole text, from the `,` before `domain`
                 if toks[i] != _END:
