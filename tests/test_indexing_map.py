@@ -173,3 +173,22 @@ def test_check_map_expr_accepts_exactly_the_map_language(e) -> None:
     with pytest.raises(ValueError) as info:
         check_map_expr(e)
     assert isinstance(info.value, DivisorError) == (expected == "divisor")
+
+
+def test_maps_stay_frozen_values_with_their_own_constructor() -> None:
+    import dataclasses
+    import pickle
+
+    from verifidx.indexing_map import Var
+
+    m = IndexingMap((Dim(0),), (Var(Interval(0, 3)),))
+    assert m.constraints == {} and m.range_vars == () and not m.is_known_empty
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.results = ()  # type: ignore[misc]
+    other = dataclasses.replace(m, is_known_empty=True)
+    assert other.is_known_empty and other.results == m.results
+    assert pickle.loads(pickle.dumps(m)) == m
+    assert m.constraints is not IndexingMap((Dim(0),), (Var(Interval(0, 3)),)).constraints
+    with pytest.raises(ValueError, match="not part of the map language"):
+        IndexingMap((Dim(0),), (Var(Interval(0, 3)),), (), (),
+                    {object(): Interval(0, 1)})  # type: ignore[dict-item]

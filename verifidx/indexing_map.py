@@ -128,7 +128,7 @@ class AffineMap:
     results: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class IndexingMap:
     """An indexing map. Equality and hashing are structural and ignore custom names."""
 
@@ -140,11 +140,26 @@ class IndexingMap:
     is_known_empty: bool = False
     is_undefined: bool = False
 
-    def __post_init__(self) -> None:
-        for e in self.results:
+    def __init__(self, results: tuple[Expr, ...], dims: tuple[Var, ...],
+                 range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
+                 constraints: Mapping[Expr, Interval] | None = None,
+                 is_known_empty: bool = False, is_undefined: bool = False) -> None:
+        # the fields written straight into the instance: a frozen dataclass's own __init__
+        # goes through object.__setattr__ once per field, and maps are built on every rewrite
+        for e in results:
             check_map_expr(e)
-        for e in self.constraints:
+        if constraints is None:
+            constraints = {}
+        for e in constraints:
             check_map_expr(e)
+        fields = self.__dict__
+        fields["results"] = results
+        fields["dims"] = dims
+        fields["range_vars"] = range_vars
+        fields["rt_vars"] = rt_vars
+        fields["constraints"] = constraints
+        fields["is_known_empty"] = is_known_empty
+        fields["is_undefined"] = is_undefined
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod
