@@ -945,18 +945,28 @@ class _Printer:
         return str(e)  # pattern leaves and function calls of the rule language
 
 
-_LABELS: dict[tuple[int, int, int], list[str]] = {}
+def _head(labels: Sequence[str], nd: int, nr: int, nt: int) -> str:
+    """`(d0, d1)[s0]{rt0}`: the variable lists of a map's text."""
+    head = f"({', '.join(labels[:nd])})"
+    if nr:
+        head += f"[{', '.join(labels[nd : nd + nr])}]"
+    if nt:
+        head += f"{{{', '.join(labels[nd + nr :])}}}"
+    return head
 
 
-def _default_labels(nd: int, nr: int, nt: int) -> list[str]:
-    """`d0, ..., s0, ..., rt0, ...` for these counts (shared: callers do not change it)."""
-    labels = _LABELS.get((nd, nr, nt))
-    if labels is None:
-        labels = [f"d{i}" for i in range(nd)] + [f"s{i}" for i in range(nr)] + \
-            [f"rt{i}" for i in range(nt)]
-        if len(_LABELS) < 1024:
-            _LABELS[nd, nr, nt] = labels
-    return labels
+# XLA's names (`d0, ..., s0, ..., rt0, ...`) and the variable lists they print, per count of
+# dimensions, range and runtime variables: shared, callers do not change them.
+_DEFAULT_HEADS: dict[tuple[int, int, int], tuple[list[str], str]] = {}
+
+
+def _default_head(nd: int, nr: int, nt: int) -> tuple[list[str], str]:
+    labels = [f"d{i}" for i in range(nd)] + [f"s{i}" for i in range(nr)] + \
+        [f"rt{i}" for i in range(nt)]
+    out = (labels, _head(labels, nd, nr, nt))
+    if len(_DEFAULT_HEADS) < 1024:
+        _DEFAULT_HEADS[nd, nr, nt] = out
+    return out
 
 
 def variable_names(m: IndexingMap) -> dict[Variable, str]:
@@ -981,21 +991,21 @@ def print_map(m: IndexingMap, div: str = "floordiv", multiline: bool = False) ->
     if m.is_known_empty:
         return "KNOWN EMPTY"
     all_vars = m.all_vars
-    nd, nr = len(m.dims), len(m.range_vars)
-    if any(info.name is not None for info in all_vars):
-        names = variable_names(m)
-        labels = [names[v] for v in m.variables]
+    nd, nr, nt = len(m.dims), len(m.range_vars), len(m.rt_vars)
+    for info in all_vars:
+        if info.name is not None:
+            names = variable_names(m)
+            labels = [names[v] for v in m.variables]
+            head = _head(labels, nd, nr, nt)
+            break
     else:  # XLA's names: the printer's default for every variable
         names = {}
-        labels = _default_labels(nd, nr, len(m.rt_vars))
+        labels, head = _DEFAULT_HEADS.get((nd, nr, nt)) or _default_head(nd, nr, nt)
     p = _Printer(names, div)
-    head = f"({', '.join(labels[:nd])})"
-    if nr:
-        head += f"[{', '.join(labels[nd : nd + nr])}]"
-    if m.rt_vars:
-        head += f"{{{', '.join(labels[nd + nr :])}}}"
     text = f"{head} -> ({', '.join([p.top(r) for r in m.results])})"
-    items = [f"{label} in {info.bounds}" for label, info in zip(labels, all_vars)]
+    # `[lo, hi]` is `str(Interval)`, written out here: one call less per variable
+    items = [f"{label} in [{info.bounds.lo}, {info.bounds.hi}]"
+             for label, info in zip(labels, all_vars)]
     if m.constraints:
         items += sorted([f"{p.top(e)} in {iv}" for e, iv in m.constraints.items()])
     if not items:
