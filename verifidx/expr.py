@@ -263,9 +263,10 @@ class Const(Expr):
         node = _TABLE.get(("c", value))  # equal numbers share the node int(value) would give
         if node is not None:
             return node  # type: ignore[return-value]
-        value = int(value)
+        if type(value) is not int:
+            value = int(value)
+            node = _TABLE.get(("c", value))
         key = ("c", value)
-        node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
             node.value = value  # type: ignore[attr-defined]
@@ -399,6 +400,9 @@ class Binary(Expr):
     rhs: Expr
     tag: ClassVar[str] = "?"
     map_operator: ClassVar[bool] = False  # True for the operators a map may hold
+    #: floordiv, ceildiv, mod: the divisor is checked (`_check_operands`), and the node is
+    #: total where it is a constant
+    division: ClassVar[bool] = False
 
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
         key = (cls.tag, lhs, rhs)
@@ -410,7 +414,9 @@ class Binary(Expr):
             return node  # type: ignore[return-value]  # built (and checked) before
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
-        cls._check_operands(rhs)
+        division = cls.division
+        if division:
+            cls._check_operands(rhs)
         depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
@@ -418,16 +424,12 @@ class Binary(Expr):
         node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
         node._size = 1 + lhs._size + rhs._size
         # a division by a constant is total, and the only division a map may hold
-        with_rhs = cls._total_with(rhs)
+        with_rhs = not division or isinstance(rhs, Const)
         node._total = lhs._total and rhs._total and with_rhs
         node._depth = depth
         node._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
         _TABLE[key] = node
         return node  # type: ignore[return-value]
-
-    @staticmethod
-    def _total_with(rhs: Expr) -> bool:
-        return True
 
     @classmethod
     def _check_operands(cls, rhs: Expr) -> None:
@@ -464,11 +466,8 @@ class _Division(Binary):
 
     __slots__ = ()
     map_operator = True
+    division = True
     positive_divisor: ClassVar[bool] = False
-
-    @staticmethod
-    def _total_with(rhs: Expr) -> bool:
-        return isinstance(rhs, Const)
 
     @classmethod
     def _check_operands(cls, rhs: Expr) -> None:
