@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import expressions, quasi_affine
+from strategies import expressions, intervals, quasi_affine
 
 from verifidx.canonical import canon
-from verifidx.expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Mod
+from verifidx.expr import Add, Binary, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Symbol, ceildiv
+from verifidx.interval import Interval, range_of
 from verifidx.rules import matcher as m
 from verifidx.rules.model import ConstVar, TermVar
 from verifidx.simplifier import default_simplifier
@@ -42,7 +43,7 @@ terms = st.one_of(quasi_affine(), expressions(num_dims=3, num_syms=1, max_leaves
 
 
 def test_the_rule_base_has_each_shape() -> None:
-    assert SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS
+    assert GUIDED and SCALED_PLUS_REST and REPEATS and RIGID and SPLIT and SCALED_DIVISIONS
 
 
 def _general_sum(p: Add, e: Expr) -> list[dict[Expr, Expr]]:
@@ -54,10 +55,66 @@ def _general_sum(p: Add, e: Expr) -> list[dict[Expr, Expr]]:
 def test_scaled_plus_rest_is_the_general_assignment(e: Expr) -> None:
     e = canon(e)
     for p in SCALED_PLUS_REST:
-        fast = m._assign_scaled_plus_rest(*m._scaled_plus_rest(p), m._terms(e), e)  # type: ignore[misc]
-        if fast is not None:
+        splits = m._splits(p, e)
+        if splits is not None:
+            fast = splits.all()
             assert fast == _general_sum(p, e)
             assert [list(b) for b in fast] == [list(b) for b in _general_sum(p, e)]
+
+
+GUIDED = [p for p in PATTERNS if m.can_guide(p)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms, st.sampled_from([2, 3, 4, 8, -3]), st.sampled_from([1, 2, 3, 4, 6]))
+def test_guided_matches_are_the_accepted_matches(e: Expr, k: int, modulus: int) -> None:
+    """`guided_matches` gives `match`'s bindings whose constants pass `accept`, in `match`'s
+    order, for every guided left side, [split] or not; each with a position that names the
+    same bindings whatever `accept` is (the engine shares candidates by it). `accept` here
+    is an arbitrary test on the constants (their sum modulo a number)."""
+
+    def accept(constants: dict[Expr, Expr]) -> bool:
+        return sum(v.value for v in constants.values() if isinstance(v, Const)) % modulus == 0
+
+    candidates = [canon(e // k), canon(e % abs(k)), canon(ceildiv(e, abs(k))),
+                  canon((e * 6 + 3) // k), canon((e * 4 + 2) % 8), canon((e * 4 + 8) // 4)]
+    for c in candidates:
+        for p in GUIDED:
+            for split in (False, True):
+                found = m.guided_matches(p, c, accept, split)
+                if found is None:
+                    continue
+                guided = [(i, b.env if isinstance(b, m.SplitMatch) else b) for i, b in found]
+                general = list(m.match(p, c, split=split))
+                n_split = len(list(m._split_matches(p, c))) if split else 0
+                expected = [b for i, b in enumerate(general)
+                            if i < n_split or accept({v: b[v] for v in b
+                                                      if isinstance(v, ConstVar)})]
+                assert [list(b.items()) for _i, b in guided] == \
+                    [list(b.items()) for b in expected]
+                everything = {i: b.env if isinstance(b, m.SplitMatch) else b
+                              for i, b in m.guided_matches(p, c, lambda _c: True, split) or []}
+                assert [list(b) for b in everything.values()] == [list(b) for b in general]
+                for i, b in guided:
+                    assert everything[i] == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms, st.sampled_from([2, 3, 5, 8]), st.lists(intervals(), min_size=4, max_size=4))
+def test_split_ranges_are_interval_arithmetic_of_the_built_terms(
+        e: Expr, k: int, ivs: list[Interval]) -> None:
+    """The engine decides a [split] rule's condition on `SplitMatch.linear_range` instead of
+    the interval of the built x and y when no constraint is in play; that is exact only if
+    both are the same interval. Oracle: `range_of` on the built terms."""
+    bounds = {Dim(0): ivs[0], Dim(1): ivs[1], Dim(2): ivs[2], Symbol(0): ivs[3]}
+    cache: dict[Expr, Interval] = {}
+    for c in (canon(e // k), canon(e % k), canon((e * 7 + 3) // k)):
+        for p in SPLIT:
+            for split in m._lazy_splits(p, c) or []:
+                for var in (split.x, split.y):
+                    built = range_of(split.env[var], bounds)
+                    assert split.linear_range(var, lambda t: range_of(t, bounds, cache)) \
+                        == built
 
 
 @settings(max_examples=300, deadline=None)
@@ -86,4 +143,5 @@ def test_rigid_and_split_matches_are_the_general_ones(e: Expr, k: int) -> None:
                 [list(b.items()) for b in m._match(p, c, {})]
         for p in SPLIT:
             assert isinstance(p, Binary)
-            assert m._split_matches(p, c) == list(m._match_split(p, c, {}))
+            assert [list(b.items()) for b in m._split_matches(p, c)] == \
+                [list(b.items()) for b in m._match_split(p, c, {})]

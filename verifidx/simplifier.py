@@ -55,7 +55,7 @@ from .expr import (
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.guard import compile_function, condition_source, conjuncts, guard_for
-from .rules.matcher import KIND_BITS, kinds, match
+from .rules.matcher import KIND_BITS, SplitMatch, can_guide, guided_matches, kinds, match
 from .rules.model import (
     Call,
     Compare,
@@ -490,7 +490,9 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[Expr, Expr, bool], list[_Candidate]] = {}
+        self._matches: dict[tuple[object, ...], list[_Candidate]] = {}
+        #: The candidates of guided matches (`_decompositions`), by left side and position.
+        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = {}
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
         self.results: dict[tuple[object, ...], Expr] = {}
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
@@ -522,9 +524,12 @@ class RuleEngine:
 
     # -- one rewrite at the root of an expression -------------------------------------------
     def rewrite(self, e: Expr, bound: RangeFn, rules: Sequence[Rule],
-                trace: list[Step] | None) -> Expr | None:
+                trace: list[Step] | None, additive: bool = False) -> Expr | None:
+        """The first rule of `rules` that rewrites `e`. `additive`: `bound` of a sum of scaled
+        terms is the sum of their scaled bounds (interval arithmetic with no constraint on
+        the sum), so `[split]` matches can be ranged before their terms are built."""
         for plan in self.applicable(e, rules):
-            out = self._try(plan, e, bound, trace)
+            out = self._try(plan, e, bound, trace, additive)
             if out is not None:
                 return out
         return None
@@ -540,17 +545,29 @@ class RuleEngine:
             hit = self._index[key] = [_Plan(r) for r in rules if _may_match(r, e)]
         return hit
 
-    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None
-             ) -> Expr | None:
+    def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None,
+             additive: bool = False) -> Expr | None:
         rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
-        for candidate in self._decompositions(rule, e):
+        identities = plan.identities
+        ranged = additive and plan.ranged
+        for candidate in self._decompositions(plan, e):
             if candidate.rejected:
                 continue
+            decided = None
+            if ranged and candidate.split is not None:
+                decided = _split_condition(check, candidate.split, bound)
+                if decided is False:
+                    continue  # the condition fails on the split's intervals: nothing to build
             env = candidate.env
+            if identities:
+                cv, value = identities[0]
+                if env.get(cv) is value or len(identities) > 1 and any(
+                        env.get(cv) is value for cv, value in identities[1:]):
+                    continue  # the rewrite would give `e` back
             if guard is not None and not guard.holds(env):
                 continue  # a constant-only part of the condition fails: no interval needed
             try:
-                if not check(env, bound):
+                if decided is None and not check(env, bound):
                     continue
                 out = canon(_instantiate(rhs, env, bound))
                 if out is e:
@@ -565,11 +582,33 @@ class RuleEngine:
             return out
         return None
 
-    def _decompositions(self, rule: Rule, e: Expr) -> list[_Candidate]:
+    def _decompositions(self, plan: _Plan, e: Expr) -> list[_Candidate]:
         """Matcher proposals for the rule's left side against `e`, within the constants its
-        proof covers (each is checked to *be* `e` before it is used)."""
-        lhs = rule.lhs
-        assert isinstance(lhs, Expr)
+        proof covers (each is checked to *be* `e` before it is used). For the left sides the
+        matcher can guide (`guided_matches`), only the proposals whose constants pass the
+        rule's constant checks are built."""
+        rule, lhs = plan.rule, plan.lhs
+        if plan.guided:
+            key = (lhs, e, rule.split, plan.accept)
+            hit = self._matches.get(key)
+            if hit is not None:
+                return hit
+            guided = guided_matches(lhs, e, plan.accept, rule.split)
+            if guided is not None:
+                if len(self._matches) > _MATCH_CACHE_LIMIT:
+                    self._matches.clear()
+                    self._shared.clear()
+                # one candidate per match of the left side, whichever rule asks (it remembers
+                # whether it is a decomposition of `e`)
+                shared = self._shared.setdefault((lhs, e, rule.split), {})
+                hit = []
+                for slot, proposal in guided:
+                    candidate = shared.get(slot)
+                    if candidate is None:
+                        candidate = shared[slot] = _Candidate(proposal)
+                    hit.append(candidate)
+                self._matches[key] = hit
+                return hit
         found = self._pattern_decompositions(lhs, e, rule.split)
         if rule.max_constant is None:
             return found
@@ -627,24 +666,113 @@ class RuleEngine:
 class _Plan:
     """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
 
-    __slots__ = ("rule", "lhs", "rhs", "guard", "check")
+    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities", "accept", "guided",
+                 "ranged")
 
     def __init__(self, rule: Rule) -> None:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
         self.rule, self.lhs, self.rhs = rule, rule.lhs, rule.rhs
         self.guard = guard_for(rule)
         self.check = condition_check(rule)
+        self.identities = identity_instances(rule)
+        self.accept = constants_check(rule)
+        self.guided = can_guide(rule.lhs)
+        #: a [split] rule whose condition reads intervals of bare variables only (x, y), which
+        #: `_split_may_pass` can give before the split's terms are built
+        self.ranged = rule.split and all(isinstance(c.args[0], TermVar)
+                                         for c in _rule_calls(rule))
+
+
+def _split_condition(check: Callable[[Mapping[Expr, Expr], RangeFn], bool], split: SplitMatch,
+                     bound: RangeFn) -> bool | None:
+    """The rule's condition on a `[split]` match, with the intervals of x and y summed from
+    their bases: what `bound` gives for the built sums when it is additive, so the verdict
+    is the full check's. None when it cannot tell (a base without values, an undefined
+    operation): the full check decides."""
+    def ranges(t: Expr) -> Interval:
+        if t is split.x or t is split.y:
+            r = split.linear_range(t, bound)
+            if r is None:
+                raise _NoValue(str(t))
+            return r
+        return bound(t)
+
+    env: dict[Expr, Expr] = {split.c: split.divisor, split.x: split.x, split.y: split.y}
+    try:
+        return check(env, ranges)
+    except (_NoValue, EvaluationError, KeyError):
+        return None
+
+
+def constants_check(rule: Rule) -> Callable[[Mapping[Expr, Expr]], bool]:
+    """What `_try` checks of a match before any interval: the constants lie within the
+    proof's bound, do not make the rule an identity, and pass its guard. One function per
+    rule (it keys the engine's cache of guided matches)."""
+    hit = _CONSTANT_CHECKS.get(rule)
+    if hit is None:
+        guard, identities = guard_for(rule), identity_instances(rule)
+
+        def accept(constants: Mapping[Expr, Expr]) -> bool:
+            if not _within_proof(rule, constants):
+                return False
+            if any(constants.get(cv) is value for cv, value in identities):
+                return False
+            return guard is None or guard.holds(constants)
+
+        hit = _CONSTANT_CHECKS[rule] = accept
+    return hit
+
+
+_CONSTANT_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr]], bool]] = {}
+laws.on_change(_CONSTANT_CHECKS.clear)  # identities depend on the laws in force
+
+
+def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
+    """Constants at which the rule rewrites a term to itself: `(x * c0) floordiv c1 =>
+    x floordiv (c1 floordiv c0)` with c0 = 1 has both sides `x floordiv c1` in canonical form.
+    A match binding such a constant would only be instantiated to find `out is e`; skipping it
+    first saves that work (skipping a match never makes a rewrite wrong)."""
+    hit = _IDENTITIES.get(rule)
+    if hit is None:
+        found = []
+        assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
+        for cv in sorted({n for n in rule.lhs.walk() if isinstance(n, ConstVar)}, key=str):
+            for value in (Const(0), Const(1)):
+                sub: dict[Expr, Expr] = {cv: value}
+                try:
+                    same = canon(rule.lhs.substitute(sub)) is canon(rule.rhs.substitute(sub))
+                except EvaluationError:
+                    continue
+                if same:
+                    found.append((cv, value))
+        hit = _IDENTITIES[rule] = tuple(found)
+    return hit
+
+
+_IDENTITIES: dict[Rule, tuple[tuple[ConstVar, Const], ...]] = {}
+laws.on_change(_IDENTITIES.clear)  # canonical forms depend on the laws in force
 
 
 class _Candidate:
     """A matcher proposal; whether the left side instantiated with it is the matched term
     (canonical identity) is decided once, when a rule's condition first accepts it."""
 
-    __slots__ = ("env", "_verified")
+    __slots__ = ("_env", "split", "_verified")
 
-    def __init__(self, env: dict[Expr, Expr]) -> None:
-        self.env = env
+    def __init__(self, found: Mapping[Expr, Expr] | SplitMatch) -> None:
+        if isinstance(found, SplitMatch):
+            self.split: SplitMatch | None = found
+            self._env: Mapping[Expr, Expr] | None = None
+        else:
+            self.split, self._env = None, found
         self._verified: bool | None = None
+
+    @property
+    def env(self) -> Mapping[Expr, Expr]:
+        if self._env is None:
+            assert self.split is not None
+            self._env = self.split.env
+        return self._env
 
     @property
     def rejected(self) -> bool:
@@ -734,12 +862,12 @@ class _ExprSimplifier:
         depends only on the term and its variables' intervals (see `_shared_key`)."""
         key = self._shared_key(node) if trace is None else None
         if key is None:
-            return self.engine.rewrite(node, self.bound, rules, trace)
+            return self.engine.rewrite(node, self.bound, rules, trace, not self.constraints)
         key = (id(rules), *key)  # the engine's rule lists live as long as the engine
         cache = self.engine.rewrites
         if key in cache:
             return cache[key]
-        out = self.engine.rewrite(node, self.bound, rules, None)
+        out = self.engine.rewrite(node, self.bound, rules, None, not self.constraints)
         if len(cache) > _MATCH_CACHE_LIMIT:
             cache.clear()
         cache[key] = out

@@ -18,12 +18,13 @@ Sums are matched up to associativity and commutativity (the laws in `rules/canon
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from math import gcd
 
 from .. import laws
 from ..canonical import canon, from_linear, linear_form, order_key
 from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
+from ..interval import Interval
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
@@ -51,8 +52,8 @@ _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
 _MAX_FACTORS = 12
 
 
-def match(pattern: Expr, expr: Expr, bindings: Bindings | None = None, split: bool = False
-          ) -> Iterator[Bindings]:
+def match(pattern: Expr, expr: Expr, bindings: Mapping[Expr, Expr] | None = None,
+          split: bool = False) -> Iterator[Bindings]:
     """All bindings (extending `bindings`) under which `pattern` may describe `expr`.
     `split` (rules marked `[split]`): also read the dividend of `(x * c0 + y) op c0` as
     quotient and remainder (see `_split_dividend`)."""
@@ -167,7 +168,8 @@ def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
     key = (p.lhs, p.rhs, e.lhs, e.rhs)  # type: ignore[attr-defined]
     hit = _SPLIT_MATCHES.get(key)
     if hit is None:
-        hit = list(_match_split(p, e, {}))
+        lazy = _lazy_splits(p, e)
+        hit = [s.env for s in lazy] if lazy is not None else list(_match_split(p, e, {}))
         if len(_SPLIT_MATCHES) > _CACHE_LIMIT:
             _SPLIT_MATCHES.clear()
         _SPLIT_MATCHES[key] = hit
@@ -199,6 +201,84 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
                     del left[base]
             for b2 in _match(factor[0].lhs, _expr(q), b1):
                 yield from _assign(_order(tuple(rest), b2), left, b2)
+
+
+class SplitMatch:
+    """A `[split]` match of `(x * c + y) op c`: c is the divisor, x a quotient choice, y what
+    it leaves, kept as linear terms; `env` builds the bindings on first use. `ranges` gives
+    the intervals of x and y from the intervals of their bases, the way interval arithmetic
+    ranges their sums, so a rule's condition on `lo(y)`/`hi(y)` can be decided first."""
+
+    __slots__ = ("c", "divisor", "x", "y", "quotient", "rest", "_env")
+
+    def __init__(self, c: ConstVar, divisor: Const, x: TermVar, y: TermVar, quotient: Terms,
+                 rest: Terms) -> None:
+        self.c, self.divisor, self.x, self.y = c, divisor, x, y
+        self.quotient, self.rest = quotient, rest
+        self._env: Bindings | None = None
+
+    @property
+    def env(self) -> Bindings:
+        """Never mutated by callers."""
+        if self._env is None:
+            self._env = {self.c: self.divisor, self.x: _expr(self.quotient),
+                         self.y: _expr(self.rest)}
+        return self._env
+
+    def linear_range(self, var: Expr, base_range: Callable[[Expr], Interval]
+                     ) -> Interval | None:
+        """The interval of x or y as a sum of scaled bases (None: a base has none)."""
+        terms = self.rest if var is self.y else self.quotient
+        lo = hi = 0
+        for base, coeff in terms.items():
+            if base is _ONE:
+                lo += coeff
+                hi += coeff
+                continue
+            r = base_range(base)
+            if r.lo > r.hi:
+                return None
+            if coeff >= 0:
+                lo, hi = lo + r.lo * coeff, hi + r.hi * coeff
+            else:
+                lo, hi = lo + r.hi * coeff, hi + r.lo * coeff
+        return Interval(lo, hi)
+
+
+_LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = {}
+laws.on_change(_LAZY_SPLITS.clear)
+
+
+def _lazy_splits(p: Expr, e: Expr) -> list[SplitMatch] | None:
+    """What `_match_split` yields for `(x * c + y) op c` against `S op k`, in the same order,
+    as `SplitMatch`es; None for other patterns. Shared by floordiv, mod and ceildiv (the
+    key leaves out the operator, as `_split_matches`'s does)."""
+    if not (isinstance(p, Binary) and isinstance(p.lhs, Add) and isinstance(e, Binary)
+            and type(e) is type(p) and isinstance(e.rhs, Const)):
+        return None
+    shape = _scaled_plus_rest(p.lhs)
+    if shape is None or shape[1] is not p.rhs:
+        return None
+    key = (p.lhs, p.rhs, e.lhs, e.rhs)
+    hit = _LAZY_SPLITS.get(key)
+    if hit is None:
+        x, c, y = shape
+        divisor: Const = e.rhs  # type: ignore[assignment]
+        k = divisor.value
+        hit = []
+        if k > 1:
+            remaining = _terms(e.lhs)
+            for q in _split_dividend(remaining, k):
+                left = dict(remaining)
+                for base, qi in q.items():
+                    left[base] -= qi * k
+                    if left[base] == 0:
+                        del left[base]
+                hit.append(SplitMatch(c, divisor, x, y, q, left))
+        if len(_LAZY_SPLITS) > _CACHE_LIMIT:
+            _LAZY_SPLITS.clear()
+        _LAZY_SPLITS[key] = hit
+    return hit
 
 
 def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
@@ -382,8 +462,8 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
         return
     hit = _SUM_MATCHES.get((p, e))
     if hit is None:
-        shape = _scaled_plus_rest(p)
-        hit = None if shape is None else _assign_scaled_plus_rest(*shape, _terms(e), e)
+        splits = _splits(p, e)
+        hit = None if splits is None else splits.all()
         if hit is None and _repeats_dividend(p) and not _has_repeated_dividend(e):
             hit = []
         if hit is None:
@@ -484,42 +564,155 @@ def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
     return rest[0] if len(rest) == 1 else Add(rest)
 
 
-def _assign_scaled_plus_rest(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
-                             ) -> list[Bindings] | None:
-    """What `_assign(_order([x * c, y], {}), remaining, {})` yields, in the same order, without
-    its generators: `x * c` takes one term (or a group sharing a factor), `y` the rest. None
-    when a term is itself a sum (left to the general matcher). `remaining` are the terms of
-    `e`; when `e` is the sum `_expr` would build from them, the rest after one term is `e`'s
-    other summands, in the same order (`_without_term`)."""
-    out: list[Bindings] = []
-    seen = []
-    summands = _summands_in_order(remaining, e)
-    for i, (base, coeff) in enumerate(remaining.items()):
+_DIVIDED_SHAPES: dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None] = {}
+
+
+def _divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, ConstVar] | None:
+    """(x, c0, y, c1) when the pattern is `(x * c0 + y) op c1` with distinct x, y (c1 may be
+    c0): the left side of most division rules."""
+    if p in _DIVIDED_SHAPES:
+        return _DIVIDED_SHAPES[p]
+    hit = None
+    if isinstance(p, (FloorDiv, Mod, CeilDiv)) and isinstance(p.lhs, Add) and \
+            isinstance(p.rhs, ConstVar):
+        shape = _scaled_plus_rest(p.lhs)
+        if shape is not None:
+            hit = (*shape, p.rhs)
+    _DIVIDED_SHAPES[p] = hit
+    return hit
+
+
+def can_guide(pattern: Expr) -> bool:
+    """Whether `guided_matches` handles this left side."""
+    return _divided_scaled_plus_rest(pattern) is not None
+
+
+def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool],
+                   split: bool = False) -> list[tuple[int, Bindings | SplitMatch]] | None:
+    """The matches `match(pattern, expr, split=split)` yields whose constants `accept` admits,
+    in the same order, for a left side `(x * c0 + y) op c1`; None for other patterns (and for
+    sums with a term that is itself a sum), which `match` handles. `[split]` matches come
+    first, all of them (their constants are the divisor's), as `SplitMatch`es where they
+    can be. `accept` sees only the constants
+    (c0, c1): a rule's guard rejects most ways of splitting a sum on them alone, and the
+    costly part of a match, the rest `y` and a group divided by its factor, is then never
+    built (and built once for all the rules that accept it, see `_Splits`). Each match comes
+    with its position among all the matches of the pattern (split ones first), so that the
+    caller can share what it learns about one match across rules with the same left side."""
+    shape = _divided_scaled_plus_rest(pattern)
+    if shape is None:
+        return None
+    e = canon(expr)
+    if type(e) is not type(pattern) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+        return []
+    x, c0, y, c1 = shape
+    divisor: Const = e.rhs  # type: ignore[attr-defined]
+    splits = _splits(pattern.lhs, e.lhs)  # type: ignore[attr-defined]
+    if splits is None:
+        return None
+    out: list[tuple[int, Bindings | SplitMatch]] = []
+    if split:
+        lazy = _lazy_splits(pattern, e)
+        out += enumerate(lazy if lazy is not None else _split_matches(pattern, e))
+    first = len(out)
+    for i, factor in enumerate(splits.factors):
+        if c1 is c0:  # one variable for the factor and the divisor: they must agree
+            if factor is divisor and accept({c0: factor}):
+                out.append((first + i, splits.bindings(i)))
+        elif accept({c0: factor, c1: divisor}):
+            out.append((first + i, {**splits.bindings(i), c1: divisor}))
+    return out
+
+
+class _Splits:
+    """The ways `x * c + y` matches one sum (what the general `_assign` yields, in its order,
+    without its generators): the factor `c` of each, and its bindings built on first use."""
+
+    __slots__ = ("factors", "_x", "_c", "_y", "_remaining", "_sources", "_built", "_summands",
+                 "_sum")
+
+    def __init__(self, x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr,
+                 sources: list[tuple[Expr, Bindings | None, Terms | None]]) -> None:
+        self._x, self._c, self._y = x, c, y
+        self._remaining, self._sum, self._sources = remaining, e, sources
+        self._summands: tuple[Expr, ...] | None | bool = False  # False: not looked at yet
+        #: c of each split, then the bindings of x and c for one term, or the group of terms
+        #: (divided by c on first use)
+        self.factors = [factor for factor, _b1, _group in sources]
+        self._built: list[Bindings | None] = [None] * len(sources)
+
+    def all(self) -> list[Bindings]:
+        """What `_assign(_order([x * c, y], {}), terms, {})` yields, in the same order."""
+        return [self.bindings(i) for i in range(len(self.factors))]
+
+    def bindings(self, i: int) -> Bindings:
+        """Never mutated by callers."""
+        hit = self._built[i]
+        if hit is None:
+            factor, term, group = self._sources[i]
+            if group is None:
+                assert isinstance(term, dict)
+                base = list(self._remaining)[i]
+                if self._summands is False:
+                    self._summands = _summands_in_order(self._remaining, self._sum)
+                if isinstance(self._summands, tuple):
+                    rest = _without_term(self._summands, i)
+                else:
+                    left = dict(self._remaining)
+                    del left[base]
+                    rest = _expr(left)
+                hit = {**term, self._y: rest}  # type: ignore[dict-item]
+            else:
+                g = factor.value  # type: ignore[attr-defined]
+                inner = _expr({k: v // g for k, v in group.items()})
+                left = {k: v for k, v in self._remaining.items() if k not in group}
+                hit = {self._c: factor, self._x: inner, self._y: _expr(left)}
+            self._built[i] = hit
+        return hit
+
+
+_SPLITS: dict[tuple[Expr, Expr], _Splits | None] = {}
+laws.on_change(_SPLITS.clear)
+
+
+def _splits(p: Expr, e: Expr) -> _Splits | None:
+    key = (p, e)
+    if key in _SPLITS:
+        return _SPLITS[key]
+    hit = None
+    shape = _scaled_plus_rest(p) if isinstance(p, Add) else None
+    if shape is not None:
+        hit = _make_splits(*shape, _terms(e), e)
+    if len(_SPLITS) > _CACHE_LIMIT:
+        _SPLITS.clear()
+    _SPLITS[key] = hit
+    return hit
+
+
+def _make_splits(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
+                 ) -> _Splits | None:
+    """`x * c` takes one term, or a group of terms sharing a factor, `y` the rest; None when a
+    term is itself a sum (left to the general matcher). When `e` is the sum `_expr` would
+    build from `remaining`, the rest after one term is `e`'s other summands, in the same
+    order (`_without_term`)."""
+    sources: list[tuple[Expr, Bindings | None, Terms | None]] = []
+    singles: dict[Expr, tuple[Expr, Expr]] = {}
+    for base, coeff in remaining.items():
         term = _scaled(base, coeff)
         if isinstance(term, Add):
             return None
-        left = dict(remaining)
-        del left[base]
-        if isinstance(term, Mul) and isinstance(term.rhs, Const):
-            b1: Bindings = {x: term.lhs, c: term.rhs}
-        else:
-            b1 = {c: _ONE, x: term}
-        seen.append((left, b1))
-        out.append({**b1, y: _expr(left) if summands is None else _without_term(summands, i)})
-    groups = _factor_groups(remaining)
-    if not groups:
-        return out
-    sigs = {(frozenset(left.items()), frozenset(b1.items())) for left, b1 in seen}
-    for g, group in groups:
-        inner = _expr({k: v // g for k, v in group.items()})
-        left = {k: v for k, v in remaining.items() if k not in group}
-        b1 = {c: Const(g), x: inner}
-        sig = (frozenset(left.items()), frozenset(b1.items()))
-        if sig in sigs:
-            continue
-        sigs.add(sig)
-        out.append({**b1, y: _expr(left)})
-    return out
+        b1: Bindings = {x: term.lhs, c: term.rhs} if isinstance(term, Mul) and \
+            isinstance(term.rhs, Const) else {c: _ONE, x: term}
+        singles[base] = (b1[c], b1[x])
+        sources.append((b1[c], b1, None))
+    for g, group in _factor_groups(remaining):
+        factor = Const(g)
+        if len(group) == 1:  # the same split as the single term, when x and c agree
+            (base, coeff), = group.items()
+            if singles[base] == (factor, _product(base, coeff // g)):
+                continue
+        sources.append((factor, None, group))
+    return _Splits(x, c, y, remaining, e, sources)
 
 
 def _assign(patterns: list[Expr], remaining: Terms, b: Bindings) -> Iterator[Bindings]:
