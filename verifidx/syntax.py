@@ -6,8 +6,9 @@ rt0 in [0, 3], d0 + s0 in [0, 20]` with the constraints sorted by their printed 
 accepts that, XLA's multi-line form, `/`, `floordiv`, `floorDiv`, `ceildiv`, `min(a, b)`,
 `max(a, b)` and custom variable names. Unary minus binds tightest: `-d0 mod 2` is `(-d0) mod 2`.
 
-Maps are read on first sight by `_MapReader` (one regex pass, no token objects); text it does not
-accept goes to `_Parser`, which builds the same map or reports the error with line and column.
+Maps are read on first sight by `_MapReader` (tokens as plain strings, one loop without
+recursion, the printed domain read entry by entry); text it does not accept goes to `_Parser`,
+which builds the same map or reports the error with line and column.
 """
 
 from __future__ import annotations
