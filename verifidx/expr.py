@@ -565,6 +565,10 @@ def is_constant_valued(e: Expr) -> bool:
 
 # -- smart constructors ----------------------------------------------------------------------
 
+#: `Mul(x, y)` and the like without the class call around `__new__` (which runs the no-op
+#: `object.__init__` after it): the smart constructors below end in one of these on every call.
+_binary = Binary.__new__
+
 
 def as_expr(x: ExprLike) -> Expr:
     if isinstance(x, Expr):
@@ -712,7 +716,7 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
         elif isinstance(x, Mul) and isinstance(x.rhs, Const) and on.mul_const_assoc \
                 and on.fold_mul:
             return mul(x.lhs, x.rhs.value * c)
-    return Mul(x, y)
+    return _binary(Mul, x, y)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:
@@ -725,7 +729,7 @@ def floordiv(a: ExprLike, b: ExprLike) -> Expr:
             return x
     else:
         FloorDiv._check_operands(y)
-    return FloorDiv(x, y)
+    return _binary(FloorDiv, x, y)
 
 
 def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
@@ -738,7 +742,7 @@ def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
             return x
     else:
         CeilDiv._check_operands(y)
-    return CeilDiv(x, y)
+    return _binary(CeilDiv, x, y)
 
 
 def mod(a: ExprLike, b: ExprLike) -> Expr:
@@ -751,21 +755,21 @@ def mod(a: ExprLike, b: ExprLike) -> Expr:
             return Const(floor_mod(x.value, y.value))
         if y.value == 1 and x.is_total and _laws.ON.mod_one:
             return Const(0)
-    return Mod(x, y)
+    return _binary(Mod, x, y)
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_min:
         return Const(min(x.value, y.value))
-    return Min(x, y)
+    return _binary(Min, x, y)
 
 
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_max:
         return Const(max(x.value, y.value))
-    return Max(x, y)
+    return _binary(Max, x, y)
 
 
 def raw_add(*operands: ExprLike) -> Expr:
