@@ -216,6 +216,15 @@ READER_CASES = [
     "(d0) -> (d0) , domain: d0 in [0, 9]",
     "(d0)->(d0),domain:d0 in[0,9]",
     "(d0) -> (d0 - -1, d0 - - 1, - -d0), domain: d0 in [0, 9]",
+    # variable lists as printed (read as text) and spelled otherwise (read as tokens)
+    "()[s0] -> (s0), domain: s0 in [0, 3]",
+    "(d0)[]{} -> (d0), domain: d0 in [0, 3]",
+    "(d0,d1)[ s0 ]{ rt0} -> (d0 + s0 + rt0 + d1), domain: d0 in [0, 3], d1 in [0, 3], "
+    "s0 in [0, 3], rt0 in [0, 3]",
+    "( d0 ) ->  (d0), domain: d0 in [0, 3]",
+    "()\n->\n(7)",
+    "(x, y, in, min)[s] -> (min(x, min), y + in), domain: x in [0, 1], y in [0, 1], "
+    "in in [0, 1], min in [0, 1], s in [0, 1]",
 ]
 
 
@@ -251,6 +260,14 @@ REFUSED = [
     "(d0) -> (d0), domain: d0 in [0, 3], d0 in [0, -]",
     "(d0) -> (d0), domain: d0 in [0, 3], d0 in [0, --3]",
     "(d0) -> (d0 * \u0663), domain: d0 in [0, \u0663]",  # Arabic-Indic 3: `tokenize` reads it
+    "(d0, d0) -> (d0), domain: d0 in [0, 3]",
+    "(d0, ) -> (d0), domain: d0 in [0, 3]",
+    "(d0){rt0}[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 1], rt0 in [0, 1]",
+    "(d0)[s0 -> (d0), domain: d0 in [0, 3], s0 in [0, 1]",
+    "(d0 -> (d0), domain: d0 in [0, 3]",
+    "(d0)x -> (d0), domain: d0 in [0, 3]",
+    "(d0\u00e9, d1) -> (d1), domain: d1 in [0, 3]",
+    "(d0) -> (d0 -> (d0)), domain: d0 in [0, 3]",
 ]
 
 
