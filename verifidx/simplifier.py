@@ -52,6 +52,7 @@ from .expr import (
     add,
     mul,
 )
+from .implied_bounds import LinearConstraint, implied_bounds, linear_constraints, linear_range
 from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
 from .interval import Interval, range_of
 from .rules.guard import compile_function, condition_source, conjuncts, guard_for
@@ -824,16 +825,33 @@ class _ExprSimplifier:
     raw_ranges: dict[Expr, Interval] = field(default_factory=dict)
     #: `_shared_key` of the terms seen so far.
     keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
+    #: The constraints that are linear sums of variables (`implied_bounds.linear_constraints`).
+    linear: list[LinearConstraint] | None = None
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
         if hit is None:
             hit = range_of(e, self.bounds, self.raw_ranges)
-            extra = self.constraints.get(e)
-            if extra is not None:
-                hit = hit.intersect(extra)
+            if self.constraints:
+                extra = self.constraints.get(e)
+                if extra is not None:
+                    hit = hit.intersect(extra)
+                if not kinds(e) and not isinstance(e, (Variable, Const)):
+                    hit = self._through_constraints(e, hit)
             self.ranges[e] = hit
         return hit
+
+    def _through_constraints(self, e: Expr, hit: Interval) -> Interval:
+        """`hit` intersected with the range of the linear `e` through the linear constraints
+        (`implied_bounds.linear_range`): sound at every point of the domain, which is where
+        the results are read."""
+        if self.linear is None:
+            self.linear = linear_constraints(self.constraints, self.bounds)
+        if not self.linear:
+            return hit
+        coeffs, constant = linear_form(e)
+        through = linear_range(coeffs, constant, self.bounds, self.linear)
+        return hit if through is None else hit.intersect(through)
 
     def __call__(self, e: Expr) -> Expr:
         return self.simplify(canon(e), _FUEL)
@@ -1050,7 +1068,7 @@ class Simplifier:
                 break  # another round would reach this same fixpoint again
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, m.bounds, dict(m.constraints), trace,
+        simp = _ExprSimplifier(self.engine, _result_bounds(m), dict(m.constraints), trace,
                                root_first=self.root_first)
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
@@ -1176,6 +1194,18 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+def _result_bounds(m: IndexingMap) -> Mapping[Variable, Interval]:
+    """The variable intervals the rules read while simplifying the results: the domain's,
+    tightened by what its linear constraints imply (`implied_bounds`). Never used for the
+    constraints themselves, which would then justify their own removal."""
+    if not m.constraints:
+        return m.bounds
+    tight = implied_bounds(m.bounds, m.constraints)
+    if any(iv.lo > iv.hi for iv in tight.values()):
+        return m.bounds  # contradictory: emptiness is decided elsewhere
+    return tight
 
 
 # -- rule base and public API ------------------------------------------------------------------
