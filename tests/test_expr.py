@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import expressions
 
-from verifidx.errors import DivisorError, EvaluationError
+from verifidx.errors import DepthError, DivisorError, EvaluationError
 from verifidx.expr import (
     Add,
     CeilDiv,
@@ -187,8 +187,12 @@ def test_negative_floor_divisors_are_fine() -> None:
     assert floordiv(d0, -3).evaluate({d0: 7}) == -3 and ceildiv(d0, -3).evaluate({d0: 7}) == -2
 
 
+# raw sums (built without folding) carry zeros and several constants: `add` merges them
+_RAW_SUMS = st.sampled_from([Add([d0, Const(0)]), Add([Const(2), d1, Const(-2)]),
+                             Add([Const(0), Const(0)]), Add([d0, Const(3)]), Add([Const(-1), s0])])
 _FOLD_TERMS = st.lists(
-    st.one_of(st.integers(-3, 3).map(Const), expressions(max_leaves=4), st.just(Const(0))),
+    st.one_of(st.integers(-3, 3).map(Const), expressions(max_leaves=4), st.just(Const(0)),
+              _RAW_SUMS),
     min_size=1, max_size=6)
 
 
@@ -217,7 +221,49 @@ def test_add_fold_is_the_term_by_term_sum_whichever_laws_hold(terms: list[Expr],
         laws.set_enabled(before)
 
 
+def _deep(depth: int) -> Expr:
+    e: Expr = d0
+    while e.depth < depth:
+        e = floordiv(e, 2)
+    return e
+
+
+def _outcome(build):  # type: ignore[no-untyped-def]
+    try:
+        return build()
+    except DepthError as err:
+        return ("DepthError", err.depth)
+
+
+@given(st.lists(st.one_of(st.sampled_from([_deep(62), _deep(63), _deep(64), d1]),
+                          st.integers(-2, 2).map(Const)), min_size=1, max_size=5))
+def test_add_fold_raises_where_the_term_by_term_sum_raises(terms: list[Expr]) -> None:
+    # a partial sum deeper than MAX_DEPTH raises, even where a later term would cancel it
+    assert _outcome(lambda: add_fold(terms[0], terms[1:])) == _outcome(lambda: _literal_fold(terms))
+
+
 def test_add_fold_keeps_the_order_a_parser_gives() -> None:
     three = Const(3)
     assert add_fold(three, [Const(-3), d1, Const(2)]) is add(d1, 2)
     assert add(3, -3, d1, 2) is add(Const(2), d1)  # not a fold: the constant stays in front
+
+
+@pytest.mark.parametrize("lhs, rhs", [(5, d0), (d0, 5), ([1], d0), (d0, None), (True, d0)])
+def test_binary_nodes_take_expressions_only(lhs: object, rhs: object) -> None:
+    for node in (Mul, FloorDiv, Mod, CeilDiv):
+        with pytest.raises(TypeError, match="operands must be expressions"):
+            node(lhs, rhs)  # type: ignore[arg-type]
+
+
+def test_negation_and_divisions_fold_as_before() -> None:
+    from verifidx.expr import neg
+
+    assert neg(Const(4)) is Const(-4) and neg(4) is Const(-4) and neg(mul(d0, -3)) is mul(d0, 3)
+    assert neg(d0) is Mul(d0, Const(-1))
+    for divide in (floordiv, ceildiv, mod):
+        with pytest.raises(DivisorError):
+            divide(d0, 0)
+    with pytest.raises(DivisorError):
+        mod(d0, -2)
+    assert floordiv(7, -2) is Const(-4) and ceildiv(7, -2) is Const(-3) and mod(-7, 3) is Const(2)
+    assert floordiv(d0, 1) is d0 and ceildiv(d0, 1) is d0 and mod(d0, 1) is Const(0)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from strategies import maps
+from strategies import expressions, maps
 
 from verifidx import IndexingMap, compose, parse_map
-from verifidx.expr import Dim, Symbol
+from verifidx.expr import Const, Dim, Symbol
 from verifidx.interval import Interval
 
 
@@ -93,3 +94,101 @@ def test_evaluate_ignores_the_domain() -> None:
     assert m.evaluate([1, 2], [3, 4]) == (2, 1, 4, 3)
     assert m.constraints_satisfied([1, 2], [3, 4])
     assert not m.add_constraint(Symbol(0) % 4, (0, 0)).constraints_satisfied([1, 2], [5, 4])
+
+
+@st.composite
+def constraint_batches(draw: st.DrawFn) -> tuple[IndexingMap, list[tuple[object, object]]]:
+    m = draw(maps(max_dims=2, max_syms=1, max_rts=0))
+    exprs = st.one_of(
+        expressions(m.num_dims, m.num_range_vars, 0, max_leaves=4),
+        st.sampled_from(list(m.variables) or [Const(0)]),  # bare variables: their bounds shrink
+        st.integers(-3, 3).map(Const),  # constants: decided at once
+    )
+    # intervals that may be empty, and tuples as well as Interval values
+    ivs = st.tuples(st.integers(-6, 9), st.integers(-6, 9)).flatmap(
+        lambda t: st.sampled_from([t, Interval(*t)]))
+    items = draw(st.lists(st.tuples(exprs, ivs), max_size=5))
+    return m, items
+
+
+@given(constraint_batches())
+def test_add_constraints_is_add_constraint_one_by_one(batch) -> None:
+    m, items = batch
+    one_by_one = m
+    for e, iv in items:
+        one_by_one = one_by_one.add_constraint(e, iv)
+    batched = m.add_constraints(items)
+    assert batched.results == one_by_one.results
+    assert batched.all_vars == one_by_one.all_vars  # bounds and names
+    assert list(batched.constraints.items()) == list(one_by_one.constraints.items())
+    assert batched.is_known_empty == one_by_one.is_known_empty
+    assert batched.is_undefined == one_by_one.is_undefined
+
+
+def _first_violation(e) -> str | None:  # type: ignore[no-untyped-def]
+    """Independent oracle: the first node in pre-order that a map may not hold."""
+    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, RtVar
+
+    allowed = {Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max}
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if type(node) not in allowed:
+            return "node"
+        if type(node) in (FloorDiv, CeilDiv, Mod) and type(node.rhs) is not Const:
+            return "divisor"
+        stack.extend(reversed(node.children))
+    return None
+
+
+def _mixed_expressions():  # type: ignore[no-untyped-def]
+    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, Variable
+    from verifidx.rules.model import Call, ConstVar, TermVar
+
+    leaves = st.sampled_from([Dim(0), Symbol(1), Const(3), Const(-2), TermVar("x"),
+                              ConstVar("c0"), Variable(0), Call("abs", (Dim(1),))])
+
+    def extend(kids):  # type: ignore[no-untyped-def]
+        def build(t):  # type: ignore[no-untyped-def]
+            op, a, b = t
+            try:
+                return Add([a, b]) if op is Add else op(a, b)
+            except ValueError:  # a divisor that is a constant 0 or negative (mod)
+                return a
+        ops = st.sampled_from([Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max])
+        return st.tuples(ops, kids, kids).map(build)
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+@given(_mixed_expressions())
+def test_check_map_expr_accepts_exactly_the_map_language(e) -> None:
+    from verifidx.errors import DivisorError
+    from verifidx.indexing_map import check_map_expr
+
+    expected = _first_violation(e)
+    if expected is None:
+        check_map_expr(e)
+        return
+    with pytest.raises(ValueError) as info:
+        check_map_expr(e)
+    assert isinstance(info.value, DivisorError) == (expected == "divisor")
+
+
+def test_maps_stay_frozen_values_with_their_own_constructor() -> None:
+    import dataclasses
+    import pickle
+
+    from verifidx.indexing_map import Var
+
+    m = IndexingMap((Dim(0),), (Var(Interval(0, 3)),))
+    assert m.constraints == {} and m.range_vars == () and not m.is_known_empty
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.results = ()  # type: ignore[misc]
+    other = dataclasses.replace(m, is_known_empty=True)
+    assert other.is_known_empty and other.results == m.results
+    assert pickle.loads(pickle.dumps(m)) == m
+    assert m.constraints is not IndexingMap((Dim(0),), (Var(Interval(0, 3)),)).constraints
+    with pytest.raises(ValueError, match="not part of the map language"):
+        IndexingMap((Dim(0),), (Var(Interval(0, 3)),), (), (),
+                    {object(): Interval(0, 1)})  # type: ignore[dict-item]

@@ -205,6 +205,26 @@ READER_CASES = [
     "() -> (7)",
     "(d0) -> ((((d0))) * (2 + 3)),\ndomain:\nd0 in [0, 9]",
     "(d0) -> (d0 floordiv 2 floordiv -7 mod 3 * 5), domain: d0 in [-9, 1233]",
+    # the printed domain, read entry by entry: constraints, repeated and oddly spaced variables
+    "(d0, d1)[s0] -> (d0 + s0), domain: d0 in [0, 9], d1 in [-3, -1], s0 in [0, 4], "
+    "d0 + s0 in [2, 7], (d0) in [1, 9], d1 in [-2, 5], d0  in [0, 4], -d1 in [1, 2], "
+    "min(d0, s0) in [0, 3], d0 mod 2 in [1, 1], 4 in [0, 3]",
+    "(d0, d1) -> (d1), domain: d1  in [0, 3], d0 in [0, 9], d0 + d1 in [0, 4]\n",
+    "(domain, in) -> (domain + in), domain: domain in [0, 3], in in [1, 2], in + domain in [1, 4]",
+    "(d0) -> (d0), domain: d0 in [0 , 9]",
+    "(d0) -> (d0), domain: d0 in [- 3, 9]",
+    "(d0) -> (d0) , domain: d0 in [0, 9]",
+    "(d0)->(d0),domain:d0 in[0,9]",
+    "(d0) -> (d0 - -1, d0 - - 1, - -d0), domain: d0 in [0, 9]",
+    # variable lists as printed (read as text) and spelled otherwise (read as tokens)
+    "()[s0] -> (s0), domain: s0 in [0, 3]",
+    "(d0)[]{} -> (d0), domain: d0 in [0, 3]",
+    "(d0,d1)[ s0 ]{ rt0} -> (d0 + s0 + rt0 + d1), domain: d0 in [0, 3], d1 in [0, 3], "
+    "s0 in [0, 3], rt0 in [0, 3]",
+    "( d0 ) ->  (d0), domain: d0 in [0, 3]",
+    "()\n->\n(7)",
+    "(x, y, in, min)[s] -> (min(x, min), y + in), domain: x in [0, 1], y in [0, 1], "
+    "in in [0, 1], min in [0, 1], s in [0, 1]",
 ]
 
 
@@ -212,6 +232,102 @@ READER_CASES = [
 def test_fast_reader_reads_what_the_full_parser_reads(text: str) -> None:
     assert _full(text) is not None
     assert _fast(text) == _full(text)
+
+
+# Texts the fast reader must refuse (its tokens keep characters together that `tokenize` cuts
+# apart); the full parser reports them, or reads them as here.
+REFUSED = [
+    "(d0) -> (d0 * 1_0), domain: d0 in [0, 3]",
+    "(d0) -> (d0), domain: d0 in [0, 1_0]",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 in [1_0, 11]",
+    "(d0\u00e9) -> (d0\u00e9), domain: d0\u00e9 in [0, 3]",
+    "(d0) -> (d0\u00e9), domain: d0 in [0, 3]",
+    "(d0) - > (d0), domain: d0 in [0, 3]",
+    "(d0) -> (d0 < 3), domain: d0 in [0, 3]",
+    "(d0) -> (d0<3), domain: d0 in [0, 3]",
+    "(d0) -> (d0=3), domain: d0 in [0, 3]",
+    "(d0) -> (3d0), domain: d0 in [0, 3]",
+    "(d0) -> (d0 * 2\u00b2), domain: d0 in [0, 3]",
+    "(d0) -> (d0), domain: d0 in [0, 3]],",
+    "(d0) -> (d0), domain: d0 in [0, 3], ",
+    "(d0) -> (d0), domain: d0 in [0, 3], domain: d0 in [0, 3]",
+    "(d0) -> (d0),\ndomain:\nd0 in [0, 3], domain: d0 in [0, 3]",
+    "(d0) -> (d0, domain: d0 in [0, 3])",
+    "(d0) -> (d0), domain: d1 in [0, 3]",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 + d1 in [0, 3]",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 + in [0, 3]",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 in [0, 3",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 in [0, -]",
+    "(d0) -> (d0), domain: d0 in [0, 3], d0 in [0, --3]",
+    "(d0) -> (d0 * \u0663), domain: d0 in [0, \u0663]",  # Arabic-Indic 3: `tokenize` reads it
+    "(d0, d0) -> (d0), domain: d0 in [0, 3]",
+    "(d0, ) -> (d0), domain: d0 in [0, 3]",
+    "(d0){rt0}[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 1], rt0 in [0, 1]",
+    "(d0)[s0 -> (d0), domain: d0 in [0, 3], s0 in [0, 1]",
+    "(d0 -> (d0), domain: d0 in [0, 3]",
+    "(d0)x -> (d0), domain: d0 in [0, 3]",
+    "(d0\u00e9, d1) -> (d1), domain: d1 in [0, 3]",
+    "(d0) -> (d0 -> (d0)), domain: d0 in [0, 3]",
+]
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_fast_reader_refuses_what_it_cannot_read_exactly(text: str) -> None:
+    assert _fast(text) is None
+    full = _full(text)
+    if full is None:
+        with pytest.raises(ParseError):
+            parse_map(text)
+    else:
+        assert _shape(parse_map(text)) == full
+
+
+def _nested(depth: int, kind: str) -> str:
+    e = "d0"
+    for _ in range(depth):
+        e = {"paren": f"({e})", "minus": f"-{e}", "min": f"min({e}, 1)",
+             "mixed": f"-({e} + 1)"}[kind]
+    return f"(d0) -> ({e}), domain: d0 in [0, 3]"
+
+
+@pytest.mark.parametrize("kind", ["paren", "minus", "min", "mixed"])
+@pytest.mark.parametrize("depth", [30, 60, 62, 63, 64, 65, 70])
+def test_fast_reader_and_full_parser_agree_near_the_depth_limit(kind: str, depth: int) -> None:
+    text = _nested(depth, kind)
+    fast, full = _fast(text), _full(text)
+    assert fast is None or fast == full
+    if full is None:
+        with pytest.raises(ParseError):
+            parse_map(text)
+    else:
+        assert _shape(parse_map(text)) == full
+
+
+_SPACES = st.sampled_from(["", " ", "  ", "\n", "\t", " \n "])
+
+
+@given(maps(), st.data())
+def test_fast_reader_agrees_whatever_the_spacing(m, data) -> None:
+    # respace the printed text at random token boundaries: the printed domain goes through the
+    # entry-by-entry path or the token path, and both must give the full parser's map
+    if m.is_known_empty or m.is_undefined:
+        return
+    from verifidx.syntax import tokenize
+
+    text = print_map(m)
+    tokens = tokenize(text)[:-1]
+    pieces = []
+    for k, tok in enumerate(tokens):
+        if k:
+            gap = text[tokens[k - 1].offset + len(tokens[k - 1].text) : tok.offset]
+            glue = (tokens[k - 1].kind != "punct" and tok.kind != "punct") or \
+                (tokens[k - 1].text == "-" and tok.text in ("-", ">"))
+            pieces.append(data.draw(_SPACES) if not glue else gap)
+        pieces.append(tok.text)
+    respaced = "".join(pieces)
+    full = _full(respaced)
+    assert full == _full(text) is not None
+    assert _fast(respaced) == full
 
 
 @given(maps())
@@ -230,7 +346,9 @@ def test_fast_reader_never_differs_on_mutated_text(m, data) -> None:
         i = data.draw(st.integers(0, len(text)))
         j = data.draw(st.integers(i, min(len(text), i + 4)))
         junk = data.draw(st.sampled_from(["", "(", ")", ",", "-", "- ", "+", "*", "mod", "[",
-                                          "]", "in", "d0", "s0", "1", "0", "min(", "é", "٣"]))
+                                          "]", "in", "d0", "s0", "1", "0", "min(", "é", "٣",
+                                          "_", "1_0", "<", ">", "->", "=", ":", "  ", "\n",
+                                          ", domain: ", "], ", " in [", "domain", "{", "}"]))
         text = text[:i] + junk + text[j:]
     fast = _fast(text)
     if fast is not None:

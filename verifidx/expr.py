@@ -70,12 +70,13 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_vars")
+    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_in_map", "_vars")
     kind: ClassVar[str] = "expr"
 
     _size: int
     _total: bool
     _depth: int
+    _in_map: bool  # only map nodes, divisors constant (`indexing_map.check_map_expr`)
     _vars: frozenset[Variable]  # set on first use (`variable_set`)
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
@@ -88,6 +89,7 @@ class Expr:
         node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
+            node._in_map = False  # a leaf of the rule language (variables say otherwise)
             init(node)
             _TABLE[key] = node
         return node
@@ -261,13 +263,14 @@ class Const(Expr):
         node = _TABLE.get(("c", value))  # equal numbers share the node int(value) would give
         if node is not None:
             return node  # type: ignore[return-value]
-        value = int(value)
+        if type(value) is not int:
+            value = int(value)
+            node = _TABLE.get(("c", value))
         key = ("c", value)
-        node = _TABLE.get(key)
         if node is None:
             node = object.__new__(cls)
             node.value = value  # type: ignore[attr-defined]
-            node._size, node._total, node._depth = 1, True, 1
+            node._size, node._total, node._depth, node._in_map = 1, True, 1, True
             _TABLE[key] = node
         return node  # type: ignore[return-value]
 
@@ -279,6 +282,7 @@ class Const(Expr):
 
 
 _ZERO = Const(0)
+_MINUS_ONE = Const(-1)
 
 
 class Variable(Expr):
@@ -287,6 +291,7 @@ class Variable(Expr):
     __slots__ = ("index",)
     index: int
     prefix: ClassVar[str] = "v"
+    map_variable: ClassVar[bool] = False  # True for the kinds a map declares (d, s, rt)
 
     def __new__(cls, index: int) -> Variable:
         node = _TABLE.get((cls.prefix, index))
@@ -298,7 +303,7 @@ class Variable(Expr):
 
         def init(n: Expr) -> None:
             n.index = index  # type: ignore[attr-defined]
-            n._size, n._total, n._depth = 1, True, 1
+            n._size, n._total, n._depth, n._in_map = 1, True, 1, cls.map_variable
 
         return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
 
@@ -319,6 +324,7 @@ class Dim(Variable):
     __slots__ = ()
     kind = "dim"
     prefix = "d"
+    map_variable = True
 
 
 class Symbol(Variable):
@@ -327,6 +333,7 @@ class Symbol(Variable):
     __slots__ = ()
     kind = "range"
     prefix = "s"
+    map_variable = True
 
 
 class RtVar(Variable):
@@ -335,6 +342,7 @@ class RtVar(Variable):
     __slots__ = ()
     kind = "rt"
     prefix = "rt"
+    map_variable = True
 
 
 class Add(Expr):
@@ -353,12 +361,13 @@ class Add(Expr):
         if len(terms) < 2:
             raise ValueError("Add needs at least two terms")
         depth = size = 0
-        total = True
+        total = in_map = True
         for t in terms:
             if t._depth > depth:
                 depth = t._depth
             size += t._size
             total = total and t._total
+            in_map = in_map and t._in_map
         depth += 1
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
@@ -367,6 +376,7 @@ class Add(Expr):
         node._size = 1 + size
         node._total = total
         node._depth = depth
+        node._in_map = in_map
         _TABLE[key] = node
         return node  # type: ignore[return-value]
 
@@ -389,29 +399,37 @@ class Binary(Expr):
     lhs: Expr
     rhs: Expr
     tag: ClassVar[str] = "?"
+    map_operator: ClassVar[bool] = False  # True for the operators a map may hold
+    #: floordiv, ceildiv, mod: the divisor is checked (`_check_operands`), and the node is
+    #: total where it is a constant
+    division: ClassVar[bool] = False
 
     def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
+        key = (cls.tag, lhs, rhs)
+        try:
+            node = _TABLE.get(key)
+        except TypeError:  # an unhashable operand: not an expression
+            node = None
+        if node is not None:  # only expressions are keys: no number equals a node
+            return node  # type: ignore[return-value]  # built (and checked) before
         if not isinstance(lhs, Expr) or not isinstance(rhs, Expr):
             raise TypeError("operands must be expressions")
-        key = (cls.tag, lhs, rhs)
-        node = _TABLE.get(key)
-        if node is not None:
-            return node  # type: ignore[return-value]  # built (and checked) before
-        cls._check_operands(rhs)
+        division = cls.division
+        if division:
+            cls._check_operands(rhs)
         depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
         node = object.__new__(cls)
         node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
         node._size = 1 + lhs._size + rhs._size
-        node._total = lhs._total and rhs._total and cls._total_with(rhs)
+        # a division by a constant is total, and the only division a map may hold
+        with_rhs = not division or isinstance(rhs, Const)
+        node._total = lhs._total and rhs._total and with_rhs
         node._depth = depth
+        node._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
         _TABLE[key] = node
         return node  # type: ignore[return-value]
-
-    @staticmethod
-    def _total_with(rhs: Expr) -> bool:
-        return True
 
     @classmethod
     def _check_operands(cls, rhs: Expr) -> None:
@@ -427,6 +445,7 @@ class Binary(Expr):
 
 class Mul(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "mul"
     tag = "*"
 
@@ -446,11 +465,9 @@ class _Division(Binary):
     validity part of the rule's obligation."""
 
     __slots__ = ()
+    map_operator = True
+    division = True
     positive_divisor: ClassVar[bool] = False
-
-    @staticmethod
-    def _total_with(rhs: Expr) -> bool:
-        return isinstance(rhs, Const)
 
     @classmethod
     def _check_operands(cls, rhs: Expr) -> None:
@@ -508,6 +525,7 @@ class Mod(_Division):
 
 class Min(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "min"
     tag = "min"
 
@@ -520,6 +538,7 @@ class Min(Binary):
 
 class Max(Binary):
     __slots__ = ()
+    map_operator = True
     kind = "max"
     tag = "max"
 
@@ -545,6 +564,10 @@ def is_constant_valued(e: Expr) -> bool:
 
 
 # -- smart constructors ----------------------------------------------------------------------
+
+#: `Mul(x, y)` and the like without the class call around `__new__` (which runs the no-op
+#: `object.__init__` after it): the smart constructors below end in one of these on every call.
+_binary = Binary.__new__
 
 
 def as_expr(x: ExprLike) -> Expr:
@@ -596,35 +619,71 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
     term, without building the partial sums. The order matters: `3 - 3 + d1 + 2` is `d1 + 2`,
     while `add(3, -3, d1, 2)` is `2 + d1` (the constant cancels, then a new one comes last)."""
     on = _laws.ON
+    n = len(rest)
+    if n and not isinstance(first, (Add, Const)) and (n == 1 or on.add_assoc):
+        # the usual sum of a parser: no nested sum, no constant but a nonzero one at the end;
+        # every partial sum extends the previous one, whichever folding laws hold
+        last = rest[-1]
+        plain = not isinstance(last, Add) and not (isinstance(last, Const) and last.value == 0)
+        k = 0
+        while plain and k < n - 1:
+            plain = not isinstance(rest[k], (Add, Const))
+            k += 1
+        if plain:
+            return Add([first, *rest])
     terms = list(first.terms) if isinstance(first, Add) else [first]
-    consts = [i for i, t in enumerate(terms) if isinstance(t, Const)]
-    if not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero) or len(consts) > 1:
-        for r in rest:  # the literal fold
+    const_at = -1
+    const_sum = depth = 0
+    for k, t in enumerate(terms):
+        if isinstance(t, Const):
+            if const_at >= 0:
+                const_at = -2  # two constants (a sum built without folding): the literal fold
+                break
+            const_at, const_sum = k, t.value
+        if t._depth > depth:
+            depth = t._depth
+    if const_at == -2 or not (on.add_assoc and on.fold_add and on.add_comm and on.add_zero):
+        for r in rest:
             first = add(first, r)
         return first
-    const_at = consts[0] if consts else -1
-    const_sum = terms[const_at].value if consts else 0  # type: ignore[attr-defined]
-    depth = max(t._depth for t in terms)
+    # `add` merges the constants of the partial sum and the next operand into one, at the first
+    # constant's place, and drops it when it is 0; that changes the terms only on the first step,
+    # after a partial sum of 0, and where the operand has a constant
+    merge = True
     for r in rest:
         if not terms:  # the partial sum was 0: a constant operand, at the front
-            terms, const_at, const_sum = [_ZERO], 0, 0
-        for t in r.terms if isinstance(r, Add) else (r,):
-            if isinstance(t, Const):
-                if const_at < 0:
-                    const_at = len(terms)
+            terms, const_at, const_sum, merge = [_ZERO], 0, 0, True
+        if isinstance(r, Const):
+            if const_at < 0:
+                const_at = len(terms)
+                terms.append(r)
+            const_sum += r.value
+            merge = True
+        elif isinstance(r, Add):
+            for t in r.terms:
+                if isinstance(t, Const):
+                    if const_at < 0:
+                        const_at = len(terms)
+                        terms.append(t)
+                    const_sum += t.value
+                    merge = True
+                else:
                     terms.append(t)
-                const_sum += t.value
-            else:
-                terms.append(t)
-                if t._depth > depth:
-                    depth = t._depth
-        if const_at >= 0:
-            if const_sum == 0:
-                del terms[const_at]
-                const_at = -1
-            else:
-                terms[const_at] = Const(const_sum)
-        if len(terms) > 1 and depth + 1 > MAX_DEPTH:
+                    if t._depth > depth:
+                        depth = t._depth
+        else:
+            terms.append(r)
+            if r._depth > depth:
+                depth = r._depth
+        if merge:
+            merge = False
+            if const_at >= 0:
+                if const_sum == 0:
+                    del terms[const_at]
+                    const_at = -1
+                else:
+                    terms[const_at] = Const(const_sum)
+        if depth >= MAX_DEPTH and len(terms) > 1:
             raise DepthError(depth + 1, MAX_DEPTH)  # where `add` would build this partial sum
     if not terms:
         return _ZERO
@@ -633,7 +692,9 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
 
 def neg(x: ExprLike) -> Expr:
     """`-x` is written `x * -1` (that is what negation means here, not a law)."""
-    return mul(x, -1)
+    if isinstance(x, Const) and _laws.ON.fold_mul:
+        return Const(-x.value)  # what `mul` folds it to
+    return mul(x, _MINUS_ONE)
 
 
 def mul(a: ExprLike, b: ExprLike) -> Expr:
@@ -655,54 +716,60 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
         elif isinstance(x, Mul) and isinstance(x.rhs, Const) and on.mul_const_assoc \
                 and on.fold_mul:
             return mul(x.lhs, x.rhs.value * c)
-    return Mul(x, y)
+    return _binary(Mul, x, y)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    FloorDiv._check_operands(y)
-    if isinstance(y, Const):
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if isinstance(y, Const) and y.value:  # a valid constant divisor (`_check_operands`)
         if isinstance(x, Const) and _laws.ON.fold_floordiv:
             return Const(floor_div(x.value, y.value))
         if y.value == 1 and _laws.ON.floordiv_one:
             return x
-    return FloorDiv(x, y)
+    else:
+        FloorDiv._check_operands(y)
+    return _binary(FloorDiv, x, y)
 
 
 def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    CeilDiv._check_operands(y)
-    if isinstance(y, Const):
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if isinstance(y, Const) and y.value:  # a valid constant divisor (`_check_operands`)
         if isinstance(x, Const) and _laws.ON.fold_ceildiv:
             return Const(ceil_div(x.value, y.value))
         if y.value == 1 and _laws.ON.ceildiv_one:
             return x
-    return CeilDiv(x, y)
+    else:
+        CeilDiv._check_operands(y)
+    return _binary(CeilDiv, x, y)
 
 
 def mod(a: ExprLike, b: ExprLike) -> Expr:
-    x, y = as_expr(a), as_expr(b)
-    Mod._check_operands(y)
+    x = a if isinstance(a, Expr) else as_expr(a)
+    y = b if isinstance(b, Expr) else as_expr(b)
+    if not isinstance(y, Const) or y.value <= 0:
+        Mod._check_operands(y)
     if isinstance(y, Const):
         if isinstance(x, Const) and _laws.ON.fold_mod:
             return Const(floor_mod(x.value, y.value))
         if y.value == 1 and x.is_total and _laws.ON.mod_one:
             return Const(0)
-    return Mod(x, y)
+    return _binary(Mod, x, y)
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_min:
         return Const(min(x.value, y.value))
-    return Min(x, y)
+    return _binary(Min, x, y)
 
 
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_max:
         return Const(max(x.value, y.value))
-    return Max(x, y)
+    return _binary(Max, x, y)
 
 
 def raw_add(*operands: ExprLike) -> Expr:

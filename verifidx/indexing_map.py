@@ -77,14 +77,19 @@ def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None
 
 _MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
 _DIVISIONS = (FloorDiv, CeilDiv, Mod)
-_CHECKED: dict[Expr, None] = {}  # every node checked so far (in pre-order, as before)
 
 
 def check_map_expr(e: Expr) -> None:
     """Raises DivisorError/ValueError unless `e` may appear in a map: only map variables, and
-    every divisor an integer constant (docs/semantics.md). Memoised: expressions are interned."""
-    if e in _CHECKED:
+    every divisor an integer constant (docs/semantics.md). Each node knows it from its
+    construction (`Expr._in_map`); the walk below only finds what to report."""
+    if getattr(e, "_in_map", False):
         return
+    _report_non_map(e)
+
+
+def _report_non_map(e: Expr) -> None:
+    """Raises for the first node, in pre-order, that a map may not hold."""
     kind = type(e)
     if kind not in _MAP_NODES:
         raise ValueError(f"{e} is not part of the map language (a rule pattern?)")
@@ -92,8 +97,8 @@ def check_map_expr(e: Expr) -> None:
         raise DivisorError(f"the divisor of {e.tag} must be an integer constant, "  # type: ignore[attr-defined]
                            f"not {e.rhs}")  # type: ignore[attr-defined]
     for child in e.children:
-        check_map_expr(child)
-    _CHECKED[e] = None
+        if not child._in_map:
+            _report_non_map(child)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +128,7 @@ class AffineMap:
     results: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class IndexingMap:
     """An indexing map. Equality and hashing are structural and ignore custom names."""
 
@@ -135,11 +140,26 @@ class IndexingMap:
     is_known_empty: bool = False
     is_undefined: bool = False
 
-    def __post_init__(self) -> None:
-        for e in self.results:
+    def __init__(self, results: tuple[Expr, ...], dims: tuple[Var, ...],
+                 range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
+                 constraints: Mapping[Expr, Interval] | None = None,
+                 is_known_empty: bool = False, is_undefined: bool = False) -> None:
+        # the fields written straight into the instance: a frozen dataclass's own __init__
+        # goes through object.__setattr__ once per field, and maps are built on every rewrite
+        for e in results:
             check_map_expr(e)
-        for e in self.constraints:
+        if constraints is None:
+            constraints = {}
+        for e in constraints:
             check_map_expr(e)
+        fields = self.__dict__
+        fields["results"] = results
+        fields["dims"] = dims
+        fields["range_vars"] = range_vars
+        fields["rt_vars"] = rt_vars
+        fields["constraints"] = constraints
+        fields["is_known_empty"] = is_known_empty
+        fields["is_undefined"] = is_undefined
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod
@@ -160,9 +180,7 @@ class IndexingMap:
             {},
         )
         m._check_variables(m.results)
-        for expr, iv in constraints:
-            m = m.add_constraint(expr, iv)
-        return m._mark_empty()
+        return m.add_constraints(constraints)
 
     @staticmethod
     def undefined() -> IndexingMap:
@@ -334,6 +352,36 @@ class IndexingMap:
         cons = dict(self.constraints)
         cons[e] = merged
         return self.replace(constraints=cons)._mark_empty()
+
+    def add_constraints(
+        self, items: Iterable[tuple[ExprLike, Interval | tuple[int, int]]]
+    ) -> IndexingMap:
+        """`add_constraint` for each item in turn, building one map instead of one per item:
+        the same map, since intervals only shrink (an empty one stays empty) and the flag of a
+        KNOWN EMPTY map is only ever set."""
+        m = self
+        dims, range_vars, rt_vars = list(m.dims), list(m.range_vars), list(m.rt_vars)
+        tables = {Dim: dims, Symbol: range_vars, RtVar: rt_vars}
+        cons: dict[Expr, Interval] | None = None
+        empty = m.is_known_empty
+        for written, interval in items:
+            expr = as_expr(written)
+            iv = interval if isinstance(interval, Interval) else Interval(*interval)
+            m._check_variables([expr])
+            if isinstance(expr, Const):
+                empty = empty or expr.value not in iv
+            elif isinstance(expr, Variable):
+                table = tables[type(expr)]  # type: ignore[index]
+                info = table[expr.index]
+                table[expr.index] = Var(info.bounds.intersect(iv), info.name)
+            else:
+                if cons is None:
+                    cons = dict(m.constraints)
+                old = cons.get(expr)
+                cons[expr] = iv if old is None else old.intersect(iv)
+        return IndexingMap(m.results, tuple(dims), tuple(range_vars), tuple(rt_vars),
+                           m.constraints if cons is None else cons, empty,
+                           m.is_undefined)._mark_empty()
 
     def _with_var(self, v: Variable, info: Var) -> IndexingMap:
         if isinstance(v, Dim):

@@ -6,8 +6,9 @@ rt0 in [0, 3], d0 + s0 in [0, 20]` with the constraints sorted by their printed 
 accepts that, XLA's multi-line form, `/`, `floordiv`, `floorDiv`, `ceildiv`, `min(a, b)`,
 `max(a, b)` and custom variable names. Unary minus binds tightest: `-d0 mod 2` is `(-d0) mod 2`.
 
-Maps are read on first sight by `_MapReader` (one regex pass, no token objects); text it does not
-accept goes to `_Parser`, which builds the same map or reports the error with line and column.
+Maps are read on first sight by `_MapReader` (tokens as plain strings, one loop without
+recursion, the printed domain read entry by entry); text it does not accept goes to `_Parser`,
+which builds the same map or reports the error with line and column.
 """
 
 from __future__ import annotations
@@ -404,15 +405,33 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
 
 # -- fast reader ---------------------------------------------------------------------------------
 
-# Whole tokens as plain strings, found in one C-level pass; whitespace is what no branch matches
-# (the same characters `str.isspace` skips in `tokenize`). `\S` catches every other character,
-# which no rule of the grammar below accepts.
-_WORDS = re.compile(r"\d+|[A-Za-z_][A-Za-z0-9_]*|->|\S")
+# Tokens as plain strings. `_words` pads the punctuation of the map grammar with spaces and
+# splits on whitespace (`str.split` skips the characters `str.isspace` names, as `tokenize`
+# does): a few C-level passes, cheaper than a regex. Unlike `tokenize`, it leaves any other
+# character glued to its neighbours (`d0é`, `1_000`, `x<2`), so a token may be a run that
+# `tokenize` would cut in several; the reader refuses every such run: it accepts only whole
+# names of `tokenize` (ASCII identifiers), integers of decimal digits, and the exact words of
+# the grammar.
 _DIGITS = frozenset("0123456789")
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
     "floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv, "mod": mod}
-_END = " "  # after the last token: never a token (whitespace is skipped)
+_END = " "  # after the last token: never a token (tokens hold no whitespace)
+_PADDING = [_END] * 3  # so that the reader may look ahead past the end without a bounds check
+
+
+class _Reject(Exception):
+    """The fast reader stops at the first thing it does not expect."""
+
+
+def _words(text: str) -> list[str]:
+    """The tokens of `text` for `_MapReader` (see above), followed by `_PADDING`."""
+    text = (text.replace("(", " ( ").replace(")", " ) ").replace(",", " , ")
+            .replace("*", " * ").replace("+", " + ").replace("[", " [ ").replace("]", " ] ")
+            .replace("{", " { ").replace("}", " } ").replace("/", " / ").replace(":", " : "))
+    if "-" in text:  # `->` is one token, `- >` two
+        text = text.replace("-", " - ").replace(" - >", " -> ")
+    return text.split() + _PADDING
 
 
 # Bounds repeat from map to map: share the (immutable) values instead of building each again.
@@ -440,8 +459,239 @@ def _var(bounds: Interval, name: str | None) -> Var:
     return v
 
 
-class _Reject(Exception):
-    """The fast reader stops at the first thing it does not expect."""
+# Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
+# digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
+_LITERALS: dict[str, Const] = {}
+_NEGATED: dict[str, Const] = {}
+
+
+def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
+    if not t.isdecimal():
+        raise _Reject
+    if len(table) > _SHARED_LIMIT:
+        table.clear()
+    c = table[t] = Const(sign * int(t))
+    return c
+
+
+# What `_read_expr` does when a nested sum ends: close a parenthesis, or read the second
+# argument of min/max, or close min/max.
+_PAREN, _FIRST_ARG, _SECOND_ARG = 0, 1, 2
+_NO_TERMS: list[Expr] = []  # `rest` of a sum with one term so far; never appended to
+
+_Frame = tuple[int, str, "Expr | None", "Expr | None", list[Expr], bool, "Expr | None",
+               "Callable[[ExprLike, ExprLike], Expr] | None", int, int]
+
+
+def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, int]:
+    """The expression starting at token `i`, and the index after it: `_Parser.expr`, `term`,
+    `unary` and `atom` in one loop, with an explicit stack for `(...)`, `min(..., ...)` and
+    `max(..., ...)` instead of recursion. Each node is built by the same smart constructor, on
+    the same operands, as `_Parser` builds it; a sum is `_Parser`'s term-by-term sum
+    (`add_fold`) without its partial sums. Nesting (parentheses, unary minus, min/max) is
+    bounded by MAX_DEPTH as in `_Parser.nest`."""
+    stack: list[_Frame] = []
+    x: Expr
+    depth = 0  # nesting of the sum being read
+    first: Expr | None = None  # its first term, once a `+` or `-` follows it
+    rest: list[Expr] = _NO_TERMS  # its later terms, negated where they follow a `-` (a new
+    # list once `first` is set: a parenthesised product allocates none)
+    minus = False  # the term being read follows a `-`
+    term: Expr | None = None  # the product or quotient read so far
+    op: Callable[[ExprLike, ExprLike], Expr] | None = None  # what joins `term` and the operand
+    negs = 0  # unary minuses before the operand being read
+    while True:
+        # one operand: a constant, a variable, or the start of a nested sum
+        t = toks[i]
+        x = names.get(t) or _LITERALS.get(t)  # type: ignore[assignment]
+        if x is not None and not (toks[i + 1] == "(" and (t == "min" or t == "max")):
+            i += 1  # a variable, or an integer seen before
+        elif t[0] in _DIGITS:
+            x = _literal(t, _LITERALS, 1)
+            i += 1
+        elif t[0] in _NAME_START:
+            if (t == "min" or t == "max") and toks[i + 1] == "(":
+                if depth + negs >= MAX_DEPTH:
+                    raise _Reject
+                stack.append((_FIRST_ARG, t, None, first, rest, minus, term, op, negs, depth))
+                depth += negs + 1
+                first, minus, op, negs = None, False, None, 0
+                i += 2
+                continue
+            x = names[t]
+            i += 1
+        elif depth + negs >= MAX_DEPTH:
+            raise _Reject
+        elif t == "(":
+            stack.append((_PAREN, t, None, first, rest, minus, term, op, negs, depth))
+            depth += negs + 1
+            first, minus, op, negs = None, False, None, 0
+            i += 1
+            continue
+        elif t == "-":
+            written = toks[i + 1]
+            if written[0] not in _DIGITS:  # a unary minus, applied once its operand is read
+                negs += 1
+                i += 1
+                continue
+            x = _NEGATED.get(written)  # type: ignore[assignment]
+            if x is None:  # a negative constant: no node for its absolute value
+                x = _literal(written, _NEGATED, -1)
+            i += 2
+        else:
+            raise _Reject
+        while True:
+            # `x` is a whole operand: apply its unary minuses (innermost first), join it to the
+            # term, and look at what follows
+            while negs:
+                x = Const(-x.value) if isinstance(x, Const) else neg(x)
+                negs -= 1
+            if op is None:
+                term = x
+            elif op is mul:
+                term = mul(term, x)  # type: ignore[arg-type]
+            else:
+                if not isinstance(x, Const) and not is_constant_valued(x):
+                    raise _Reject
+                term = op(term, x)  # type: ignore[arg-type]
+            t = toks[i]
+            if t == "*":
+                op = mul
+                i += 1
+                break
+            if t == "+" or t == "-":
+                i += 1
+                if first is None:
+                    first, rest = term, []
+                else:
+                    rest.append(neg(term) if minus else term)  # type: ignore[arg-type]
+                minus = t == "-"
+                op = None
+                break
+            op = _DIVISIONS.get(t)
+            if op is not None:
+                i += 1
+                break
+            # the sum ends here
+            if first is None:
+                value: Expr = term  # type: ignore[assignment]
+            else:
+                rest.append(neg(term) if minus else term)  # type: ignore[arg-type]
+                value = add_fold(first, rest)
+            if not stack:
+                return value, i
+            kind, word, held, first, rest, minus, term, op, negs, depth = stack.pop()
+            if kind == _FIRST_ARG:
+                if toks[i] != ",":
+                    raise _Reject
+                stack.append((_SECOND_ARG, word, value, first, rest, minus, term, op, negs,
+                              depth))
+                depth += negs + 1
+                first, minus, op, negs = None, False, None, 0
+                i += 1
+                break
+            if toks[i] != ")":
+                raise _Reject
+            i += 1
+            if kind == _PAREN:
+                x = value
+            elif word == "min":
+                x = minimum(held, value)  # type: ignore[arg-type]
+            else:
+                x = maximum(held, value)  # type: ignore[arg-type]
+
+
+def _read_names(toks: list[str], i: int, close: str, make: Callable[[int], Variable],
+                names: dict[str, Expr], out: list[str]) -> int:
+    """A variable list up to `close` (its first token at `i`); returns the index after it."""
+    if toks[i] == close:
+        return i + 1
+    while True:
+        t = toks[i]
+        if t in names or not (t.isascii() and t.isidentifier()):  # a whole name of `tokenize`
+            raise _Reject
+        names[t] = make(len(out))
+        out.append(t)
+        t = toks[i + 1]
+        if t == close:
+            return i + 2
+        if t != ",":
+            raise _Reject
+        i += 2
+
+
+def _read_bound(toks: list[str], i: int) -> tuple[int, int]:
+    """An integer, possibly negative, at token `i`; and the index after it."""
+    t = toks[i]
+    if t == "-":
+        t = toks[i + 1]
+        if t[0] not in _DIGITS or not t.isdecimal():
+            raise _Reject
+        return -int(t), i + 2
+    if t[0] not in _DIGITS or not t.isdecimal():
+        raise _Reject
+    return int(t), i + 1
+
+
+# Interval texts of a printed domain (`0, 7` of `d0 in [0, 7]`) -> their intervals: checked
+# once per spelling, as the literals above.
+_BOUNDS_TEXT: dict[str, Interval] = {}
+
+
+def _bounds_text(lo_hi: str) -> Interval:
+    lo, comma, hi = lo_hi.partition(", ")
+    if not comma:
+        raise _Reject
+    iv = _interval(_bound_value(lo), _bound_value(hi))
+    if len(_BOUNDS_TEXT) > _SHARED_LIMIT:
+        _BOUNDS_TEXT.clear()
+    _BOUNDS_TEXT[lo_hi] = iv
+    return iv
+
+
+def _bound_value(t: str) -> int:
+    """The integer written `t` in a domain read as text (`-` and decimal digits, as the token
+    path reads them)."""
+    digits = t[1:] if t[:1] == "-" else t
+    if not digits or digits[0] not in _DIGITS or not digits.isdecimal():
+        raise _Reject
+    return int(t)
+
+
+def _read_domain_text(tail: str, names: dict[str, Expr], bounds: dict[str, Interval],
+                      constraints: list[tuple[Expr, Interval]]) -> bool:
+    """The domain after `, domain: `, spelled as printed (`d0 in [0, 7], d0 + s0 in [-1, 3]`),
+    into the empty `bounds` and `constraints` as `_MapReader._read_domain` reads its tokens;
+    each entry's expression is read from its own tokens. False, with both left empty, for
+    anything else (the token path reads that domain)."""
+    entries = tail.rstrip().split("], ")
+    last = entries[-1]
+    if not last.endswith("]"):
+        return False
+    entries[-1] = last[:-1]
+    try:
+        for entry in entries:
+            written, sep, lo_hi = entry.partition(" in [")
+            if not sep:
+                raise _Reject
+            iv = _BOUNDS_TEXT.get(lo_hi) or _bounds_text(lo_hi)
+            e = names.get(written)
+            if e is None:  # an expression up to ` in [`, which no expression holds
+                toks = _words(written)
+                e, i = _read_expr(toks, 0, names)
+                if toks[i] != _END:
+                    raise _Reject
+                if i == 1 and toks[0] in names:  # a lone name, spaced otherwise
+                    written = toks[0]
+            if written in names and written not in bounds:
+                bounds[written] = iv
+            else:  # as in XLA, a repeated bare variable intersects its bounds
+                constraints.append((e, iv))
+    except _Reject:
+        bounds.clear()
+        constraints.clear()
+        return False
+    return True
 
 
 class _MapReader:
@@ -453,185 +703,99 @@ class _MapReader:
     which gives the result or the error with its line and column. `tests/test_syntax.py` checks
     that both agree."""
 
-    __slots__ = ("toks", "i", "names")
+    __slots__ = ("text",)
 
     def __init__(self, text: str) -> None:
-        self.toks = _WORDS.findall(text)
-        self.toks.append(_END)
-        self.i = 0
-        self.names: dict[str, Expr] = {}
-
-    def take(self, word: str) -> None:
-        if self.toks[self.i] != word:
-            raise _Reject
-        self.i += 1
-
-    def expr(self, depth: int) -> Expr:
-        """A sum of products in one loop (`_Parser.expr` and `_Parser.term`); the sum is
-        `_Parser`'s term-by-term sum (`add_fold`) without its partial sums."""
-        toks = self.toks
-        first: Expr | None = None
-        rest: list[Expr] = []
-        minus = False
-        e = self.operand(depth)
-        while True:
-            t = toks[self.i]
-            if t == "*":
-                self.i += 1
-                e = mul(e, self.operand(depth))
-            elif t == "+" or t == "-":
-                self.i += 1
-                if first is None:
-                    first = e
-                else:
-                    rest.append(neg(e) if minus else e)
-                minus = t == "-"
-                e = self.operand(depth)
-            else:
-                div = _DIVISIONS.get(t)
-                if div is None:
-                    break
-                self.i += 1
-                rhs = self.operand(depth)
-                if not isinstance(rhs, Const) and not is_constant_valued(rhs):
-                    raise _Reject
-                e = div(e, rhs)
-        if first is None:
-            return e
-        rest.append(neg(e) if minus else e)
-        return add_fold(first, rest)
-
-    def operand(self, depth: int) -> Expr:
-        """A unary minus or an atom (`_Parser.unary`, `_Parser.atom`)."""
-        toks, i = self.toks, self.i
-        t = toks[i]
-        first = t[0]
-        if first in _DIGITS:
-            self.i = i + 1
-            return Const(int(t))
-        if first in _NAME_START:
-            if toks[i + 1] == "(" and (t == "min" or t == "max"):
-                if depth >= MAX_DEPTH:
-                    raise _Reject
-                self.i = i + 2
-                a = self.expr(depth + 1)
-                self.take(",")
-                b = self.expr(depth + 1)
-                self.take(")")
-                return minimum(a, b) if t == "min" else maximum(a, b)
-            self.i = i + 1
-            return self.names[t]
-        if depth >= MAX_DEPTH:
-            raise _Reject
-        if t == "(":
-            self.i = i + 1
-            e = self.expr(depth + 1)
-            self.take(")")
-            return e
-        if t == "-":
-            written = toks[i + 1]
-            if written[0] in _DIGITS:  # a negative constant: no node for its absolute value
-                self.i = i + 2
-                return Const(-int(written))
-            self.i = i + 1
-            inner = self.operand(depth + 1)
-            return Const(-inner.value) if isinstance(inner, Const) else neg(inner)
-        raise _Reject
-
-    def name_list(self, close: str, make: Callable[[int], Variable]) -> list[str]:
-        toks, names = self.toks, self.names
-        out: list[str] = []
-        if toks[self.i] == close:
-            self.i += 1
-            return out
-        while True:
-            t = toks[self.i]
-            if t[0] not in _NAME_START or t in names:
-                raise _Reject
-            names[t] = make(len(out))
-            out.append(t)
-            self.i += 1
-            if toks[self.i] == close:
-                self.i += 1
-                return out
-            self.take(",")
-
-    def integer(self) -> int:
-        toks = self.toks
-        sign = 1
-        if toks[self.i] == "-":
-            sign = -1
-            self.i += 1
-        t = toks[self.i]
-        if t[0] not in _DIGITS:
-            raise _Reject
-        self.i += 1
-        return sign * int(t)
-
-    def interval(self) -> Interval:
-        self.take("[")
-        lo = self.integer()
-        self.take(",")
-        hi = self.integer()
-        self.take("]")
-        return _interval(lo, hi)
+        self.text = text
 
     def indexing_map(self) -> IndexingMap:
-        toks = self.toks
-        self.take("(")
-        dims = self.name_list(")", Dim)
+        # A printed map ends with `, domain: ` and its bounds: the part before it is split into
+        # tokens, and the domain is read entry by entry (`_read_domain_text`).
+        head, domain, tail = self.text.partition(", domain: ")
+        toks = _words(head)
+        names: dict[str, Expr] = {}
+        dims: list[str] = []
         syms: list[str] = []
         rts: list[str] = []
-        if toks[self.i] == "[":
-            self.i += 1
-            syms = self.name_list("]", Symbol)
-        if toks[self.i] == "{":
-            self.i += 1
-            rts = self.name_list("}", RtVar)
-        self.take("->")
-        self.take("(")
+        if toks[0] != "(":
+            raise _Reject
+        i = _read_names(toks, 1, ")", Dim, names, dims)
+        if toks[i] == "[":
+            i = _read_names(toks, i + 1, "]", Symbol, names, syms)
+        if toks[i] == "{":
+            i = _read_names(toks, i + 1, "}", RtVar, names, rts)
+        if toks[i] != "->" or toks[i + 1] != "(":
+            raise _Reject
+        i += 2
         results: list[Expr] = []
-        if toks[self.i] == ")":
-            self.i += 1
+        if toks[i] == ")":
+            i += 1
         else:
             while True:
-                results.append(self.expr(0))
-                if toks[self.i] == ")":
-                    self.i += 1
+                e, i = _read_expr(toks, i, names)
+                results.append(e)
+                t = toks[i]
+                i += 1
+                if t == ")":
                     break
-                self.take(",")
-        names = self.names
+                if t != ",":
+                    raise _Reject
         bounds: dict[str, Interval] = {}
         constraints: list[tuple[Expr, Interval]] = []
-        if toks[self.i] == ",":
-            self.i += 1
-            self.take("domain")
-            self.take(":")
-            while True:
-                start = toks[self.i]
-                is_var = start in names and toks[self.i + 1] == "in"
-                e = self.expr(0)
-                self.take("in")
-                iv = self.interval()
-                if is_var and start not in bounds:
-                    bounds[start] = iv
-                else:  # as in XLA, a repeated bare variable intersects its bounds
-                    constraints.append((e, iv))
-                if toks[self.i] != ",":
-                    break
-                self.i += 1
-        if self.i != len(toks) - 1:
+        if domain and _read_domain_text(tail, names, bounds, constraints):
+            if toks[i] != _END:  # the head is the header and the results, nothing more
+                raise _Reject
+        else:
+            if domain:  # the tokens of the whole text, from the `,` before `domain`
+                if toks[i] != _END:
+                    raise _Reject
+                toks = _words(domain + tail)
+                i = 0
+            if toks[i] == ",":
+                i = self._read_domain(toks, i, names, bounds, constraints)
+            if toks[i] != _END:
+                raise _Reject
+        m = IndexingMap(tuple(results), _var_list(dims, "d", bounds),
+                        _var_list(syms, "s", bounds) if syms else (),
+                        _var_list(rts, "rt", bounds) if rts else (), {})
+        return m.add_constraints(constraints) if constraints else m._mark_empty()
+
+    @staticmethod
+    def _read_domain(toks: list[str], i: int, names: dict[str, Expr],
+                     bounds: dict[str, Interval],
+                     constraints: list[tuple[Expr, Interval]]) -> int:
+        """`, domain: ...` from the `,` at token `i`, one entry at a time, into `bounds` and
+        `constraints`; returns the index after it."""
+        if toks[i + 1] != "domain" or toks[i + 2] != ":":
             raise _Reject
+        i += 3
+        while True:
+            start = toks[i]
+            is_var = start in names and toks[i + 1] == "in"
+            e, i = _read_expr(toks, i, names)
+            if toks[i] != "in" or toks[i + 1] != "[":
+                raise _Reject
+            low, i = _read_bound(toks, i + 2)
+            if toks[i] != ",":
+                raise _Reject
+            high, i = _read_bound(toks, i + 1)
+            if toks[i] != "]":
+                raise _Reject
+            i += 1
+            iv = _interval(low, high)
+            if is_var and start not in bounds:
+                bounds[start] = iv
+            else:  # as in XLA, a repeated bare variable intersects its bounds
+                constraints.append((e, iv))
+            if toks[i] != ",":
+                return i
+            i += 1
 
-        def var_list(written: list[str], default: str) -> tuple[Var, ...]:
-            return tuple([_var(bounds[n], None if n == f"{default}{i}" else n)
-                          for i, n in enumerate(written)])
 
-        m = IndexingMap(tuple(results), var_list(dims, "d"), var_list(syms, "s"),
-                        var_list(rts, "rt"), {})
-        for e, iv in constraints:
-            m = m.add_constraint(e, iv)
-        return m._mark_empty()
+def _var_list(written: list[str], default: str, bounds: dict[str, Interval]) -> tuple[Var, ...]:
+    """The variables of one list, with their bounds; a name other than XLA's default is kept."""
+    return tuple([_var(bounds[n], None if n == f"{default}{k}" else n)
+                  for k, n in enumerate(written)])
 
 
 def parse_expr(text: str, names: Mapping[str, Expr] | None = None,
@@ -678,6 +842,7 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
 # -- printer -----------------------------------------------------------------------------------
 
 _LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
+_MAP_VARIABLES = frozenset((Dim, Symbol, RtVar))
 
 
 class _Printer:
@@ -709,8 +874,11 @@ class _Printer:
         return out
 
     def top_term(self, e: Expr) -> str:
-        if type(e) is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
+        kind = type(e)
+        if kind is Mul and type(e.rhs) is Const and e.rhs.value == -1:  # type: ignore[attr-defined]
             return "-" + self.atomic(e.lhs)  # type: ignore[attr-defined]
+        if kind in _MAP_VARIABLES:  # what `level2` gives, without its table
+            return self.names.get(e) or f"{e.prefix}{e.index}"  # type: ignore[attr-defined, call-overload]
         return self.level2(e)
 
     def later_term(self, t: Expr) -> str:
@@ -743,6 +911,10 @@ class _Printer:
             return self.level2(e) if left_of is Mul else f"({self.level2(e)})"
         if kind in self.words:  # a division
             return self.level2(e) if kind is left_of else f"({self.level2(e)})"
+        if kind is Const:  # what `level2` gives, without its table
+            return str(e.value)  # type: ignore[attr-defined]
+        if kind in _MAP_VARIABLES:
+            return self.names.get(e) or f"{e.prefix}{e.index}"  # type: ignore[attr-defined, call-overload]
         return self.level2(e)
 
     def level2(self, e: Expr) -> str:
@@ -774,6 +946,30 @@ class _Printer:
         return str(e)  # pattern leaves and function calls of the rule language
 
 
+def _head(labels: Sequence[str], nd: int, nr: int, nt: int) -> str:
+    """`(d0, d1)[s0]{rt0}`: the variable lists of a map's text."""
+    head = f"({', '.join(labels[:nd])})"
+    if nr:
+        head += f"[{', '.join(labels[nd : nd + nr])}]"
+    if nt:
+        head += f"{{{', '.join(labels[nd + nr :])}}}"
+    return head
+
+
+# XLA's names (`d0, ..., s0, ..., rt0, ...`) and the variable lists they print, per count of
+# dimensions, range and runtime variables: shared, callers do not change them.
+_DEFAULT_HEADS: dict[tuple[int, int, int], tuple[list[str], str]] = {}
+
+
+def _default_head(nd: int, nr: int, nt: int) -> tuple[list[str], str]:
+    labels = [f"d{i}" for i in range(nd)] + [f"s{i}" for i in range(nr)] + \
+        [f"rt{i}" for i in range(nt)]
+    out = (labels, _head(labels, nd, nr, nt))
+    if len(_DEFAULT_HEADS) < 1024:
+        _DEFAULT_HEADS[nd, nr, nt] = out
+    return out
+
+
 def variable_names(m: IndexingMap) -> dict[Variable, str]:
     """Custom names where they are unambiguous; all defaults if any two names would clash."""
     names: dict[Variable, str] = {}
@@ -795,18 +991,24 @@ def print_map(m: IndexingMap, div: str = "floordiv", multiline: bool = False) ->
         return "UNDEFINED"
     if m.is_known_empty:
         return "KNOWN EMPTY"
-    names = variable_names(m)
+    all_vars = m.all_vars
+    nd, nr, nt = len(m.dims), len(m.range_vars), len(m.rt_vars)
+    for info in all_vars:
+        if info.name is not None:
+            names = variable_names(m)
+            labels = [names[v] for v in m.variables]
+            head = _head(labels, nd, nr, nt)
+            break
+    else:  # XLA's names: the printer's default for every variable
+        names = {}
+        labels, head = _DEFAULT_HEADS.get((nd, nr, nt)) or _default_head(nd, nr, nt)
     p = _Printer(names, div)
-    dims = [names[v] for v in m.variables[: m.num_dims]]
-    head = f"({', '.join(dims)})"
-    if m.num_range_vars:
-        rs = m.variables[m.num_dims : m.num_dims + m.num_range_vars]
-        head += f"[{', '.join(names[v] for v in rs)}]"
-    if m.num_rt_vars:
-        head += f"{{{', '.join(names[v] for v in m.variables[-m.num_rt_vars:])}}}"
-    text = f"{head} -> ({', '.join(p.top(r) for r in m.results)})"
-    items = [f"{names[v]} in {info.bounds}" for v, info in zip(m.variables, m.all_vars)]
-    items += sorted(f"{p.top(e)} in {iv}" for e, iv in m.constraints.items())
+    text = f"{head} -> ({', '.join([p.top(r) for r in m.results])})"
+    # `[lo, hi]` is `str(Interval)`, written out here: one call less per variable
+    items = [f"{label} in [{info.bounds.lo}, {info.bounds.hi}]"
+             for label, info in zip(labels, all_vars)]
+    if m.constraints:
+        items += sorted([f"{p.top(e)} in {iv}" for e, iv in m.constraints.items()])
     if not items:
         return text
     if multiline:
