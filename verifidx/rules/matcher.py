@@ -192,13 +192,7 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
         return
     rest = [t for t in p.lhs.terms if t is not factor[0]]
     for b1 in _match(p.rhs, e.rhs, b):  # type: ignore[attr-defined]
-        remaining = _terms(e.lhs)  # type: ignore[attr-defined]
-        for q in _split_dividend(remaining, k):
-            left = dict(remaining)
-            for base, qi in q.items():
-                left[base] -= qi * k
-                if left[base] == 0:
-                    del left[base]
+        for q, left in _quotients(_terms(e.lhs), k):  # type: ignore[attr-defined]
             for b2 in _match(factor[0].lhs, _expr(q), b1):
                 yield from _assign(_order(tuple(rest), b2), left, b2)
 
@@ -265,20 +259,23 @@ def _lazy_splits(p: Expr, e: Expr) -> list[SplitMatch] | None:
         x, c, y = shape
         divisor: Const = e.rhs  # type: ignore[assignment]
         k = divisor.value
-        hit = []
-        if k > 1:
-            remaining = _terms(e.lhs)
-            for q in _split_dividend(remaining, k):
-                left = dict(remaining)
-                for base, qi in q.items():
-                    left[base] -= qi * k
-                    if left[base] == 0:
-                        del left[base]
-                hit.append(SplitMatch(c, divisor, x, y, q, left))
+        hit = [SplitMatch(c, divisor, x, y, q, left)
+               for q, left in _quotients(_terms(e.lhs), k)] if k > 1 else []
         if len(_LAZY_SPLITS) > _CACHE_LIMIT:
             _LAZY_SPLITS.clear()
         _LAZY_SPLITS[key] = hit
     return hit
+
+
+def _quotients(remaining: Terms, k: int) -> Iterator[tuple[Terms, Terms]]:
+    """Each quotient choice of `_split_dividend` with what it leaves of the terms."""
+    for q in _split_dividend(remaining, k):
+        left = dict(remaining)
+        for base, qi in q.items():
+            left[base] -= qi * k
+            if left[base] == 0:
+                del left[base]
+        yield q, left
 
 
 def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
