@@ -87,6 +87,18 @@ def test_a_sum_constraint_ranges_a_sum_that_contains_it() -> None:
     assert out.relation() == m.relation()
 
 
+@given(st.lists(intervals(-4, 6, 7), min_size=3, max_size=3),
+       st.lists(linear_constraints(), min_size=2, max_size=4), st.randoms())
+def test_the_implied_bounds_do_not_depend_on_the_order_of_the_constraints(
+        ivs: list[Interval], constraints: list[tuple[Expr, Interval]], rnd: object) -> None:
+    bounds = dict(zip(VARS, ivs))
+    constraints = list(dict(constraints).items())  # one interval per expression, as in a map
+    shuffled = list(constraints)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert ib.implied_bounds(bounds, dict(constraints)) == \
+        ib.implied_bounds(bounds, dict(shuffled))
+
+
 def test_a_sum_constraint_bounds_its_variables() -> None:
     bounds: dict[Variable, Interval] = {Dim(0): Interval(0, 5), Dim(1): Interval(-3, -2)}
     implied = ib.implied_bounds(bounds, {Dim(0) + Dim(1): Interval(0, 7)})

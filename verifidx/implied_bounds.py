@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .canonical import linear_form
+from .canonical import linear_form, order_key
 from .expr import Expr, Variable, ceil_div, floor_div
 from .interval import Interval
 
@@ -32,9 +32,12 @@ LinearConstraint = tuple[dict[Expr, int], int, int]
 
 def linear_constraints(constraints: Mapping[Expr, Interval],
                        bounds: Mapping[Variable, Interval]) -> list[LinearConstraint]:
-    """The constraints that are linear sums of variables of `bounds`."""
+    """The constraints that are linear sums of variables of `bounds`, in the canonical order
+    of their expressions: propagation stops after `ROUNDS`, so the order it visits them in
+    must not depend on the order the map lists them in."""
     linear = []
-    for e, iv in constraints.items():
+    for e in sorted(constraints, key=order_key):
+        iv = constraints[e]
         coeffs, constant = linear_form(e)
         if coeffs and all(isinstance(v, Variable) and v in bounds for v in coeffs):
             linear.append((coeffs, iv.lo - constant, iv.hi - constant))
