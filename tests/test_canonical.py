@@ -50,3 +50,13 @@ def test_the_shortcut_takes_canonical_sums_and_refuses_the_others() -> None:
     assert not _already_canonical(Add((Mul(d0, Const(2)), Mul(d0, Const(3)))))  # like terms
     assert _rebuilt(Add((Mul(d0, Const(2)), Mul(d0, Const(3))))) is Mul(d0, Const(5))
     assert not _already_canonical(Mul(d0, Const(1)))
+
+
+def test_linear_form_is_remembered_but_each_caller_owns_its_dict() -> None:
+    """`linear_form` caches per term; a caller that edits the dict it got (the matcher adds
+    the constant under `Const(1)`) must not change what the next caller gets."""
+    e = canon(Dim(0) * 3 + Dim(1) * -2 + 7)
+    first, constant = linear_form(e)
+    first[Const(1)] = constant
+    first[Dim(0)] = 99
+    assert linear_form(e) == ({Dim(0): 3, Dim(1): -2}, 7)

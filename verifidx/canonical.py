@@ -61,10 +61,22 @@ def order_key(e: Expr) -> tuple[object, ...]:
 
 def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     """(base -> coefficient, constant) of an expression seen as a sum of scaled bases.
-    Bases are canonical and never sums or constant multiples."""
-    coeffs: dict[Expr, int] = {}
-    constant = _collect(e, 1, coeffs)
-    return {b: c for b, c in coeffs.items() if c != 0}, constant
+    Bases are canonical and never sums or constant multiples. Remembered per term (the
+    index, the matcher and canon ask about one dividend several times); each caller gets
+    its own dict."""
+    hit = _LINEAR.get(e)
+    if hit is None:
+        coeffs: dict[Expr, int] = {}
+        constant = _collect(e, 1, coeffs)
+        hit = ({b: c for b, c in coeffs.items() if c != 0}, constant)
+        if len(_LINEAR) > _LINEAR_LIMIT:
+            _LINEAR.clear()
+        _LINEAR[e] = hit
+    return dict(hit[0]), hit[1]
+
+
+_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = {}
+_LINEAR_LIMIT = 200_000
 
 
 def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:

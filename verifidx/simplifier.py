@@ -157,9 +157,10 @@ def _call(node: Expr, args: list[Expr]) -> Expr:
 
 
 def _rebuild(node: Expr, kids: list[Expr]) -> Expr:
-    if all(a is b for a, b in zip(kids, node.children)):
-        return node
-    return node.rebuild(kids)
+    for a, b in zip(kids, node.children):
+        if a is not b:
+            return node.rebuild(kids)
+    return node
 
 
 def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr], Interval]
@@ -516,7 +517,10 @@ def _predicted_match_may_rewrite(pred: _Prediction, facts: dict[str, tuple[int, 
     gives the term back: such a rule changes nothing there, and skipping it spares the match,
     the condition, and the instantiation and canonical form of each identity instance
     (`x * 1` read as `x * c0`, `x + 0` as `x + c0`)."""
-    return any(pred.allows(v, divisor) for v in facts[pred.shape])
+    for v in facts[pred.shape]:
+        if pred.allows(v, divisor):
+            return True
+    return False
 
 
 _DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = {}
@@ -548,8 +552,10 @@ def _division_facts(e: Expr) -> tuple[tuple[bool, bool], dict[str, tuple[int, ..
             scales = (1, g) if g > 1 else (1,)
         values = {1, *coeffs.values()}
         sizes = [abs(c) for c in coeffs.values()]
+        values.update(sizes)
         for i, a in enumerate(sizes):
-            values.update(math.gcd(a, b) for b in sizes[i:])
+            for b in sizes[i + 1:]:
+                values.add(math.gcd(a, b))
         if len(_DIVISION_FACTS) > _MATCH_CACHE_LIMIT:
             _DIVISION_FACTS.clear()
         hit = _DIVISION_FACTS[e] = (divisor, {_SCALED: scales, _OFFSET: (constant,),
@@ -925,8 +931,9 @@ def constants_check(rule: Rule) -> Callable[[Mapping[Expr, Expr]], bool]:
         def accept(constants: Mapping[Expr, Expr]) -> bool:
             if not _within_proof(rule, constants):
                 return False
-            if any(constants.get(cv) is value for cv, value in identities):
-                return False
+            for cv, value in identities:
+                if constants.get(cv) is value:
+                    return False
             return guard is None or guard.holds(constants)
 
         hit = _CONSTANT_CHECKS[rule] = accept
