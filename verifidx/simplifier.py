@@ -59,8 +59,8 @@ from .rules.guard import Guard, compile_function, condition_source, conjuncts, g
 from .rules.matcher import (
     KIND_BITS,
     SplitMatch,
-    _scaled_plus_rest,
     can_guide,
+    divided_scaled_plus_rest,
     guided_matches,
     kinds,
     match,
@@ -434,23 +434,23 @@ _SCALED, _OFFSET, _SCALED_PLUS_REST = "scaled", "offset", "scaled plus rest"
 
 class _Prediction:
     """A rule `D op cK` whose every match binds cA to one of the values `_dividend_facts`
-    lists for its shape, and `neutral`, the value of cA under which the rule rewrites a term
-    to itself (`x * 1`, `x + 0`), or None when no value is known to."""
+    lists for its shape, and `neutral`, the values of cA under which the rule rewrites a term
+    to itself (`x * 1`, `x + 0`: `identity_instances`)."""
 
     __slots__ = ("shape", "constant", "divisor", "neutral", "guard", "_allows")
 
-    def __init__(self, shape: str, constant: ConstVar, divisor: ConstVar, neutral: int | None,
-                 guard: Guard | None) -> None:
+    def __init__(self, shape: str, constant: ConstVar, divisor: ConstVar,
+                 neutral: frozenset[int], guard: Guard | None) -> None:
         self.shape, self.constant, self.divisor = shape, constant, divisor
         self.neutral, self.guard = neutral, guard
         self._allows: dict[tuple[int, Expr], bool] = {}
 
     def allows(self, value: int, divisor: Expr) -> bool:
-        """Whether cA = value may rewrite at a term with this divisor: not the neutral value,
+        """Whether cA = value may rewrite at a term with this divisor: not a neutral value,
         and the guard holds on (cA, cK)."""
         hit = self._allows.get((value, divisor))
         if hit is None:
-            hit = value != self.neutral and (
+            hit = value not in self.neutral and (
                 self.guard is None or self.guard.holds({self.constant: Const(value),
                                                          self.divisor: divisor}))
             self._allows[value, divisor] = hit
@@ -473,24 +473,20 @@ def _compute_prediction(rule: Rule) -> _Prediction | None:
             not isinstance(lhs.rhs, ConstVar):
         return None
     d, k = lhs.lhs, lhs.rhs
-    neutral: int | None
+    sum_shape = divided_scaled_plus_rest(lhs)
+    constant: Expr
     if isinstance(d, Mul) and isinstance(d.lhs, TermVar) and isinstance(d.rhs, ConstVar) \
             and d.rhs is not k:
-        shape, constant, neutral = _SCALED, d.rhs, 1
+        shape, constant = _SCALED, d.rhs
     elif isinstance(d, Add) and len(d.terms) == 2 and \
             {type(t) for t in d.terms} == {TermVar, ConstVar} and k not in d.terms:
-        shape, constant, neutral = _OFFSET, next(t for t in d.terms if isinstance(t, ConstVar)), 0
-    elif isinstance(d, Add) and _scaled_plus_rest(d) is not None and \
-            _scaled_plus_rest(d)[1] is not k:  # type: ignore[index]
-        shape, constant, neutral = _SCALED_PLUS_REST, _scaled_plus_rest(d)[1], None  # type: ignore[index]
+        shape, constant = _OFFSET, next(t for t in d.terms if isinstance(t, ConstVar))
+    elif sum_shape is not None and sum_shape[1] is not k:
+        shape, constant = _SCALED_PLUS_REST, sum_shape[1]
     else:
         return None
-    assert isinstance(constant, ConstVar) and isinstance(rule.rhs, Expr)
-    if neutral is not None:
-        at: dict[Expr, Expr] = {constant: Const(neutral)}
-        if canon(_zero_dividends(lhs.substitute(at))) is not \
-                canon(_zero_dividends(rule.rhs.substitute(at))):
-            neutral = None
+    assert isinstance(constant, ConstVar)
+    neutral = frozenset(v.value for cv, v in identity_instances(rule) if cv is constant)
     return _Prediction(shape, constant, k, neutral, guard_for(rule))
 
 
@@ -500,8 +496,7 @@ def _zero_dividends(e: Expr) -> Expr:
     applied. Used only to recognise rewrites of a term to itself."""
     if isinstance(e, (FloorDiv, Mod, CeilDiv)) and e.lhs is Const(0):
         return Const(0)
-    kids = [_zero_dividends(c) for c in e.children]
-    return e if all(a is b for a, b in zip(kids, e.children)) else e.rebuild(kids)
+    return _rebuild(e, [_zero_dividends(c) for c in e.children])
 
 
 def _dividend_facts(e: Expr) -> dict[str, tuple[int, ...]]:
@@ -641,12 +636,10 @@ def _needs_one_bucket(rule: Rule) -> bool:
     """True for `[split]` rules `(x * c0 + y) op c0` whose condition requires `lo(y) floordiv
     c0 == hi(y) floordiv c0` (or ceildiv): the remainder y must span fewer than c0 values."""
     lhs = rule.lhs
-    if not (rule.split and isinstance(lhs, (FloorDiv, Mod, CeilDiv))
-            and isinstance(lhs.rhs, ConstVar) and isinstance(lhs.lhs, Add)):
+    shape = divided_scaled_plus_rest(lhs) if rule.split and isinstance(lhs, Expr) else None
+    if shape is None or shape[1] is not shape[3]:
         return False
-    shape = _scaled_plus_rest(lhs.lhs)
-    if shape is None or shape[1] is not lhs.rhs:
-        return False
+    assert isinstance(lhs, (FloorDiv, Mod, CeilDiv))
     y, k = shape[2], lhs.rhs
     for c in conjuncts(rule.condition):
         if isinstance(c, Compare) and c.op == "==" and \
@@ -763,8 +756,7 @@ class RuleEngine:
 
     def _try(self, plan: _Plan, e: Expr, bound: RangeFn, trace: list[Step] | None,
              additive: bool = False) -> Expr | None:
-        rule, rhs, lhs, guard, check = plan.rule, plan.rhs, plan.lhs, plan.guard, plan.check
-        identities = plan.identities
+        rule, rhs, lhs, accept, check = plan.rule, plan.rhs, plan.lhs, plan.accept, plan.check
         ranged = additive and plan.ranged
         for candidate in self._decompositions(plan, e):
             if candidate.rejected:
@@ -775,13 +767,8 @@ class RuleEngine:
                 if decided is False:
                     continue  # the condition fails on the split's intervals: nothing to build
             env = candidate.env
-            if identities:
-                cv, value = identities[0]
-                if env.get(cv) is value or len(identities) > 1 and any(
-                        env.get(cv) is value for cv, value in identities[1:]):
-                    continue  # the rewrite would give `e` back
-            if guard is not None and not guard.holds(env):
-                continue  # a constant-only part of the condition fails: no interval needed
+            if not accept(env):
+                continue  # an identity, or a constant-only part of the condition fails
             try:
                 if decided is None and not check(env, bound):
                     continue
@@ -882,15 +869,12 @@ class RuleEngine:
 class _Plan:
     """What `_try` needs of a rule, looked up once (a rule's hash runs Python code)."""
 
-    __slots__ = ("rule", "lhs", "rhs", "guard", "check", "identities", "accept", "guided",
-                 "ranged")
+    __slots__ = ("rule", "lhs", "rhs", "check", "accept", "guided", "ranged")
 
     def __init__(self, rule: Rule) -> None:
         assert isinstance(rule.lhs, Expr) and isinstance(rule.rhs, Expr)
         self.rule, self.lhs, self.rhs = rule, rule.lhs, rule.rhs
-        self.guard = guard_for(rule)
         self.check = condition_check(rule)
-        self.identities = identity_instances(rule)
         self.accept = constants_check(rule)
         self.guided = can_guide(rule.lhs)
         #: a [split] rule whose condition reads intervals of bare variables only (x, y), which
@@ -946,7 +930,8 @@ laws.on_change(_CONSTANT_CHECKS.clear)  # identities depend on the laws in force
 
 def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
     """Constants at which the rule rewrites a term to itself: `(x * c0) floordiv c1 =>
-    x floordiv (c1 floordiv c0)` with c0 = 1 has both sides `x floordiv c1` in canonical form.
+    x floordiv (c1 floordiv c0)` with c0 = 1 has both sides `x floordiv c1` in canonical form
+    (`0 floordiv t` and the like read as 0, see `_zero_dividends`).
     A match binding such a constant would only be instantiated to find `out is e`; skipping it
     first saves that work (skipping a match never makes a rewrite wrong)."""
     hit = _IDENTITIES.get(rule)
@@ -957,7 +942,8 @@ def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
             for value in (Const(0), Const(1)):
                 sub: dict[Expr, Expr] = {cv: value}
                 try:
-                    same = canon(rule.lhs.substitute(sub)) is canon(rule.rhs.substitute(sub))
+                    same = canon(_zero_dividends(rule.lhs.substitute(sub))) is \
+                        canon(_zero_dividends(rule.rhs.substitute(sub)))
                 except EvaluationError:
                     continue
                 if same:

@@ -247,16 +247,15 @@ def _lazy_splits(p: Expr, e: Expr) -> list[SplitMatch] | None:
     """What `_match_split` yields for `(x * c + y) op c` against `S op k`, in the same order,
     as `SplitMatch`es; None for other patterns. Shared by floordiv, mod and ceildiv (the
     key leaves out the operator, as `_split_matches`'s does)."""
-    if not (isinstance(p, Binary) and isinstance(p.lhs, Add) and isinstance(e, Binary)
-            and type(e) is type(p) and isinstance(e.rhs, Const)):
+    shape = divided_scaled_plus_rest(p)
+    if shape is None or shape[1] is not shape[3] or not isinstance(e, Binary) or \
+            type(e) is not type(p) or not isinstance(e.rhs, Const):
         return None
-    shape = _scaled_plus_rest(p.lhs)
-    if shape is None or shape[1] is not p.rhs:
-        return None
+    assert isinstance(p, Binary)
     key = (p.lhs, p.rhs, e.lhs, e.rhs)
     hit = _LAZY_SPLITS.get(key)
     if hit is None:
-        x, c, y = shape
+        x, c, y, _c = shape
         divisor: Const = e.rhs  # type: ignore[assignment]
         k = divisor.value
         hit = [SplitMatch(c, divisor, x, y, q, left)
@@ -654,7 +653,7 @@ def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
 _DIVIDED_SHAPES: dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None] = {}
 
 
-def _divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, ConstVar] | None:
+def divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, ConstVar] | None:
     """(x, c0, y, c1) when the pattern is `(x * c0 + y) op c1` with distinct x, y (c1 may be
     c0): the left side of most division rules."""
     if p in _DIVIDED_SHAPES:
@@ -671,7 +670,7 @@ def _divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, Cons
 
 def can_guide(pattern: Expr) -> bool:
     """Whether `guided_matches` handles this left side."""
-    return _divided_scaled_plus_rest(pattern) is not None
+    return divided_scaled_plus_rest(pattern) is not None
 
 
 def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool],
@@ -686,7 +685,7 @@ def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool]
     built (and built once for all the rules that accept it, see `_Splits`). Each match comes
     with its position among all the matches of the pattern (split ones first), so that the
     caller can share what it learns about one match across rules with the same left side."""
-    shape = _divided_scaled_plus_rest(pattern)
+    shape = divided_scaled_plus_rest(pattern)
     if shape is None:
         return None
     e = canon(expr)
