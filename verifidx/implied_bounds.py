@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from .canonical import linear_form, order_key
 from .expr import Expr, Variable, ceil_div, floor_div
-from .interval import Interval
+from .interval import Interval, scaled_sum_range
 
 #: Rounds of propagation (each round tightens with the intervals of the previous one).
 ROUNDS = 4
@@ -59,18 +59,14 @@ def linear_range(coeffs: Mapping[Expr, int], constant: int,
             if not d or c % d:
                 continue
             t = c // d
-            r_lo = r_hi = constant
-            for w in coeffs.keys() | g.keys():
-                k = coeffs.get(w, 0) - t * g.get(w, 0)
-                if k:
-                    iv = bounds.get(w)  # type: ignore[call-overload]
-                    if iv is None or iv.lo > iv.hi:
-                        return None
-                    r_lo += min(iv.lo * k, iv.hi * k)
-                    r_hi += max(iv.lo * k, iv.hi * k)
-            r_lo += min(lo * t, hi * t)
-            r_hi += max(lo * t, hi * t)
-            out = Interval(r_lo, r_hi) if out is None else out.intersect(Interval(r_lo, r_hi))
+            rest = {w: k for w in coeffs.keys() | g.keys()
+                    if (k := coeffs.get(w, 0) - t * g.get(w, 0))}
+            r = scaled_sum_range(rest, bounds.get)  # type: ignore[arg-type]
+            if r is None:
+                return None
+            through = Interval(r.lo + constant + min(lo * t, hi * t),
+                               r.hi + constant + max(lo * t, hi * t))
+            out = through if out is None else out.intersect(through)
     return out
 
 
@@ -88,14 +84,11 @@ def implied_bounds(bounds: Mapping[Variable, Interval], constraints: Mapping[Exp
             if any(out[w].lo > out[w].hi for w in coeffs):  # type: ignore[index]
                 return out
             for v, c in coeffs.items():
-                rest_lo = rest_hi = 0
-                for w, d in coeffs.items():
-                    if w is not v:
-                        r = out[w]  # type: ignore[index]
-                        rest_lo += min(r.lo * d, r.hi * d)
-                        rest_hi += max(r.lo * d, r.hi * d)
-                # c * v in [lo - rest_hi, hi - rest_lo]
-                t_lo, t_hi = lo - rest_hi, hi - rest_lo
+                rest = scaled_sum_range({w: d for w, d in coeffs.items() if w is not v},
+                                        out.get)  # type: ignore[arg-type]
+                assert rest is not None  # every variable has a non-empty interval here
+                # c * v in [lo - rest.hi, hi - rest.lo]
+                t_lo, t_hi = lo - rest.hi, hi - rest.lo
                 if c > 0:
                     v_lo, v_hi = ceil_div(t_lo, c), floor_div(t_hi, c)
                 else:

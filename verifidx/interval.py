@@ -8,7 +8,7 @@ recognise when their operand stays within one period.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .expr import (
@@ -127,6 +127,27 @@ def _mod_range(n: Interval, d: Interval) -> Interval:
     if n.lo >= 0:
         return Interval(0, min(n.hi, d.hi - 1))
     return Interval(0, d.hi - 1)
+
+
+def scaled_sum_range(terms: Mapping[Expr, int],
+                     base_range: Callable[[Expr], Interval | None]) -> Interval | None:
+    """Interval arithmetic's range of `sum(c * t)` over `terms` (t -> c; a constant t counts
+    as its value), from the ranges of the bases: what `range_of` gives the built sum. None
+    when a base has no range or an empty one."""
+    lo = hi = 0
+    for t, c in terms.items():
+        if isinstance(t, Const):
+            lo += c * t.value
+            hi += c * t.value
+            continue
+        r = base_range(t)
+        if r is None or r.lo > r.hi:
+            return None
+        if c >= 0:
+            lo, hi = lo + r.lo * c, hi + r.hi * c
+        else:
+            lo, hi = lo + r.hi * c, hi + r.lo * c
+    return Interval(lo, hi)
 
 
 def range_of(expr: Expr, bounds: Mapping[Variable, Interval],

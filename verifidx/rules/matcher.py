@@ -24,7 +24,7 @@ from math import gcd
 from .. import laws
 from ..canonical import canon, from_linear, linear_form, order_key
 from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
-from ..interval import Interval
+from ..interval import Interval, scaled_sum_range
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
@@ -222,21 +222,7 @@ class SplitMatch:
     def linear_range(self, var: Expr, base_range: Callable[[Expr], Interval]
                      ) -> Interval | None:
         """The interval of x or y as a sum of scaled bases (None: a base has none)."""
-        terms = self.rest if var is self.y else self.quotient
-        lo = hi = 0
-        for base, coeff in terms.items():
-            if base is _ONE:
-                lo += coeff
-                hi += coeff
-                continue
-            r = base_range(base)
-            if r.lo > r.hi:
-                return None
-            if coeff >= 0:
-                lo, hi = lo + r.lo * coeff, hi + r.hi * coeff
-            else:
-                lo, hi = lo + r.hi * coeff, hi + r.lo * coeff
-        return Interval(lo, hi)
+        return scaled_sum_range(self.rest if var is self.y else self.quotient, base_range)
 
 
 _LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = {}
