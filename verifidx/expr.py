@@ -653,28 +653,17 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
     for r in rest:
         if not terms:  # the partial sum was 0: a constant operand, at the front
             terms, const_at, const_sum, merge = [_ZERO], 0, 0, True
-        if isinstance(r, Const):
-            if const_at < 0:
-                const_at = len(terms)
-                terms.append(r)
-            const_sum += r.value
-            merge = True
-        elif isinstance(r, Add):
-            for t in r.terms:
-                if isinstance(t, Const):
-                    if const_at < 0:
-                        const_at = len(terms)
-                        terms.append(t)
-                    const_sum += t.value
-                    merge = True
-                else:
+        for t in r.terms if isinstance(r, Add) else (r,):
+            if isinstance(t, Const):
+                if const_at < 0:
+                    const_at = len(terms)
                     terms.append(t)
-                    if t._depth > depth:
-                        depth = t._depth
-        else:
-            terms.append(r)
-            if r._depth > depth:
-                depth = r._depth
+                const_sum += t.value
+                merge = True
+            else:
+                terms.append(t)
+                if t._depth > depth:
+                    depth = t._depth
         if merge:
             merge = False
             if const_at >= 0:

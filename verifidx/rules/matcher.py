@@ -700,13 +700,14 @@ class _Splits:
     """The ways `x * c + y` matches one sum (what the general `_assign` yields, in its order,
     without its generators): the factor `c` of each, and its bindings built on first use."""
 
-    __slots__ = ("factors", "_x", "_c", "_y", "_remaining", "_sources", "_built", "_summands",
-                 "_sum")
+    __slots__ = ("factors", "_x", "_c", "_y", "_remaining", "_bases", "_sources", "_built",
+                 "_summands", "_sum")
 
     def __init__(self, x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr,
                  sources: list[tuple[Expr, Bindings | None, Terms | None]]) -> None:
         self._x, self._c, self._y = x, c, y
         self._remaining, self._sum, self._sources = remaining, e, sources
+        self._bases = list(remaining)  # a single term's split i takes the i-th base
         self._summands: tuple[Expr, ...] | None | bool = False  # False: not looked at yet
         #: c of each split, then the bindings of x and c for one term, or the group of terms
         #: (divided by c on first use)
@@ -724,7 +725,7 @@ class _Splits:
             factor, term, group = self._sources[i]
             if group is None:
                 assert isinstance(term, dict)
-                base = list(self._remaining)[i]
+                base = self._bases[i]
                 if self._summands is False:
                     self._summands = _summands_in_order(self._remaining, self._sum)
                 if isinstance(self._summands, tuple):
