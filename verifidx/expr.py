@@ -82,17 +82,17 @@ class Expr:
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
 
-    @classmethod
-    def _intern(cls, key: tuple[object, ...], init: Callable[[Expr], None]) -> Expr:
-        """The node of `key`, built by `init` the first time. The rule language's leaves use
-        it; the map nodes below do the same inline (every parse and rewrite builds them)."""
-        node = _TABLE.get(key)
-        if node is None:
-            node = object.__new__(cls)
-            node._in_map = False  # a leaf of the rule language (variables say otherwise)
-            init(node)
-            _TABLE[key] = node
-        return node
+    # The intern table, for the leaves of the rule language (`verifidx.rules.model`); the map
+    # nodes below use it inline. Each class's `__new__` builds its node with `object.__new__`
+    # itself: compiled (mypyc), that call is only allowed inside `__new__`.
+    @staticmethod
+    def _interned(key: tuple[object, ...]) -> Expr | None:
+        """The node of `key`, if it was built before."""
+        return _TABLE.get(key)
+
+    def _remember(self, key: tuple[object, ...]) -> None:
+        """Make this new node the one of `key`."""
+        _TABLE[key] = self
 
     # -- structure -------------------------------------------------------------------------
     @property
@@ -300,12 +300,15 @@ class Variable(Expr):
         index = int(index)
         if index < 0:
             raise ValueError("variable index must be >= 0")
-
-        def init(n: Expr) -> None:
-            n.index = index  # type: ignore[attr-defined]
-            n._size, n._total, n._depth, n._in_map = 1, True, 1, cls.map_variable
-
-        return cls._intern((cls.prefix, index), init)  # type: ignore[return-value]
+        key = (cls.prefix, index)
+        node = _TABLE.get(key)  # given as a number of another type, e.g. "0"
+        if node is not None:
+            return node  # type: ignore[return-value]
+        new = object.__new__(cls)
+        new.index = index
+        new._size, new._total, new._depth, new._in_map = 1, True, 1, cls.map_variable
+        _TABLE[key] = new
+        return new
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         try:
@@ -565,10 +568,6 @@ def is_constant_valued(e: Expr) -> bool:
 
 # -- smart constructors ----------------------------------------------------------------------
 
-#: `Mul(x, y)` and the like without the class call around `__new__` (which runs the no-op
-#: `object.__init__` after it): the smart constructors below end in one of these on every call.
-_binary = Binary.__new__
-
 
 def as_expr(x: ExprLike) -> Expr:
     if isinstance(x, Expr):
@@ -705,7 +704,7 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
         elif isinstance(x, Mul) and isinstance(x.rhs, Const) and on.mul_const_assoc \
                 and on.fold_mul:
             return mul(x.lhs, x.rhs.value * c)
-    return _binary(Mul, x, y)
+    return Mul(x, y)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:
@@ -718,7 +717,7 @@ def floordiv(a: ExprLike, b: ExprLike) -> Expr:
             return x
     else:
         FloorDiv._check_operands(y)
-    return _binary(FloorDiv, x, y)
+    return FloorDiv(x, y)
 
 
 def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
@@ -731,7 +730,7 @@ def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
             return x
     else:
         CeilDiv._check_operands(y)
-    return _binary(CeilDiv, x, y)
+    return CeilDiv(x, y)
 
 
 def mod(a: ExprLike, b: ExprLike) -> Expr:
@@ -744,21 +743,21 @@ def mod(a: ExprLike, b: ExprLike) -> Expr:
             return Const(floor_mod(x.value, y.value))
         if y.value == 1 and x.is_total and _laws.ON.mod_one:
             return Const(0)
-    return _binary(Mod, x, y)
+    return Mod(x, y)
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_min:
         return Const(min(x.value, y.value))
-    return _binary(Min, x, y)
+    return Min(x, y)
 
 
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
     x, y = as_expr(a), as_expr(b)
     if isinstance(x, Const) and isinstance(y, Const) and _laws.ON.fold_max:
         return Const(max(x.value, y.value))
-    return _binary(Max, x, y)
+    return Max(x, y)
 
 
 def raw_add(*operands: ExprLike) -> Expr:

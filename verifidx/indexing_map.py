@@ -17,7 +17,6 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from .errors import DivisorError, EvaluationError, UnsupportedError
 from .expr import (
@@ -140,26 +139,38 @@ class IndexingMap:
     is_known_empty: bool = False
     is_undefined: bool = False
 
+    # what the map computes about itself once (it is immutable): not part of its value
+    _variables: tuple[Variable, ...] | None = field(default=None, init=False, repr=False)
+    _bounds: dict[Variable, Interval] | None = field(default=None, init=False, repr=False)
+    _key: tuple[object, ...] | None = field(default=None, init=False, repr=False)
+
     def __init__(self, results: tuple[Expr, ...], dims: tuple[Var, ...],
                  range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
                  constraints: Mapping[Expr, Interval] | None = None,
                  is_known_empty: bool = False, is_undefined: bool = False) -> None:
-        # the fields written straight into the instance: a frozen dataclass's own __init__
-        # goes through object.__setattr__ once per field, and maps are built on every rewrite
         for e in results:
             check_map_expr(e)
         if constraints is None:
             constraints = {}
         for e in constraints:
             check_map_expr(e)
-        fields = self.__dict__
-        fields["results"] = results
-        fields["dims"] = dims
-        fields["range_vars"] = range_vars
-        fields["rt_vars"] = rt_vars
-        fields["constraints"] = constraints
-        fields["is_known_empty"] = is_known_empty
-        fields["is_undefined"] = is_undefined
+        # a frozen dataclass's fields are written through object.__setattr__ (its own __init__
+        # does the same); compiled (mypyc), the instance has native slots and no __dict__
+        _set = object.__setattr__
+        _set(self, "results", results)
+        _set(self, "dims", dims)
+        _set(self, "range_vars", range_vars)
+        _set(self, "rt_vars", rt_vars)
+        _set(self, "constraints", constraints)
+        _set(self, "is_known_empty", is_known_empty)
+        _set(self, "is_undefined", is_undefined)
+        _set(self, "_variables", None)
+        _set(self, "_bounds", None)
+        _set(self, "_key", None)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (IndexingMap, (self.results, self.dims, self.range_vars, self.rt_vars,
+                              self.constraints, self.is_known_empty, self.is_undefined))
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod
@@ -263,18 +274,26 @@ class IndexingMap:
     def all_vars(self) -> tuple[Var, ...]:
         return self.dims + self.range_vars + self.rt_vars
 
-    @cached_property
+    @property
     def variables(self) -> tuple[Variable, ...]:
         """Dims, then range variables, then runtime variables, as expression nodes."""
-        return (
-            tuple(Dim(i) for i in range(self.num_dims))
-            + tuple(Symbol(i) for i in range(self.num_range_vars))
-            + tuple(RtVar(i) for i in range(self.num_rt_vars))
-        )
+        found = self._variables
+        if found is None:
+            found = (
+                tuple([Dim(i) for i in range(self.num_dims)])
+                + tuple([Symbol(i) for i in range(self.num_range_vars)])
+                + tuple([RtVar(i) for i in range(self.num_rt_vars)])
+            )
+            object.__setattr__(self, "_variables", found)
+        return found
 
-    @cached_property
+    @property
     def bounds(self) -> dict[Variable, Interval]:
-        return {v: info.bounds for v, info in zip(self.variables, self.all_vars)}
+        found = self._bounds
+        if found is None:
+            found = {v: info.bounds for v, info in zip(self.variables, self.all_vars)}
+            object.__setattr__(self, "_bounds", found)
+        return found
 
     def var_info(self, v: Variable) -> Var:
         table = {Dim: self.dims, Symbol: self.range_vars, RtVar: self.rt_vars}[type(v)]
@@ -293,26 +312,32 @@ class IndexingMap:
         return used
 
     # -- equality -----------------------------------------------------------------------------
-    @cached_property
-    def _key(self) -> tuple[object, ...]:
+    def _value(self) -> tuple[object, ...]:
+        """What equality and hashing compare (custom names left out), computed once."""
+        key = self._key
+        if key is not None:
+            return key
         if self.is_undefined:
-            return ("undefined",)
-        if self.is_known_empty:
-            return ("empty",)  # every known-empty map denotes the empty relation
-        return (
-            self.is_known_empty,
-            self.results,
-            tuple(v.bounds for v in self.dims),
-            tuple(v.bounds for v in self.range_vars),
-            tuple(v.bounds for v in self.rt_vars),
-            frozenset(self.constraints.items()),
-        )
+            key = ("undefined",)
+        elif self.is_known_empty:
+            key = ("empty",)  # every known-empty map denotes the empty relation
+        else:
+            key = (
+                self.is_known_empty,
+                self.results,
+                tuple([v.bounds for v in self.dims]),
+                tuple([v.bounds for v in self.range_vars]),
+                tuple([v.bounds for v in self.rt_vars]),
+                frozenset(self.constraints.items()),
+            )
+        object.__setattr__(self, "_key", key)
+        return key
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, IndexingMap) and self._key == other._key
+        return isinstance(other, IndexingMap) and self._value() == other._value()
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return hash(self._value())
 
     def __str__(self) -> str:
         if _printer is None:

@@ -30,7 +30,6 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Literal, cast
 
@@ -1551,17 +1550,23 @@ def expression_range(m: IndexingMap, e: Expr, simplifier: Simplifier | None = No
     return simp.bound(simp(e))
 
 
-@dataclass
 class SimplifyResult:
-    """`simplify(..., verify=True)`: the map and the translation-validation verdict."""
+    """`simplify(..., verify=True)`: the map and the translation-validation verdict (a
+    `verifidx.smt.Verdict`; typed `object` so that this module does not load the solver)."""
 
-    map: IndexingMap
-    verdict: object
-    trace: list[Step]
+    # a plain class, not a dataclass: compiled by mypyc, a dataclass resolves its annotations in
+    # this module's globals, where the solver's Verdict is not
+    def __init__(self, map: IndexingMap, verdict: object, trace: list[Step]) -> None:
+        self.map = map
+        self.verdict = verdict
+        self.trace = trace
 
-    @cached_property
+    @property
     def verified(self) -> bool | None:
         return getattr(self.verdict, "holds", None)
+
+    def __repr__(self) -> str:
+        return f"SimplifyResult(map={self.map!r}, verdict={self.verdict!r}, trace={self.trace!r})"
 
 
 def simplify(m: IndexingMap, verify: bool = False, point_dims: str = "replace",

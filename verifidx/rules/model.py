@@ -32,11 +32,15 @@ class PatternLeaf(Expr):
     tag: ClassVar[str] = "?"
 
     def __new__(cls, name: str) -> PatternLeaf:
-        def init(n: Expr) -> None:
-            n.name = name  # type: ignore[attr-defined]
-            n._size, n._total, n._depth = 1, True, 1
-
-        return cls._intern((cls.tag, name), init)  # type: ignore[return-value]
+        key = (cls.tag, name)
+        node = Expr._interned(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
+        new = object.__new__(cls)
+        new.name = name
+        new._size, new._total, new._depth, new._in_map = 1, True, 1, False
+        new._remember(key)
+        return new
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         try:
@@ -84,13 +88,18 @@ class Call(Expr):
         if fn not in FUNCTIONS or FUNCTIONS[fn] != len(args):
             raise ValueError(f"unknown function {fn}/{len(args)}")
 
-        def init(n: Expr) -> None:
-            n.fn, n.args = fn, args  # type: ignore[attr-defined]
-            n._size = 1 + sum(a._size for a in args)
-            n._total = all(a._total for a in args)
-            n._depth = 1 + max((a._depth for a in args), default=0)
-
-        return cls._intern(("call", fn, args), init)  # type: ignore[return-value]
+        key = ("call", fn, args)
+        node = Expr._interned(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
+        new = object.__new__(cls)
+        new.fn, new.args = fn, args
+        new._size = 1 + sum([a._size for a in args])
+        new._total = all([a._total for a in args])
+        new._depth = 1 + max([a._depth for a in args], default=0)
+        new._in_map = False
+        new._remember(key)
+        return new
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -214,15 +223,18 @@ class Rule:
     #: Set by the rule base from a bounded certificate: the rule is proven only when every
     #: constant it binds has |value| <= max_constant, so the simplifier applies it only then.
     max_constant: int | None = None
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         """Computed once: the simplifier keys its per-rule caches by the rule itself."""
         try:
-            return self.__dict__["_hash"]  # type: ignore[no-any-return]
-        except KeyError:
-            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            h = self._hash
+        except AttributeError:  # compiled (mypyc), a field with init=False starts unset
+            h = None
+        if h is None:
+            h = hash(tuple([getattr(self, f.name) for f in fields(self) if f.compare]))
             object.__setattr__(self, "_hash", h)
-            return h
+        return h
 
     @property
     def normalized_text(self) -> str:

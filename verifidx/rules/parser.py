@@ -36,6 +36,7 @@ _TOKEN = re.compile(
 )
 _COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
 _ARITHMETIC = ("+", "-", "*", "/", "floordiv", "ceildiv", "mod")
+_OPERATORS = (*_COMPARISONS, *_ARITHMETIC)
 KEYWORDS = frozenset({"rule", "if", "and", "or", "not", "in", "true", "false",
                       # words of the map grammar, so that counterexamples print as map text
                       "floordiv", "floorDiv", "ceildiv", "mod", "min", "max", "domain"})
@@ -207,7 +208,7 @@ class _RuleParser(_Parser):
                 self.pos += 1
                 inner = self.condition()
                 self.expect(")", "')' to close '('")
-                if self.tok.text not in (*_COMPARISONS, *_ARITHMETIC) or self.tok.kind == "end":
+                if self.tok.text not in _OPERATORS or self.tok.kind == "end":
                     return inner
             except ParseError as err:
                 grouped = err
