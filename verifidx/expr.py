@@ -22,7 +22,7 @@ back as it was written. Everything else is the simplifier's job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import ClassVar, Union
+from typing import ClassVar, SupportsInt, Union
 
 from . import laws as _laws
 from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
@@ -70,7 +70,7 @@ def floor_mod(a: int, b: int) -> int:
 class Expr:
     """Base of all expression nodes. Immutable; compare with `is` or `==` (identity)."""
 
-    __slots__ = ("__weakref__", "_size", "_total", "_depth", "_in_map", "_vars")
+    __slots__ = ("_size", "_total", "_depth", "_in_map", "_vars")
     kind: ClassVar[str] = "expr"
 
     _size: int
@@ -259,20 +259,20 @@ class Const(Expr):
     kind = "const"
     value: int
 
-    def __new__(cls, value: int) -> Const:
+    # SupportsInt, not int: any integer-like number is taken, as `int(value)` (compiled by mypyc,
+    # an `int` parameter would refuse, say, a numpy integer at the call)
+    def __new__(cls, value: SupportsInt) -> Const:
         node = _TABLE.get(("c", value))  # equal numbers share the node int(value) would give
-        if node is not None:
-            return node  # type: ignore[return-value]
-        if type(value) is not int:
+        if node is None and type(value) is not int:
             value = int(value)
             node = _TABLE.get(("c", value))
-        key = ("c", value)
-        if node is None:
-            node = object.__new__(cls)
-            node.value = value  # type: ignore[attr-defined]
-            node._size, node._total, node._depth, node._in_map = 1, True, 1, True
-            _TABLE[key] = node
-        return node  # type: ignore[return-value]
+        if node is not None:
+            return node  # type: ignore[return-value]
+        new = object.__new__(cls)
+        new.value = int(value)  # an int by now (the call is for the type checker)
+        new._size, new._total, new._depth, new._in_map = 1, True, 1, True
+        _TABLE[("c", new.value)] = new
+        return new
 
     def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
         return self.value
@@ -293,7 +293,7 @@ class Variable(Expr):
     prefix: ClassVar[str] = "v"
     map_variable: ClassVar[bool] = False  # True for the kinds a map declares (d, s, rt)
 
-    def __new__(cls, index: int) -> Variable:
+    def __new__(cls, index: SupportsInt) -> Variable:
         node = _TABLE.get((cls.prefix, index))
         if node is not None:
             return node  # type: ignore[return-value]
@@ -374,14 +374,14 @@ class Add(Expr):
         depth += 1
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-        node = object.__new__(cls)
-        node.terms = terms  # type: ignore[attr-defined]
-        node._size = 1 + size
-        node._total = total
-        node._depth = depth
-        node._in_map = in_map
-        _TABLE[key] = node
-        return node  # type: ignore[return-value]
+        new = object.__new__(cls)
+        new.terms = terms
+        new._size = 1 + size
+        new._total = total
+        new._depth = depth
+        new._in_map = in_map
+        _TABLE[key] = new
+        return new
 
     @property
     def children(self) -> tuple[Expr, ...]:
@@ -407,7 +407,9 @@ class Binary(Expr):
     #: total where it is a constant
     division: ClassVar[bool] = False
 
-    def __new__(cls, lhs: Expr, rhs: Expr) -> Binary:
+    # operands typed `object`: checked below, with this module's message (compiled by mypyc,
+    # an `Expr` parameter would be checked at the call, with a generic one)
+    def __new__(cls, lhs: object, rhs: object) -> Binary:
         key = (cls.tag, lhs, rhs)
         try:
             node = _TABLE.get(key)
@@ -423,16 +425,16 @@ class Binary(Expr):
         depth = 1 + (lhs._depth if lhs._depth > rhs._depth else rhs._depth)
         if depth > MAX_DEPTH:
             raise DepthError(depth, MAX_DEPTH)
-        node = object.__new__(cls)
-        node.lhs, node.rhs = lhs, rhs  # type: ignore[attr-defined]
-        node._size = 1 + lhs._size + rhs._size
+        new = object.__new__(cls)
+        new.lhs, new.rhs = lhs, rhs
+        new._size = 1 + lhs._size + rhs._size
         # a division by a constant is total, and the only division a map may hold
         with_rhs = not division or isinstance(rhs, Const)
-        node._total = lhs._total and rhs._total and with_rhs
-        node._depth = depth
-        node._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
-        _TABLE[key] = node
-        return node  # type: ignore[return-value]
+        new._total = lhs._total and rhs._total and with_rhs
+        new._depth = depth
+        new._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
+        _TABLE[key] = new
+        return new
 
     @classmethod
     def _check_operands(cls, rhs: Expr) -> None:

@@ -78,7 +78,7 @@ _MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, 
 _DIVISIONS = (FloorDiv, CeilDiv, Mod)
 
 
-def check_map_expr(e: Expr) -> None:
+def check_map_expr(e: object) -> None:
     """Raises DivisorError/ValueError unless `e` may appear in a map: only map variables, and
     every divisor an integer constant (docs/semantics.md). Each node knows it from its
     construction (`Expr._in_map`); the walk below only finds what to report."""
@@ -87,10 +87,17 @@ def check_map_expr(e: Expr) -> None:
     _report_non_map(e)
 
 
-def _report_non_map(e: Expr) -> None:
+def _check_map_exprs(exprs: Iterable[object]) -> None:
+    """`check_map_expr` on each; typed `object` so that, compiled by mypyc, a non-expression
+    gets check_map_expr's error, not a generic type error."""
+    for e in exprs:
+        check_map_expr(e)
+
+
+def _report_non_map(e: object) -> None:
     """Raises for the first node, in pre-order, that a map may not hold."""
     kind = type(e)
-    if kind not in _MAP_NODES:
+    if kind not in _MAP_NODES or not isinstance(e, Expr):
         raise ValueError(f"{e} is not part of the map language (a rule pattern?)")
     if kind in _DIVISIONS and not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
         raise DivisorError(f"the divisor of {e.tag} must be an integer constant, "  # type: ignore[attr-defined]
@@ -106,6 +113,9 @@ class Var:
 
     bounds: Interval
     name: str | None = None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Var, (self.bounds, self.name))  # see Interval.__reduce__
 
 
 def _var(v: Var | Interval | tuple[int, int]) -> Var:
@@ -125,6 +135,9 @@ class AffineMap:
     num_dims: int
     num_symbols: int
     results: tuple[Expr, ...]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (AffineMap, (self.num_dims, self.num_symbols, self.results))  # as Interval's
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -148,12 +161,10 @@ class IndexingMap:
                  range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
                  constraints: Mapping[Expr, Interval] | None = None,
                  is_known_empty: bool = False, is_undefined: bool = False) -> None:
-        for e in results:
-            check_map_expr(e)
+        _check_map_exprs(results)
         if constraints is None:
             constraints = {}
-        for e in constraints:
-            check_map_expr(e)
+        _check_map_exprs(constraints)
         # a frozen dataclass's fields are written through object.__setattr__ (its own __init__
         # does the same); compiled (mypyc), the instance has native slots and no __dict__
         _set = object.__setattr__

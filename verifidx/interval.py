@@ -34,6 +34,11 @@ class Interval:
     lo: int
     hi: int
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled through the constructor: compiled by mypyc, a frozen dataclass's default
+        # unpickling would assign its fields, which it forbids
+        return (Interval, (self.lo, self.hi))
+
     @staticmethod
     def point(v: int) -> Interval:
         return Interval(v, v)

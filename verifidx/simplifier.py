@@ -90,6 +90,10 @@ class Step:
     after: Expr
     bounds: dict[str, Interval]
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # see Interval.__reduce__
+        return (Step, (self.rule, self.before, self.after, self.bounds))
+
     def __str__(self) -> str:
         why = ", ".join(f"{k} = {v}" for k, v in self.bounds.items())
         return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "")

@@ -66,6 +66,9 @@ class Token:
     text: str
     offset: int
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Token, (self.kind, self.text, self.offset))  # see Interval.__reduce__
+
 
 def tokenize(text: str, source: str = "<string>", pattern: re.Pattern[str] = _TOKEN
              ) -> list[Token]:
@@ -503,8 +506,9 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
     while True:
         # one operand: a constant, a variable, or the start of a nested sum
         t = toks[i]
-        x = names.get(t) or _LITERALS.get(t)  # type: ignore[assignment]
-        if x is not None and not (toks[i + 1] == "(" and (t == "min" or t == "max")):
+        known = names.get(t) or _LITERALS.get(t)
+        if known is not None and not (toks[i + 1] == "(" and (t == "min" or t == "max")):
+            x = known
             i += 1  # a variable, or an integer seen before
         elif t[0] in _DIGITS:
             x = _literal(t, _LITERALS, 1)
@@ -534,9 +538,9 @@ def _read_expr(toks: list[str], i: int, names: dict[str, Expr]) -> tuple[Expr, i
                 negs += 1
                 i += 1
                 continue
-            x = _NEGATED.get(written)  # type: ignore[assignment]
-            if x is None:  # a negative constant: no node for its absolute value
-                x = _literal(written, _NEGATED, -1)
+            negative = _NEGATED.get(written)
+            # a negative constant: no node for its absolute value
+            x = negative if negative is not None else _literal(written, _NEGATED, -1)
             i += 2
         else:
             raise _Reject

@@ -143,6 +143,9 @@ class Compare:
     lhs: Expr
     rhs: Expr
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Compare, (self.op, self.lhs, self.rhs))  # see Interval.__reduce__
+
 
 @dataclass(frozen=True)
 class BoolOp:
@@ -151,15 +154,24 @@ class BoolOp:
     op: str
     args: tuple[Condition, ...]
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (BoolOp, (self.op, self.args))  # see Interval.__reduce__
+
 
 @dataclass(frozen=True)
 class Not:
     arg: Condition
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Not, (self.arg,))  # see Interval.__reduce__
+
 
 @dataclass(frozen=True)
 class Truth:
     value: bool
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Truth, (self.value,))  # see Interval.__reduce__
 
 
 Condition = Compare | BoolOp | Not | Truth
@@ -193,6 +205,9 @@ class Membership:
     expr: Expr
     lo: Expr
     hi: Expr
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Membership, (self.expr, self.lo, self.hi))  # see Interval.__reduce__
 
 
 @dataclass(frozen=True)
@@ -235,6 +250,10 @@ class Rule:
             h = hash(tuple([getattr(self, f.name) for f in fields(self) if f.compare]))
             object.__setattr__(self, "_hash", h)
         return h
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # see verifidx.interval.Interval.__reduce__
+        return (Rule, tuple([getattr(self, f.name) for f in fields(self) if f.init]))
 
     @property
     def normalized_text(self) -> str:
