@@ -32,6 +32,7 @@ from isl_peer import isl, isl_text  # noqa: E402
 from verifidx import compose, parse_map  # noqa: E402
 from verifidx.expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Mul, Symbol  # noqa: E402
 from verifidx.indexing_map import IndexingMap  # noqa: E402
+from verifidx.native import build  # noqa: E402
 from verifidx.simplifier import default_simplifier  # noqa: E402
 from verifidx.syntax import print_map, same_text  # noqa: E402
 
@@ -332,6 +333,7 @@ def main() -> None:
                     help="only the generated families of issue 11")
     args = ap.parse_args()
     n = 40 if args.quick else 200
+    print(f"verifidx build: {build().describe()}; VERIFIDX_PURE_PYTHON=1 runs the source")
     default_simplifier()  # load and index the rule base outside the timings
     families_table(60 if args.quick else 300)
     if args.families:

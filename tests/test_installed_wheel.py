@@ -1,8 +1,8 @@
 """The wheel as a user gets it: built from this checkout, installed in a fresh virtual
 environment in a temporary directory, `verifidx check` re-checks the rule base the wheel ships.
 
-Slow by nature (a wheel build and a cold check, well under a minute on two cores); CI runs it
-like every other test.
+Slow by nature (a wheel build that compiles the core with mypyc, and a cold check: a few minutes
+on two cores); CI runs it like every other test.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from conftest import REPO
 
+from verifidx import native
 from verifidx.rules.parser import load_rule_base
 
 
@@ -45,6 +46,11 @@ def test_an_installed_wheel_checks_the_rules_it_ships(tmp_path: Path) -> None:
                             "import verifidx; print(verifidx.__file__)"], cwd=work, env=env,
                            capture_output=True, text=True, check=True).stdout
     assert str(venv) in where, where  # the wheel's copy, not this checkout
+    # the wheel carries the compiled core, and it runs (unless the source was asked for)
+    version = subprocess.run([str(bindir / "verifidx"), "--version"], cwd=work, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    pure = os.environ.get(native.PURE_ENV, "") not in ("", "0")
+    assert ("pure Python" if pure else "compiled (mypyc") in version, version
     check = subprocess.run([str(bindir / "verifidx"), "check", "-j", "2"], cwd=work, env=env,
                            capture_output=True, text=True, timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -5,6 +5,7 @@ decide equality (cheap checks and enumeration first, then Z3) and emptiness with
 maps from HLO, prove rules.
 """
 
+from . import native as native  # first: decides compiled or pure source (verifidx/native.py)
 from .computation_maps import input_to_output, output_to_input, set_simplifier
 from .equality import equal as _equal_maps
 from .errors import (

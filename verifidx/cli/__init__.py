@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ..errors import VerifidxError
+from ..native import build
 from ..version import __version__
 from . import coalescing, graph, indexing, layout, map, rules, simplify, subst, tile
 from .common import EXIT_ERROR, EXIT_INTERNAL, Parser
@@ -27,7 +28,8 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (map, simplify, rules, indexing, graph, la
 
 def build_parser() -> Parser:
     parser = Parser(prog="verifidx", description="Indexing maps, proven.")
-    parser.add_argument("--version", action="version", version=f"verifidx {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"verifidx {__version__}, {build().describe()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for module in SUBCOMMANDS:
         module.register(sub)
