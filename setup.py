@@ -18,10 +18,19 @@ from setuptools.command.build_ext import build_ext
 # The core that every simplification runs through; a module compiled here must compile as a
 # whole group (the compiled classes call each other natively, so it is all of them or none).
 COMPILED = [
+    "verifidx/expr.py",
     "verifidx/interval.py",
+    "verifidx/laws.py",
     "verifidx/canonical.py",
     "verifidx/implied_bounds.py",
+    "verifidx/indexing_map.py",
+    "verifidx/syntax.py",
+    "verifidx/rules/model.py",
+    "verifidx/rules/guard.py",
     "verifidx/rules/matcher.py",
+    # subclasses syntax's parser: an interpreted class cannot inherit from a compiled one
+    "verifidx/rules/parser.py",
+    "verifidx/simplifier.py",
 ]
 
 PURE = os.environ.get("VERIFIDX_PURE_PYTHON", "") not in ("", "0")
