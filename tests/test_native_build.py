@@ -28,7 +28,7 @@ def test_a_default_install_runs_the_compiled_core() -> None:
     if build.detail.startswith("stale"):
         pytest.skip(f"an edited checkout: {build.detail}")
     assert build.compiled, build.detail
-    assert "verifidx.interval" in build.modules
+    assert "verifidx.simplifier" in build.modules
     for name in build.modules:
         assert importlib.import_module(name).__file__.endswith(tuple(
             importlib.machinery.EXTENSION_SUFFIXES)), name
