@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -64,8 +65,13 @@ def _mypy_version() -> str:
     return __version__
 
 
+# Commands that only write metadata: pip runs setup.py for these before the build, and
+# mypycify type-checks the whole package each time it is called.
+METADATA_ONLY = {"egg_info", "dist_info", "sdist"}
+
+
 def _extensions() -> list:
-    if PURE:
+    if PURE or (len(sys.argv) > 1 and sys.argv[1] in METADATA_ONLY):
         return []
     from mypyc.build import mypycify
 
