@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .canonical import linear_form, order_key
-from .expr import Expr, Variable, ceil_div, floor_div
+from .expr import Const, Expr, Variable, ceil_div, floor_div
 from .interval import Interval, scaled_sum_range
 
 #: Rounds of propagation (each round tightens with the intervals of the previous one).
@@ -44,7 +44,7 @@ def linear_constraints(constraints: Mapping[Expr, Interval],
     return linear
 
 
-def linear_range(coeffs: Mapping[Expr, int], constant: int,
+def linear_range(coeffs: dict[Expr, int], constant: int,
                  bounds: Mapping[Variable, Interval], linear: list[LinearConstraint]
                  ) -> Interval | None:
     """An interval of `sum(coeffs[v] * v) + constant` at the points of the domain, through
@@ -55,19 +55,50 @@ def linear_range(coeffs: Mapping[Expr, int], constant: int,
     out: Interval | None = None
     for g, lo, hi in linear:
         for v, c in coeffs.items():
-            d = g.get(v)
+            d = g.get(v, 0)
             if not d or c % d:
                 continue
             t = c // d
-            rest = {w: k for w in coeffs.keys() | g.keys()
-                    if (k := coeffs.get(w, 0) - t * g.get(w, 0))}
-            r = scaled_sum_range(rest, bounds.get)  # type: ignore[arg-type]
+            r = _rest_range(coeffs, g, t, bounds)
             if r is None:
                 return None
             through = Interval(r.lo + constant + min(lo * t, hi * t),
                                r.hi + constant + max(lo * t, hi * t))
             out = through if out is None else out.intersect(through)
     return out
+
+
+def _rest_range(coeffs: dict[Expr, int], g: dict[Expr, int], t: int,
+                bounds: Mapping[Variable, Interval]) -> Interval | None:
+    """`scaled_sum_range` of `coeffs - t * g` (terms whose coefficient cancels left out),
+    without building that dict: this runs for every linear term the simplifier bounds."""
+    lo = hi = 0
+    for w, a in coeffs.items():
+        k = a - t * g.get(w, 0)
+        if k:
+            r = _term_range(w, bounds)
+            if r is None:
+                return None
+            lo, hi = (lo + r.lo * k, hi + r.hi * k) if k > 0 else (lo + r.hi * k, hi + r.lo * k)
+    for w, b in g.items():
+        if w not in coeffs:
+            k = -t * b
+            if k:
+                r = _term_range(w, bounds)
+                if r is None:
+                    return None
+                lo, hi = (lo + r.lo * k, hi + r.hi * k) if k > 0 else \
+                    (lo + r.hi * k, hi + r.lo * k)
+    return Interval(lo, hi)
+
+
+def _term_range(w: Expr, bounds: Mapping[Variable, Interval]) -> Interval | None:
+    """The range `scaled_sum_range` gives one base: a constant's value, a variable's bounds;
+    None when missing or empty."""
+    if isinstance(w, Const):
+        return Interval(w.value, w.value)
+    r = bounds.get(w) if isinstance(w, Variable) else None
+    return None if r is None or r.lo > r.hi else r
 
 
 def implied_bounds(bounds: Mapping[Variable, Interval], constraints: Mapping[Expr, Interval]

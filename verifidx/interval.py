@@ -34,6 +34,12 @@ class Interval:
     lo: int
     hi: int
 
+    def __init__(self, lo: int, hi: int) -> None:
+        # written out (the dataclass keeps it): compiled by mypyc, the generated one would run
+        # as interpreted code on every interval the simplifier builds
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
     def __reduce__(self) -> tuple[object, ...]:
         # pickled through the constructor: compiled by mypyc, a frozen dataclass's default
         # unpickling would assign its fields, which it forbids

@@ -38,6 +38,7 @@ from .canonical import canon, linear_form
 from .errors import EvaluationError
 from .expr import (
     Add,
+    Binary,
     CeilDiv,
     Const,
     Dim,
@@ -369,8 +370,8 @@ def _compute_signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]
     kids = e.children
     if not kids:
         return (t,), _NO_DIVISOR
-    if t is FloorDiv or t is Mod or t is CeilDiv:
-        s, d = e.lhs, e.rhs  # type: ignore[attr-defined]
+    if (t is FloorDiv or t is Mod or t is CeilDiv) and isinstance(e, Binary):
+        s, d = e.lhs, e.rhs
         return ((t, kinds(e), kinds(s), type(s), type(d), *_summand_shapes(s)),
                 (d.value if isinstance(d, Const) else None, *_divisor_facts(e)))
     return (t, kinds(e), *(type(k) for k in kids)), _NO_DIVISOR
@@ -535,7 +536,8 @@ def _division_facts(e: Expr) -> tuple[tuple[bool, bool], dict[str, tuple[int, ..
     """`_divisor_facts` and `_dividend_facts` of `S op k`, from one linear form of S."""
     hit = _DIVISION_FACTS.get(e)
     if hit is None:
-        s, d = e.lhs, e.rhs  # type: ignore[attr-defined]
+        assert isinstance(e, Binary)  # a division or mod
+        s, d = e.lhs, e.rhs
         coeffs, constant = linear_form(s)
         if not isinstance(d, Const) or d.value == 0:
             divisor = (True, True)
@@ -750,9 +752,9 @@ class RuleEngine:
         if predicted is None:
             return hit
         # second stage: rules whose dividend constant the term decides (`_dividend_facts`)
-        k = e.rhs  # type: ignore[attr-defined]
-        if not isinstance(k, Const):
+        if not isinstance(e, Binary) or not isinstance(e.rhs, Const):
             return hit
+        k = e.rhs
         facts = _dividend_facts(e)
         dropped = [p for p, q in predicted if not _predicted_match_may_rewrite(q, facts, k)]
         return [p for p in hit if p not in dropped] if dropped else hit

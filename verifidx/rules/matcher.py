@@ -163,9 +163,9 @@ _SPLIT_MATCHES: dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]] = {}
 
 
 def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
-    if not (isinstance(p, Binary) and type(p) is type(e)):
+    if not (isinstance(p, Binary) and isinstance(e, Binary) and type(p) is type(e)):
         return []
-    key = (p.lhs, p.rhs, e.lhs, e.rhs)  # type: ignore[attr-defined]
+    key = (p.lhs, p.rhs, e.lhs, e.rhs)
     hit = _SPLIT_MATCHES.get(key)
     if hit is None:
         lazy = _lazy_splits(p, e)
@@ -181,18 +181,18 @@ def _match_split(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
     and y = S - k * x for choices of q_i in {a_i floordiv k, a_i ceildiv k} (a_i the
     coefficient of term t_i in S; see `_split_dividend`). Any x is an exact decomposition, so
     the proposals differ only in which remainder the rule's condition gets to look at."""
-    if not (isinstance(p, Binary) and type(p) is type(e) and isinstance(p.lhs, Add)
-            and isinstance(p.rhs, ConstVar) and isinstance(e.rhs, Const)  # type: ignore[attr-defined]
-            and e.rhs.value > 1):  # type: ignore[attr-defined]
+    if not (isinstance(p, Binary) and isinstance(e, Binary) and type(p) is type(e)
+            and isinstance(p.lhs, Add) and isinstance(p.rhs, ConstVar)
+            and isinstance(e.rhs, Const) and e.rhs.value > 1):
         return
-    k = e.rhs.value  # type: ignore[attr-defined]
+    k = e.rhs.value
     factor = [t for t in p.lhs.terms if isinstance(t, Mul) and isinstance(t.lhs, TermVar)
               and t.rhs is p.rhs]
     if len(factor) != 1:
         return
     rest = [t for t in p.lhs.terms if t is not factor[0]]
-    for b1 in _match(p.rhs, e.rhs, b):  # type: ignore[attr-defined]
-        for q, left in _quotients(_terms(e.lhs), k):  # type: ignore[attr-defined]
+    for b1 in _match(p.rhs, e.rhs, b):
+        for q, left in _quotients(_terms(e.lhs), k):
             for b2 in _match(factor[0].lhs, _expr(q), b1):
                 yield from _assign(_order(tuple(rest), b2), left, b2)
 
@@ -252,18 +252,22 @@ def _lazy_splits(p: Expr, e: Expr) -> list[SplitMatch] | None:
     return hit
 
 
-def _quotients(remaining: Terms, k: int) -> Iterator[tuple[Terms, Terms]]:
+def _quotients(remaining: Terms, k: int) -> list[tuple[Terms, Terms]]:
     """Each quotient choice of `_split_dividend` with what it leaves of the terms."""
+    out: list[tuple[Terms, Terms]] = []
     for q in _split_dividend(remaining, k):
         left = dict(remaining)
         for base, qi in q.items():
-            left[base] -= qi * k
-            if left[base] == 0:
+            v = left[base] - qi * k
+            if v:
+                left[base] = v
+            else:
                 del left[base]
-        yield q, left
+        out.append((q, left))
+    return out
 
 
-def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
+def _split_dividend(terms: Terms, k: int) -> list[Terms]:
     """Quotient choices for the non-constant terms. First the balanced one (each coefficient
     rounded to the nearer multiple of k, down on a tie), then each single term rounded the
     other way. No other choice can leave a remainder within one bucket as interval
@@ -271,20 +275,32 @@ def _split_dividend(terms: Terms, k: int) -> Iterator[Terms]:
     of the term, and two terms rounded away from the nearer multiple already make it at
     least k (terms of width 0 only shift the remainder by multiples of k, which keeps it
     within one bucket or not)."""
-    bases = [t for t in terms if t is not _ONE]
-    balanced, other = [], []
-    for t in bases:
-        a = terms[t]
+    bases: list[Expr] = []
+    balanced: list[int] = []
+    other: list[int] = []
+    for t, a in terms.items():
+        if t is _ONE:
+            continue
         down, up = a // k, -(-a // k)
         near, far = (down, up) if a - down * k <= up * k - a else (up, down)
+        bases.append(t)
         balanced.append(near)
         other.append(far)
-    yield {t: q for t, q in zip(bases, balanced) if q}
-    for i, t in enumerate(bases):
+    n = len(bases)
+    first: Terms = {}
+    for j in range(n):
+        if balanced[j]:
+            first[bases[j]] = balanced[j]
+    out = [first]
+    for i in range(n):
         if other[i] != balanced[i]:
-            choice = dict(zip(bases, balanced))
-            choice[t] = other[i]
-            yield {b: q for b, q in choice.items() if q}
+            choice: Terms = {}
+            for j in range(n):
+                q = other[j] if j == i else balanced[j]
+                if q:
+                    choice[bases[j]] = q
+            out.append(choice)
+    return out
 
 
 def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
@@ -314,12 +330,12 @@ def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
         yield from _match_product(p, e, b)
         return
     if isinstance(p, Binary):
-        if type(p) is type(e):
-            for b1 in _match(p.lhs, e.lhs, b):  # type: ignore[attr-defined]
-                yield from _match(p.rhs, e.rhs, b1)  # type: ignore[attr-defined]
+        if isinstance(e, Binary) and type(p) is type(e):
+            for b1 in _match(p.lhs, e.lhs, b):
+                yield from _match(p.rhs, e.rhs, b1)
             if isinstance(p, (Min, Max)):  # commutative
-                for b1 in _match(p.lhs, e.rhs, b):  # type: ignore[attr-defined]
-                    yield from _match(p.rhs, e.lhs, b1)  # type: ignore[attr-defined]
+                for b1 in _match(p.lhs, e.rhs, b):
+                    yield from _match(p.rhs, e.lhs, b1)
         return
     if p is e:
         yield b
@@ -675,11 +691,13 @@ def guided_matches(pattern: Expr, expr: Expr, accept: Callable[[Bindings], bool]
     if shape is None:
         return None
     e = canon(expr)
-    if type(e) is not type(pattern) or not isinstance(e.rhs, Const):  # type: ignore[attr-defined]
+    if not isinstance(e, Binary) or type(e) is not type(pattern) or \
+            not isinstance(e.rhs, Const):
         return []
+    assert isinstance(pattern, Binary)  # the shape is a division
     x, c0, y, c1 = shape
-    divisor: Const = e.rhs  # type: ignore[attr-defined]
-    splits = _splits(pattern.lhs, e.lhs)  # type: ignore[attr-defined]
+    divisor: Const = e.rhs
+    splits = _splits(pattern.lhs, e.lhs)
     if splits is None:
         return None
     out: list[tuple[int, Bindings | SplitMatch]] = []
@@ -774,10 +792,14 @@ def _make_splits(x: TermVar, c: ConstVar, y: TermVar, remaining: Terms, e: Expr
         term = _scaled(base, coeff)
         if isinstance(term, Add):
             return None
-        b1: Bindings = {x: term.lhs, c: term.rhs} if isinstance(term, Mul) and \
-            isinstance(term.rhs, Const) else {c: _ONE, x: term}
-        singles[base] = (b1[c], b1[x])
-        sources.append((b1[c], b1, None))
+        if isinstance(term, Mul) and isinstance(term.rhs, Const):
+            tx, tc = term.lhs, term.rhs
+            b1: Bindings = {x: tx, c: tc}
+        else:
+            tx, tc = term, _ONE
+            b1 = {c: _ONE, x: term}
+        singles[base] = (tc, tx)
+        sources.append((tc, b1, None))
     for g, group in _factor_groups(remaining):
         factor = Const(g)
         if len(group) == 1:  # the same split as the single term, when x and c agree
