@@ -114,6 +114,10 @@ class Var:
     bounds: Interval
     name: str | None = None
 
+    def __init__(self, bounds: Interval, name: str | None = None) -> None:
+        object.__setattr__(self, "bounds", bounds)  # written out, as Interval's
+        object.__setattr__(self, "name", name)
+
     def __reduce__(self) -> tuple[object, ...]:
         return (Var, (self.bounds, self.name))  # see Interval.__reduce__
 

@@ -66,6 +66,12 @@ class Token:
     text: str
     offset: int
 
+    def __init__(self, kind: str, text: str, offset: int) -> None:
+        # written out, as Interval's: the generated one would run interpreted per token
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "offset", offset)
+
     def __reduce__(self) -> tuple[object, ...]:
         return (Token, (self.kind, self.text, self.offset))  # see Interval.__reduce__
 
