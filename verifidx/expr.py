@@ -77,7 +77,7 @@ class Expr:
     _total: bool
     _depth: int
     _in_map: bool  # only map nodes, divisors constant (`indexing_map.check_map_expr`)
-    _vars: frozenset[Variable]  # set on first use (`variable_set`)
+    _vars: frozenset[Variable] | None  # set on first use (`variable_set`)
 
     def __new__(cls, *args: object) -> Expr:  # pragma: no cover - subclasses override
         raise TypeError("use a concrete expression class")
@@ -157,10 +157,9 @@ class Expr:
     def variable_set(self) -> frozenset[Variable]:
         """The variables of this expression, computed once per node (nodes are interned and
         immutable, so the children's sets are shared)."""
-        try:
-            return self._vars
-        except AttributeError:
-            pass
+        found_before = self._vars
+        if found_before is not None:
+            return found_before
         if isinstance(self, Variable):
             found: frozenset[Variable] = frozenset((self,))
         else:
@@ -271,6 +270,7 @@ class Const(Expr):
         new = object.__new__(cls)
         new.value = int(value)  # an int by now (the call is for the type checker)
         new._size, new._total, new._depth, new._in_map = 1, True, 1, True
+        new._vars = None
         _TABLE[("c", new.value)] = new
         return new
 
@@ -307,6 +307,7 @@ class Variable(Expr):
         new = object.__new__(cls)
         new.index = index
         new._size, new._total, new._depth, new._in_map = 1, True, 1, cls.map_variable
+        new._vars = None
         _TABLE[key] = new
         return new
 
@@ -380,6 +381,7 @@ class Add(Expr):
         new._total = total
         new._depth = depth
         new._in_map = in_map
+        new._vars = None
         _TABLE[key] = new
         return new
 
@@ -433,6 +435,7 @@ class Binary(Expr):
         new._total = lhs._total and rhs._total and with_rhs
         new._depth = depth
         new._in_map = cls.map_operator and lhs._in_map and rhs._in_map and with_rhs
+        new._vars = None
         _TABLE[key] = new
         return new
 

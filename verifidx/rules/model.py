@@ -39,6 +39,7 @@ class PatternLeaf(Expr):
         new = object.__new__(cls)
         new.name = name
         new._size, new._total, new._depth, new._in_map = 1, True, 1, False
+        new._vars = None
         new._remember(key)
         return new
 
@@ -98,6 +99,7 @@ class Call(Expr):
         new._total = all([a._total for a in args])
         new._depth = 1 + max([a._depth for a in args], default=0)
         new._in_map = False
+        new._vars = None
         new._remember(key)
         return new
 
