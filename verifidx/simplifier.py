@@ -553,9 +553,11 @@ def _division_facts(e: Expr) -> tuple[tuple[bool, bool], dict[str, tuple[int, ..
         values = {1, *coeffs.values()}
         sizes = [abs(c) for c in coeffs.values()]
         values.update(sizes)
-        for i, a in enumerate(sizes):
-            for b in sizes[i + 1:]:
-                values.add(math.gcd(a, b))
+        n = len(sizes)
+        for i in range(n):
+            a = sizes[i]
+            for j in range(i + 1, n):
+                values.add(math.gcd(a, sizes[j]))
         if len(_DIVISION_FACTS) > _MATCH_CACHE_LIMIT:
             _DIVISION_FACTS.clear()
         hit = _DIVISION_FACTS[e] = (divisor, {_SCALED: scales, _OFFSET: (constant,),
@@ -1034,6 +1036,25 @@ class _ExprSimplifier:
     keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
     #: The constraints that are linear sums of variables (`implied_bounds.linear_constraints`).
     linear: list[LinearConstraint] | None = None
+
+    def __init__(self, engine: RuleEngine, bounds: Mapping[Variable, Interval],
+                 constraints: Mapping[Expr, Interval] | None = None,
+                 trace: list[Step] | None = None, memo: dict[Expr, Expr] | None = None,
+                 ranges: dict[Expr, Interval] | None = None, root_first: bool = True,
+                 trials: list[int] | None = None, raw_ranges: dict[Expr, Interval] | None = None,
+                 keys: dict[Expr, tuple[object, ...]] | None = None,
+                 linear: list[LinearConstraint] | None = None) -> None:
+        # written out (the dataclass keeps it): compiled, the generated one would run
+        # interpreted for every simplification and trial; None stands for a new empty one
+        self.engine, self.bounds, self.trace = engine, bounds, trace
+        self.constraints = {} if constraints is None else constraints
+        self.memo = {} if memo is None else memo
+        self.ranges = {} if ranges is None else ranges
+        self.root_first = root_first
+        self.trials = [0] if trials is None else trials
+        self.raw_ranges = {} if raw_ranges is None else raw_ranges
+        self.keys = {} if keys is None else keys
+        self.linear = linear
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)

@@ -988,10 +988,12 @@ def _factor_groups(remaining: Terms) -> list[tuple[int, Terms]]:
     """(factor, terms divisible by it) for plausible factors, largest groups first."""
     coeffs = [abs(c) for base, c in remaining.items() if base is not _ONE]
     factors: set[int] = set()
-    for i, a in enumerate(coeffs):
+    n = len(coeffs)
+    for i in range(n):
+        a = coeffs[i]
         factors.add(a)
-        for c in coeffs[i + 1 :]:
-            factors.add(gcd(a, c))
+        for j in range(i + 1, n):
+            factors.add(gcd(a, coeffs[j]))
     factors.discard(0)
     factors.discard(1)
     out = []
