@@ -1098,7 +1098,8 @@ class _ExprSimplifier:
             parts: list[object] = [e, self.root_first]
             for v in e.variable_set():  # one set per term, so one order per term: no sort
                 iv = self.bounds[v]
-                parts += (iv.lo, iv.hi)
+                parts.append(iv.lo)
+                parts.append(iv.hi)
             hit = self.keys[e] = tuple(parts)
         return hit
 
@@ -1128,12 +1129,11 @@ class _ExprSimplifier:
         `d0 mod 6` for any d0 in [0, n], n >= 5), which `_shared_key` tells apart."""
         memo_key = (id(rules), node)
         tracked = self.engine.tracked
-        bound = self.bound
         seen = tracked.get(memo_key)
         if seen is not None:
             for reads, out in seen:
                 for t, lo, hi in reads:
-                    iv = bound(t)
+                    iv = self.bound(t)  # a method call, not a bound method: native, compiled
                     if iv.lo != lo or iv.hi != hi:
                         break
                 else:
@@ -1141,7 +1141,7 @@ class _ExprSimplifier:
         read: list[tuple[Expr, int, int]] = []
 
         def reading(t: Expr) -> Interval:
-            iv = bound(t)
+            iv = self.bound(t)
             read.append((t, iv.lo, iv.hi))
             return iv
 
