@@ -49,8 +49,7 @@ def test_an_installed_wheel_checks_the_rules_it_ships(tmp_path: Path) -> None:
     # the wheel carries the compiled core, and it runs (unless the source was asked for)
     version = subprocess.run([str(bindir / "verifidx"), "--version"], cwd=work, env=env,
                              capture_output=True, text=True, check=True).stdout
-    pure = os.environ.get(native.PURE_ENV, "") not in ("", "0")
-    assert ("pure Python" if pure else "compiled (mypyc") in version, version
+    assert ("pure Python" if native.pure_requested() else "compiled (mypyc") in version, version
     check = subprocess.run([str(bindir / "verifidx"), "check", "-j", "2"], cwd=work, env=env,
                            capture_output=True, text=True, timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr

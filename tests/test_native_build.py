@@ -22,7 +22,7 @@ SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
 def test_a_default_install_runs_the_compiled_core() -> None:
-    if os.environ.get(native.PURE_ENV, "") not in ("", "0"):
+    if native.pure_requested():
         pytest.skip(f"{native.PURE_ENV} is set: the source runs on purpose")
     build = native.build()
     if build.detail.startswith("stale"):

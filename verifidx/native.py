@@ -37,6 +37,11 @@ class Build:
         return f"compiled ({self.detail})" if self.compiled else f"pure Python ({self.detail})"
 
 
+def pure_requested() -> bool:
+    """Whether `VERIFIDX_PURE_PYTHON` asks for the source (at install: no compile)."""
+    return os.environ.get(PURE_ENV, "") not in ("", "0")
+
+
 def _source(module: str, root: Path) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
@@ -52,7 +57,7 @@ def inspect_build(package: Path = _PACKAGE, pure: bool | None = None
     """The build to use for the package installed at `package`, and the modules that must load
     from source (all those its build record names, unless the compiled ones are current)."""
     if pure is None:
-        pure = os.environ.get(PURE_ENV, "") not in ("", "0")
+        pure = pure_requested()
     root = package.parent
     try:
         record: dict[str, Any] = json.loads((package / RECORD).read_text())
@@ -109,27 +114,21 @@ class _SourceFinder:
         return importlib.util.spec_from_file_location(fullname, _source(fullname, self.root))
 
 
-_BUILD: Build | None = None
+def _activate() -> Build:
+    """Decides the build, before any core module is imported (`verifidx/__init__.py`)."""
+    build, from_source = inspect_build()
+    if from_source:
+        sys.meta_path.insert(0, _SourceFinder(from_source, _PACKAGE.parent))
+        if build.detail.startswith(("stale", "compiled module")):
+            warnings.warn(f"verifidx runs its pure-Python source: {build.detail}",
+                          RuntimeWarning, stacklevel=3)
+    return build
 
 
-def activate() -> Build:
-    """Decides the build once, before any core module is imported (`verifidx/__init__.py`)."""
-    global _BUILD
-    if _BUILD is None:
-        build, from_source = inspect_build()
-        if from_source:
-            sys.meta_path.insert(0, _SourceFinder(from_source, _PACKAGE.parent))
-            if build.detail.startswith(("stale", "compiled module")):
-                warnings.warn(f"verifidx runs its pure-Python source: {build.detail}",
-                              RuntimeWarning, stacklevel=3)
-        _BUILD = build
-    return _BUILD
+# Importing this module decides, once; `verifidx/__init__.py` imports it before any other module.
+_BUILD = _activate()
 
 
 def build() -> Build:
     """The build in use (compiled or pure Python), for reports and benchmarks."""
-    return activate()
-
-
-# Importing this module decides; `verifidx/__init__.py` imports it before any other module.
-activate()
+    return _BUILD
