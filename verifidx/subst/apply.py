@@ -488,6 +488,14 @@ class _Optimizer:
         after = (len(new), sum(_bytes(i.shape) for i in new))
         if after >= before:
             return False
+        if rhs_input is not None and c.insts[name].is_root:
+            kept = _layout(c.insts[name].shape)
+            given = _layout(c.insts[b.inputs[rhs_input]].shape)
+            if kept != given:  # the caller's shape for the result says which layout it has
+                self.rejections.setdefault((c.comp.name, name, sub.name), Rejection(
+                    c.comp.name, name, sub.name, f"the root's layout {kept} would become "
+                    f"{given}, which is not the layout the caller declares"))
+                return False
         query = self._query(c, b, removed, new, rhs_input, users[name])
         if query not in self.verdicts:
             self.verdicts[query] = (len(self.verdicts), _validate(query))
