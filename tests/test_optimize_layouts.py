@@ -303,3 +303,24 @@ def test_corpus_modules_compute_the_same_bytes(path: Path) -> None:
         assert all(c.substitution == "copy_noop" for c in result.rejections)
         assert {r.computation for r in result.rejections} <= set(compared)
         assert result.rejected == 3
+
+
+@pytest.mark.parametrize("tile", [(2, 2), (2, 4), (1, 3), (1, 2)])
+def test_tiled_layouts(tile: tuple[int, int]) -> None:
+    """A copy out of a tiled layout before a bitcast goes only when the tiling keeps every
+    element at its row-major offset (brute force from XLA's tiling rule: tiles in row-major
+    order over the tile grid, elements row-major inside a tile)."""
+    a, b = tile
+    text = HAND_WRITTEN["same_layout_copy"][0].replace(
+        "  t = f32[3,2]{1,0} transpose(p), dimensions={1,0}\n",
+        f"  t = f32[2,3]{{1,0:T({a},{b})}} negate(p)\n").replace(
+        "c = f32[3,2]{1,0} copy(t)", "c = f32[2,3]{1,0} copy(t)")
+    grid = -(-3 // b)
+    offsets = [((i // a) * grid + j // b) * a * b + (i % a) * b + j % b
+               for i in range(2) for j in range(3)]
+    row_major = offsets == list(range(6))
+    result = optimize(text, "tiled", RULES)
+    _counts_agree(result)
+    assert dict(result.applications) == ({"copy_noop": 1} if row_major else {})
+    assert result.rejected == (0 if row_major else 1)
+    assert [a.physical for a in result.applied] == [True] * row_major

@@ -295,9 +295,13 @@ def _canonical_text(params: Sequence[tuple[str, Shape]], body: Sequence[_Inst]) 
     return _module_text([(names[p], s) for p, s in params], renamed)
 
 
-def _layout(shape: Shape) -> TiledLayout:
-    """The layout XLA gives the shape (its default, major-to-minor, when none is written)."""
-    return as_tiled_shape(shape).layout
+def _layout(shape: Shape) -> TiledLayout | str:
+    """The layout XLA gives the shape (its default, major-to-minor, when none is written), or
+    the shape's text when verifidx.layout does not model it (then it equals only itself)."""
+    try:
+        return as_tiled_shape(shape).layout
+    except (UnsupportedError, ValueError):
+        return str(shape)
 
 
 def _validate(q: _Query) -> str | None:
@@ -321,7 +325,10 @@ def _validate(q: _Query) -> str | None:
     else:
         right = maps(q.rhs)
     if q.physical is not None:
-        value, replacement = (as_tiled_shape(s) for s in q.physical)
+        try:
+            value, replacement = (as_tiled_shape(s) for s in q.physical)
+        except (UnsupportedError, ValueError) as err:
+            return f"the layouts are observed and differ, and are not modelled: {err}"
         if (value.layout.memory_space, value.layout.element_size_in_bits) != \
                 (replacement.layout.memory_space, replacement.layout.element_size_in_bits):
             return (f"the replacement's layout {replacement.layout} puts the value in another "
@@ -401,9 +408,9 @@ class OptimizeResult:
         fresh = len({a.query for a in self.applied})
         physical = sum(a.physical for a in self.applied)
         validated = (f"each of the {n} applications translation-validated ({self.queries} "
-                     f"validation queries solved; {n - fresh} applications had the query of an "
-                     f"earlier one; {physical} on physical maps)") if n else \
-            f"{self.queries} validation queries solved"
+                     f"distinct validation queries solved; {n - fresh} applications asked a "
+                     f"query solved before; {physical} on physical maps)") if n else \
+            f"{self.queries} distinct validation queries solved"
         text = (f"optimize: {n} substitutions applied ({applied});"
                 f" data-movement ops {self.ops_before} -> {self.ops_after} "
                 f"({self.ops_before - self.ops_after} removed); bytes moved "
