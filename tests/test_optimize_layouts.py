@@ -141,6 +141,16 @@ ENTRY e {
   ROOT a = f32[3,2]{1,0} add(c, q)
 }
 """, {"copy_noop": 1}, 0),
+    # equivalent layouts, but a padding scalar takes part: not decided on physical maps
+    "pad_nothing_equivalent_layouts": ("""HloModule m
+ENTRY e {
+  p = f32[1,3]{1,0} parameter(0)
+  v = f32[] constant(0)
+  t = f32[1,3]{0,1} negate(p)
+  c = f32[1,3]{1,0} pad(t, v), padding=0_0x0_0
+  ROOT b = f32[3]{0} bitcast(c)
+}
+""", {}, 1),
     # the entry's root: the caller reads its bytes
     "root_copy": ("""HloModule m
 ENTRY e {

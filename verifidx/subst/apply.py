@@ -341,9 +341,13 @@ def _validate(q: _Query) -> str | None:
     # that holds one) reads exactly one element, so when the array inputs' relations agree,
     # the elements reading a scalar are the same on both sides; with one scalar read in all,
     # they read the same value.
+    # On physical maps that needs the offsets holding an element to be the same on both
+    # sides, which the array inputs' relations show only when no offset reads a scalar.
     scalars = {p for p, s in q.params if s.rank == 0 and (left[p] or right[p])}
     if len(scalars) > 1:
         return "the graphs read two different scalars"
+    if scalars and q.physical is not None:
+        return "a padding scalar is read and the observed layouts differ"
     for p, _s in q.params:
         lm, rm = left[p], right[p]
         if (not lm and not rm) or p in scalars:
@@ -403,15 +407,15 @@ class OptimizeResult:
         return len(self.rejections)
 
     def summary(self) -> str:
-        n = len(self.applied)
+        count = len(self.applied)
         applied = ", ".join(f"{k} x{n}" for k, n in sorted(self.applications.items())) or "none"
         fresh = len({a.query for a in self.applied})
         physical = sum(a.physical for a in self.applied)
-        validated = (f"each of the {n} applications translation-validated ({self.queries} "
-                     f"distinct validation queries solved; {n - fresh} applications asked a "
-                     f"query solved before; {physical} on physical maps)") if n else \
+        validated = (f"each of the {count} applications translation-validated ({self.queries} "
+                     f"distinct validation queries solved; {count - fresh} applications asked "
+                     f"a query solved before; {physical} on physical maps)") if count else \
             f"{self.queries} distinct validation queries solved"
-        text = (f"optimize: {n} substitutions applied ({applied});"
+        text = (f"optimize: {count} substitutions applied ({applied});"
                 f" data-movement ops {self.ops_before} -> {self.ops_after} "
                 f"({self.ops_before - self.ops_after} removed); bytes moved "
                 f"{self.bytes_before} -> {self.bytes_after} "
@@ -419,7 +423,7 @@ class OptimizeResult:
                 f"{self.rejected} candidates rejected; {self.seconds:.2f}s")
         rejected = [f"rejected {r.substitution} at {r.instruction} in {r.computation}: {r.reason}"
                     for r in self.rejections]
-        return "\n".join([text, *(f"note: {n}" for n in [*rejected, *self.notes])])
+        return "\n".join([text, *(f"note: {line}" for line in [*rejected, *self.notes])])
 
 
 def load_proven(paths: Sequence[str | Path]) -> list[Substitution]:
