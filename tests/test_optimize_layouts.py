@@ -172,6 +172,19 @@ ENTRY e {
   ROOT b = f32[6]{0} bitcast(r)
 }
 """, {}, 1),
+    # the same offsets, but the fused computation's parameter declares the layout
+    "equivalent_layouts_into_fusion": ("""HloModule m
+f {
+  x = f32[1,3]{1,0} parameter(0)
+  ROOT n = f32[1,3]{1,0} negate(x)
+}
+ENTRY e {
+  p = f32[1,3]{1,0} parameter(0)
+  t = f32[1,3]{0,1} negate(p)
+  c = f32[1,3]{1,0} copy(t)
+  ROOT r = f32[1,3]{1,0} fusion(c), kind=kLoop, calls=f
+}
+""", {}, 1),
     # a value handed to a tuple: its layout is part of the tuple's shape
     "tuple_user": ("""HloModule m
 ENTRY e {

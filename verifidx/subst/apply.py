@@ -12,11 +12,12 @@ instantiated at the concrete shapes. It is applied only when
   be bounded), licenses each rewrite.
 
 Layouts: every op of a substitution reads its operands' logical values, but a `bitcast`
-reinterprets its operand's bytes, and a computation's root hands its bytes to the caller. When
-the replacement's value has another layout than the value it replaces (a `copy` that changes
-the layout, removed by `copy_noop`) and some user observes the layout (anything but an op
-that reads logical values only, or the root), the validation compares the maps from each
-memory offset of the value, through its layout, to the inputs' elements (`physical maps`).
+reinterprets its operand's bytes, and the root, a fusion's parameter or a tuple declare the
+layout they get. When the replacement is an existing value with another layout than the value
+it replaces (a `copy` that changes the layout, removed by `copy_noop`), a user that declares
+the layout rejects the rewrite, and a bitcast user makes the validation compare the maps from
+each memory offset of the value, through its layout, to the inputs' elements (`physical
+maps`). Users that read logical values only (LAYOUT_BLIND) see no difference.
 
 The output is HLO text: untouched instructions keep their text, rewritten ones are printed
 anew (no metadata; a replacement's root keeps the layout of the instruction it replaces, inner
@@ -438,9 +439,20 @@ def load_proven(paths: Sequence[str | Path]) -> list[Substitution]:
 
 def _observers(c: _Computation, value: _Inst, users: list[str]) -> list[str]:
     """Who sees the layout of `value`: its users that are not LAYOUT_BLIND, and the caller
-    when it is the root."""
-    seen = [f"{c.insts[u].opcode} {u}" for u in users if c.insts[u].opcode not in LAYOUT_BLIND]
-    return seen + ["the caller (it is the root)"] * value.is_root
+    (named "") when it is the root."""
+    return [u for u in users if c.insts[u].opcode not in LAYOUT_BLIND] + [""] * value.is_root
+
+
+def _declarers(c: _Computation, value: _Inst, users: list[str]) -> list[str]:
+    """Observers that also state the value's layout in a shape of their own (a fused
+    computation's parameter, a tuple's shape, the caller's shape of the root): a replacement
+    must have exactly that layout, not just the same offsets. A bitcast states none."""
+    return [o for o in _observers(c, value, users) if not o or c.insts[o].opcode != "bitcast"]
+
+
+def _names(c: _Computation, observers: list[str]) -> str:
+    return ", ".join(f"{c.insts[o].opcode} {o}" if o else "the caller (it is the root)"
+                     for o in observers)
 
 
 def _explain(c: _Computation, b: Binding, q: _Query, users: list[str], why_not: str) -> str:
@@ -451,7 +463,7 @@ def _explain(c: _Computation, b: Binding, q: _Query, users: list[str], why_not: 
     if q.physical is None:
         return why_not
     value, replacement = (_layout(s) for s in q.physical)
-    seen = ", ".join(_observers(c, c.insts[b.matched[-1]], users))
+    seen = _names(c, _observers(c, c.insts[b.matched[-1]], users))
     return (f"the value's layout {value} is observed by {seen} and the replacement's is "
             f"{replacement}; {why_not}")
 
@@ -499,13 +511,14 @@ class _Optimizer:
         after = (len(new), sum(_bytes(i.shape) for i in new))
         if after >= before:
             return False
-        if rhs_input is not None and c.insts[name].is_root:
+        if rhs_input is not None:
+            declared = _declarers(c, c.insts[name], users[name])
             kept = _layout(c.insts[name].shape)
             given = _layout(c.insts[b.inputs[rhs_input]].shape)
-            if kept != given:  # the caller's shape for the result says which layout it has
+            if declared and kept != given:
                 self.rejections.setdefault((c.comp.name, name, sub.name), Rejection(
-                    c.comp.name, name, sub.name, f"the root's layout {kept} would become "
-                    f"{given}, which is not the layout the caller declares"))
+                    c.comp.name, name, sub.name, f"the layout {kept} would become {given}, "
+                    f"but {_names(c, declared)} declares the value's layout"))
                 return False
         query = self._query(c, b, removed, new, rhs_input, users[name])
         if query not in self.verdicts:
