@@ -354,3 +354,25 @@ def test_tiled_layouts(tile: tuple[int, int]) -> None:
     assert dict(result.applications) == ({"copy_noop": 1} if row_major else {})
     assert result.rejected == (0 if row_major else 1)
     assert [a.physical for a in result.applied] == [True] * row_major
+
+
+def test_cli_says_what_was_validated_and_what_was_rejected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from verifidx.cli import main
+
+    src = tmp_path / "repro.hlo"
+    src.write_text(REPRO)
+    assert main(["optimize", str(src)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == REPRO
+    summary, note = captured.err.splitlines()
+    assert "0 substitutions applied" in summary and "1 candidates rejected" in summary
+    assert note.startswith("note: rejected copy_noop at c in e: the value's layout {1,0} is "
+                           "observed by bitcast b and the replacement's is {0,1}; the physical "
+                           "maps (offset to input) to input t differ")
+    layer_norm = REPO / "tests" / "data" / "jax" / "layer_norm.raw.hlo"
+    assert main(["optimize", str(layer_norm)]) == 0
+    err = capsys.readouterr().err
+    assert "9 substitutions applied" in err
+    assert "each of the 9 applications translation-validated (4 distinct validation queries " \
+           "solved; 5 applications asked a query solved before; 0 on physical maps)" in err
