@@ -391,6 +391,9 @@ class Rejection:
 
 @dataclass
 class OptimizeResult:
+    """The rewritten module and its account: every application with the query that licensed
+    it (`applied`), the number of distinct queries solved, every rejected candidate once."""
+
     text: str
     applications: Counter[str]
     ops_before: int
