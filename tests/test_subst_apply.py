@@ -96,7 +96,7 @@ def test_translation_validation_rejects_an_unproven_rewrite() -> None:
             "  ROOT r = f32[2,3] reverse(s), dimensions={0}\n}\n")
     result = optimize(text, "m", [wrong, removes_op])
     assert sum(result.applications.values()) == 0
-    assert result.rejected >= 1 and result.validations >= 1
+    assert result.rejected >= 1 and result.queries >= 1
     assert result.ops_after == result.ops_before == 3
     two_values = next(s for s in parse_substitutions(
         (REPO / "tests" / "data" / "subst_wrong.subst").read_text())
@@ -132,3 +132,24 @@ def test_one_value_bound_to_two_inputs() -> None:
     assert result.applications["concat_concat"] == 1 and result.rejected == 0
     assert "concatenate(x, x, x), dimensions={0}" in result.text
     _same_on_xla(text, result.text)
+
+
+def test_a_validation_answers_only_its_own_question() -> None:
+    """Two sites that bind the same values with the same shapes but wired differently are two
+    questions. A validation cache keyed without the wiring once let the wrong swap below
+    through at d2 (concatenate(a, a, b) became concatenate(a, b, a)) because d1's query had
+    proven it for concatenate(a, b, b)."""
+    (swap,) = parse_substitutions(
+        "subst swap_tail:\n  inputs x[a, b], y[c, b], z[e, b]\n"
+        "  concatenate(concatenate(x, y, dim=0), z, dim=0) => concatenate(x, z, y, dim=0)\n")
+    text = ("HloModule m\nENTRY e {\n  a = f32[2,3] parameter(0)\n  b = f32[2,3] parameter(1)\n"
+            "  c1 = f32[4,3] concatenate(a, b), dimensions={0}\n"
+            "  d1 = f32[6,3] concatenate(c1, b), dimensions={0}\n"
+            "  c2 = f32[4,3] concatenate(a, a), dimensions={0}\n"
+            "  d2 = f32[6,3] concatenate(c2, b), dimensions={0}\n"
+            "  ROOT r = (f32[6,3], f32[6,3]) tuple(d1, d2)\n}\n")
+    result = optimize(text, "m", [swap])
+    assert [(a.instruction, a.substitution) for a in result.applied] == [("d1", "swap_tail")]
+    (rejection,) = result.rejections
+    assert rejection.instruction == "d2" and "the maps to input a differ" in rejection.reason
+    assert "concatenate(c2, b)" in result.text and result.queries == 2

@@ -11,8 +11,17 @@ instantiated at the concrete shapes. It is applied only when
   of relations (`smt.equal_relations`). This, not the substitution's general proof (which may
   be bounded), licenses each rewrite.
 
+Layouts: every op of a substitution reads its operands' logical values, but a `bitcast`
+reinterprets its operand's bytes, and the root, a fusion's parameter or a tuple declare the
+layout they get. When the replacement is an existing value with another layout than the value
+it replaces (a `copy` that changes the layout, removed by `copy_noop`), a user that declares
+the layout rejects the rewrite, and a bitcast user makes the validation compare the maps from
+each memory offset of the value, through its layout, to the inputs' elements (`physical
+maps`). Users that read logical values only (LAYOUT_BLIND) see no difference.
+
 The output is HLO text: untouched instructions keep their text, rewritten ones are printed
-anew (no layouts, no metadata), parameters and the root's shape are unchanged.
+anew (no metadata; a replacement's root keeps the layout of the instruction it replaces, inner
+new instructions get none, so XLA's default), parameters and the root's shape are unchanged.
 """
 
 from __future__ import annotations
@@ -26,9 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from verifidx.errors import UnsupportedError
+from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.module import HloComputation, HloInstruction, PadDim, SliceDim
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.shape import Shape
+from verifidx.layout import TiledLayout, as_tiled_shape
 from verifidx.subst.binding import Binding
 from verifidx.subst.model import Node, Substitution, evaluate
 from verifidx.subst.semantics import INTS, Graph, IllFormed, perm_value
@@ -37,6 +48,14 @@ DATA_MOVEMENT = frozenset({"transpose", "reshape", "bitcast", "broadcast", "slic
                            "reverse", "pad", "copy", "gather", "dynamic-slice",
                            "dynamic-update-slice"})
 """The ops whose output sizes count as bytes moved (the issue's definition)."""
+
+LAYOUT_BLIND = (ELEMENTWISE - {"map", "collective-permute", "domain"}) | frozenset({
+    "transpose", "reshape", "broadcast", "slice", "concatenate", "reverse", "pad", "reduce",
+    "reduce-window", "dot", "convolution", "gather", "scatter", "dynamic-slice",
+    "dynamic-update-slice", "sort"})
+"""Ops whose result depends on their operands' logical values only, never on their layouts.
+Any other user (bitcast, fusion, call, tuple, custom-call, while, ...) and the computation's
+root (whose bytes the caller reads) observe the layout of the value they receive."""
 
 
 @dataclass
@@ -242,6 +261,24 @@ def _line(inst: _Inst) -> str:
 # -- translation validation --------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Query:
+    """One translation validation, stated in full: both graphs as module text with every name
+    replaced by its position (inputs `p0, p1, ...`, instructions `v0, v1, ...`), so that equal
+    queries are equal questions and one solver run answers all of them.
+
+    `identity` is the input the replacement is (`copy(x) => x`), else `rhs` is its module text.
+    `physical` holds the shapes (with layouts) of the replaced value and of its replacement
+    when a user observes the layout and the two layouts differ: then the maps compared start
+    at the value's memory offsets instead of its logical index."""
+
+    params: tuple[tuple[str, Shape], ...]
+    lhs: str
+    rhs: str | None
+    identity: str | None
+    physical: tuple[Shape, Shape] | None
+
+
 def _module_text(params: Sequence[tuple[str, Shape]], body: Sequence[_Inst]) -> str:
     lines = [f"  {p} = {s.without_layout()} parameter({k})" for k, (p, s) in enumerate(params)]
     for i, inst in enumerate(body):
@@ -251,70 +288,146 @@ def _module_text(params: Sequence[tuple[str, Shape]], body: Sequence[_Inst]) -> 
     return "HloModule check\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
 
 
-def _validate(params: Sequence[tuple[str, Shape]], lhs: Sequence[_Inst], rhs: Sequence[_Inst],
-              rhs_input: str | None) -> bool:
+def _canonical_text(params: Sequence[tuple[str, Shape]], body: Sequence[_Inst]) -> str:
+    names = {p: f"p{k}" for k, (p, _s) in enumerate(params)}
+    names.update({inst.name: f"v{k}" for k, inst in enumerate(body)})
+    renamed = [_Inst(names[i.name], i.opcode, i.shape, [names[o] for o in i.operands], i.attrs)
+               for i in body]
+    return _module_text([(names[p], s) for p, s in params], renamed)
+
+
+def _layout(shape: Shape) -> TiledLayout | str:
+    """The layout XLA gives the shape (its default, major-to-minor, when none is written), or
+    the shape's text when verifidx.layout does not model it (then it equals only itself)."""
+    try:
+        return as_tiled_shape(shape).layout
+    except (UnsupportedError, ValueError):
+        return str(shape)
+
+
+def _validate(q: _Query) -> str | None:
+    """None when the replacement provably computes what the matched graph computes (at every
+    memory offset, for `q.physical`); otherwise why that was not shown."""
     from verifidx.computation_maps import output_to_input
+    from verifidx.indexing_map import IndexingMap, compose
     from verifidx.smt import equal_relations
 
-    def maps(body: Sequence[_Inst]) -> dict[str, list[Any]]:
-        module = parse_hlo(_module_text(params, body), check_shapes=True)
-        found = output_to_input(module)
+    def maps(text: str) -> dict[str, list[Any]]:
+        found = output_to_input(parse_hlo(text, check_shapes=True))
         assert isinstance(found, dict)
         per_param = found["e"][0]
-        return {p: per_param.get(p, []) for p, _s in params}
+        return {p: list(per_param.get(p, [])) for p, _s in q.params}
 
-    left = maps(lhs)
-    if rhs_input is not None:  # the replacement is an input itself: the identity on it
-        from verifidx.indexing_map import IndexingMap
-
-        shape = dict(params)[rhs_input]
-        right: dict[str, list[Any]] = {p: [] for p, _s in params}
-        right[rhs_input] = [IndexingMap.identity(shape.dims)]
+    left = maps(q.lhs)
+    if q.rhs is None:
+        shape = dict(q.params)[q.identity]  # type: ignore[index]
+        right: dict[str, list[Any]] = {p: [] for p, _s in q.params}
+        right[q.identity] = [IndexingMap.identity(shape.dims)]  # type: ignore[index]
     else:
-        right = maps(rhs)
+        right = maps(q.rhs)
+    if q.physical is not None:
+        try:
+            value, replacement = (as_tiled_shape(s) for s in q.physical)
+        except (UnsupportedError, ValueError) as err:
+            return f"the layouts are observed and differ, and are not modelled: {err}"
+        if (value.layout.memory_space, value.layout.element_size_in_bits) != \
+                (replacement.layout.memory_space, replacement.layout.element_size_in_bits):
+            return (f"the replacement's layout {replacement.layout} puts the value in another "
+                    f"memory space or element size than {value.layout}")
+        left = {p: [compose(value.from_offset_map(), m) for m in ms] for p, ms in left.items()}
+        right = {p: [compose(replacement.from_offset_map(), m) for m in ms]
+                 for p, ms in right.items()}
     # The per-op map of a pad's scalar operand over-approximates (every output element; see
-    # OVER_APPROXIMATIONS), all other maps here are exact. Every output element reads exactly
-    # one element, so when the array inputs' relations agree, the elements reading a scalar
-    # are the same on both sides; with one scalar read in all, they read the same value.
-    scalars = {p for p, s in params if s.rank == 0 and (left[p] or right[p])}
+    # OVER_APPROXIMATIONS), all other maps here are exact. Every output element (every offset
+    # that holds one) reads exactly one element, so when the array inputs' relations agree,
+    # the elements reading a scalar are the same on both sides; with one scalar read in all,
+    # they read the same value.
+    # On physical maps that needs the offsets holding an element to be the same on both
+    # sides, which the array inputs' relations show only when no offset reads a scalar.
+    scalars = {p for p, s in q.params if s.rank == 0 and (left[p] or right[p])}
     if len(scalars) > 1:
-        return False
-    for p, _s in params:
+        return "the graphs read two different scalars"
+    if scalars and q.physical is not None:
+        return "a padding scalar is read and the observed layouts differ"
+    for p, _s in q.params:
         lm, rm = left[p], right[p]
         if (not lm and not rm) or p in scalars:
             continue
-        if any(m.is_undefined for m in (*lm, *rm)):  # type: ignore[attr-defined]
-            return False
-        if equal_relations(lm, rm).holds is not True:  # type: ignore[arg-type]
-            return False
-    return True
+        if any(m.is_undefined for m in (*lm, *rm)):
+            return f"a map to input {p} is undefined"
+        v = equal_relations(lm, rm)
+        if v.holds is not True:
+            what = "differ" if v.holds is False else "were not shown equal (solver: unknown)"
+            space = "physical maps (offset to input)" if q.physical else "maps"
+            return f"the {space} to input {p} {what}" + (f": {v.message}" if v.message else "")
+    return None
 
 
 # -- the driver --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Application:
+    """One rewrite that was made, and the validation query that licensed it (`query`: its
+    number in the order the queries were first solved; a later application with the same
+    query is answered by that run)."""
+
+    computation: str
+    instruction: str
+    substitution: str
+    query: int
+    physical: bool  # validated on physical maps: the layout is observed and changes
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A candidate rewrite that translation validation did not license, and why."""
+
+    computation: str
+    instruction: str
+    substitution: str
+    reason: str
+
+
 @dataclass
 class OptimizeResult:
+    """The rewritten module and its account: every application with the query that licensed
+    it (`applied`), the number of distinct queries solved, every rejected candidate once."""
+
     text: str
     applications: Counter[str]
     ops_before: int
     ops_after: int
     bytes_before: int
     bytes_after: int
-    validations: int = 0
-    rejected: int = 0
+    applied: list[Application] = field(default_factory=list)
+    queries: int = 0
+    rejections: list[Rejection] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def rejected(self) -> int:
+        return len(self.rejections)
+
     def summary(self) -> str:
+        count = len(self.applied)
         applied = ", ".join(f"{k} x{n}" for k, n in sorted(self.applications.items())) or "none"
-        text = (f"optimize: {sum(self.applications.values())} substitutions applied ({applied});"
+        fresh = len({a.query for a in self.applied})
+        physical = sum(a.physical for a in self.applied)
+        validated = (f"each of the {count} applications translation-validated ({self.queries} "
+                     f"distinct validation queries solved; {count - fresh} applications asked "
+                     f"a query solved before; {physical} on physical maps)") if count else \
+            f"{self.queries} distinct validation queries solved"
+        text = (f"optimize: {count} substitutions applied ({applied});"
                 f" data-movement ops {self.ops_before} -> {self.ops_after} "
                 f"({self.ops_before - self.ops_after} removed); bytes moved "
                 f"{self.bytes_before} -> {self.bytes_after} "
-                f"({self.bytes_before - self.bytes_after} saved); {self.validations} "
-                f"translation validations, {self.rejected} rejected; {self.seconds:.2f}s")
-        return "\n".join([text, *(f"note: {n}" for n in self.notes)])
+                f"({self.bytes_before - self.bytes_after} saved); {validated}; "
+                f"{self.rejected} candidates rejected; {self.seconds:.2f}s")
+        rejected = [f"rejected {r.substitution} at {r.instruction} in {r.computation}: {r.reason}"
+                    for r in self.rejections]
+        return "\n".join([text, *(f"note: {line}" for line in [*rejected, *self.notes])])
 
 
 def load_proven(paths: Sequence[str | Path]) -> list[Substitution]:
@@ -327,15 +440,46 @@ def load_proven(paths: Sequence[str | Path]) -> list[Substitution]:
             if (s.file, s.name) in ok]
 
 
+def _observers(c: _Computation, value: _Inst, users: list[str]) -> list[str]:
+    """Who sees the layout of `value`: its users that are not LAYOUT_BLIND, and the caller
+    (named "") when it is the root."""
+    return [u for u in users if c.insts[u].opcode not in LAYOUT_BLIND] + [""] * value.is_root
+
+
+def _declarers(c: _Computation, value: _Inst, users: list[str]) -> list[str]:
+    """Observers that also state the value's layout in a shape of their own (a fused
+    computation's parameter, a tuple's shape, the caller's shape of the root): a replacement
+    must have exactly that layout, not just the same offsets. A bitcast states none."""
+    return [o for o in _observers(c, value, users) if not o or c.insts[o].opcode != "bitcast"]
+
+
+def _names(c: _Computation, observers: list[str]) -> str:
+    return ", ".join(f"{c.insts[o].opcode} {o}" if o else "the caller (it is the root)"
+                     for o in observers)
+
+
+def _explain(c: _Computation, b: Binding, q: _Query, users: list[str], why_not: str) -> str:
+    """A rejection's reason in the module's own names."""
+    params = list(dict.fromkeys(b.inputs.values()))
+    for k in reversed(range(len(params))):
+        why_not = why_not.replace(f"input p{k}", f"input {params[k]}")
+    if q.physical is None:
+        return why_not
+    value, replacement = (_layout(s) for s in q.physical)
+    seen = _names(c, _observers(c, c.insts[b.matched[-1]], users))
+    return (f"the value's layout {value} is observed by {seen} and the replacement's is "
+            f"{replacement}; {why_not}")
+
+
 class _Optimizer:
     def __init__(self, subs: Sequence[Substitution]) -> None:
         self.by_root: dict[str, list[Substitution]] = {}
         for s in subs:
             self.by_root.setdefault(s.lhs.op, []).append(s)
-        self.cache: dict[str, bool] = {}
+        self.verdicts: dict[_Query, tuple[int, str | None]] = {}  # -> (number, why not)
         self.applications: Counter[str] = Counter()
-        self.validations = 0
-        self.rejected = 0
+        self.applied: list[Application] = []
+        self.rejections: dict[tuple[str, str, str], Rejection] = {}
 
     def run(self, c: _Computation) -> None:
         progress = True
@@ -370,22 +514,46 @@ class _Optimizer:
         after = (len(new), sum(_bytes(i.shape) for i in new))
         if after >= before:
             return False
-        bound = dict.fromkeys(b.inputs[n] for n, _s in sub.inputs if n in b.inputs)
-        params = [(n, c.insts[n].shape) for n in bound]  # two inputs may bind one value
-        key = repr((sub.name, [str(s) for _n, s in params], sorted(b.values.items()),
-                    sorted(b.lists.items()), sorted(b.perms.items()),
-                    [str(i.original and i.original.attributes) for i in removed]))
-        if key not in self.cache:
-            self.validations += 1
-            lhs_body = [_Inst(i.name, i.opcode, i.shape, i.operands, i.attrs) for i in removed]
-            self.cache[key] = _validate(params, lhs_body, new,
-                                        None if rhs_input is None else b.inputs[rhs_input])
-        if not self.cache[key]:
-            self.rejected += 1
+        if rhs_input is not None:
+            declared = _declarers(c, c.insts[name], users[name])
+            kept = _layout(c.insts[name].shape)
+            given = _layout(c.insts[b.inputs[rhs_input]].shape)
+            if declared and kept != given:
+                self.rejections.setdefault((c.comp.name, name, sub.name), Rejection(
+                    c.comp.name, name, sub.name, f"the layout {kept} would become {given}, "
+                    f"but {_names(c, declared)} declares the value's layout"))
+                return False
+        query = self._query(c, b, removed, new, rhs_input, users[name])
+        if query not in self.verdicts:
+            self.verdicts[query] = (len(self.verdicts), _validate(query))
+        number, why_not = self.verdicts[query]
+        if why_not is not None:
+            self.rejections.setdefault((c.comp.name, name, sub.name), Rejection(
+                c.comp.name, name, sub.name, _explain(c, b, query, users[name], why_not)))
             return False
+        self.applied.append(Application(c.comp.name, name, sub.name, number,
+                                        query.physical is not None))
         self._replace(c, b, new, rhs_input)
         self.applications[sub.name] += 1
         return True
+
+    @staticmethod
+    def _query(c: _Computation, b: Binding, removed: list[_Inst], new: list[_Inst],
+               rhs_input: str | None, users: list[str]) -> _Query:
+        """The validation of replacing the matched graph `removed` by `new` (or by an input)."""
+        bound = dict.fromkeys(b.inputs.values())
+        params = [(n, c.insts[n].shape) for n in bound]  # two inputs may bind one value
+        lhs = [_Inst(i.name, i.opcode, i.shape, i.operands, i.attrs) for i in removed]
+        value = removed[-1]
+        replacement = c.insts[b.inputs[rhs_input]] if rhs_input is not None else new[-1]
+        physical = (value.shape, replacement.shape) if _observers(c, value, users) and \
+            _layout(value.shape) != _layout(replacement.shape) else None
+        position = {p: k for k, (p, _s) in enumerate(params)}
+        return _Query(tuple((f"p{k}", s) for k, (_p, s) in enumerate(params)),
+                      _canonical_text(params, lhs),
+                      None if rhs_input is not None else _canonical_text(params, new),
+                      None if rhs_input is None else f"p{position[b.inputs[rhs_input]]}",
+                      physical)
 
     def _build(self, c: _Computation, node: Node, g: Graph, b: Binding, root: str
                ) -> list[_Inst]:
@@ -474,5 +642,5 @@ def optimize(text: str, source: str = "<string>",
         elif k not in dropped:
             out.append(line)
     return OptimizeResult("\n".join(out) + "\n", opt.applications, before[0], after[0],
-                          before[1], after[1], opt.validations, opt.rejected,
-                          time.perf_counter() - start, notes)
+                          before[1], after[1], opt.applied, len(opt.verdicts),
+                          list(opt.rejections.values()), time.perf_counter() - start, notes)
