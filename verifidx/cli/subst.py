@@ -136,7 +136,8 @@ def _run_optimize(args: argparse.Namespace) -> int:
 
     text, source = read_text(args.file, "HLO module")
     result = optimize(text, source, _default_paths(args.rules or []))
-    sys.stdout.write(result.text)
+    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    sys.stdout.flush()
     print(result.summary(), file=sys.stderr)
     return 0
 
