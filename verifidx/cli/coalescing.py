@@ -11,8 +11,7 @@ import argparse
 import json
 
 from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
-from .common import Subparsers, UsageError, add_command, read_file
-from .hlo_input import add_opcode_option, read_hlo
+from .common import Subparsers, UsageError, add_command, add_opcode_option, read_file, read_hlo
 
 
 def register(sub: Subparsers) -> None:

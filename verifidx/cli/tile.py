@@ -21,8 +21,17 @@ from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from ..tiling.propagation import SymbolicTiling, analyze, propagate
 from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
-from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_file, read_text
-from .hlo_input import add_opcode_option, looks_like_hlo, read_hlo
+from .common import (
+    EXIT_FAILED,
+    Subparsers,
+    UsageError,
+    add_command,
+    add_opcode_option,
+    looks_like_hlo,
+    read_file,
+    read_hlo,
+    read_text,
+)
 
 
 def register(sub: Subparsers) -> None:
