@@ -2,7 +2,8 @@
 
     verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128] [--unroll 1]
 
-docs/tiling.md has the JSON contract and the thread order used.
+docs/tiling.md has the JSON contract and the thread order used. The module is validated as
+`verifidx indexing` validates it (`common.read_hlo`).
 """
 
 from __future__ import annotations
