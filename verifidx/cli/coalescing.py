@@ -2,7 +2,8 @@
 
     verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128] [--unroll 1]
 
-docs/tiling.md has the JSON contract and the thread order used.
+docs/tiling.md has the JSON contract and the thread order used. The module is validated as
+`verifidx indexing` validates it (`common.read_hlo`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..hlo import parse_hlo
 from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
-from .common import Subparsers, UsageError, add_command, read_file
+from .common import Subparsers, UsageError, add_command, add_opcode_option, read_file, read_hlo
 
 
 def register(sub: Subparsers) -> None:
@@ -24,6 +24,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
     p.add_argument("--unroll", type=int, default=1,
                    help="output elements per thread in the loop emitter's order")
+    add_opcode_option(p)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -32,7 +33,7 @@ def _run(args: argparse.Namespace) -> int:
         if v < 1:
             raise UsageError(f"{name} must be at least 1, got {v}")
     text, source = read_file(args.hlo)
-    module = parse_hlo(text, source)
+    module = read_hlo(text, source, args.allow_unknown_opcodes)
     results = coalescing(module, args.warp_size, args.transaction_bytes,
                          loop_thread_order(args.unroll))
     if args.json:
