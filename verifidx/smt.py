@@ -201,13 +201,18 @@ def _shape_mismatch(f: IndexingMap, g: IndexingMap) -> str | None:
     return None
 
 
-def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS, *,
+          quick: bool = True) -> Verdict:
     """Whether `f` and `g` denote the same relation, for every value of the runtime variables.
 
     Range variables are existential, so maps that differ by renaming, reordering or rescaling
-    them are equal. Decided exactly for range boxes up to EXPANSION_LIMIT points (the
-    existential becomes a finite disjunction); beyond that a quantified query runs under the
-    timeout and may answer unknown. Never answers True without an unsat proof."""
+    them are equal. In order: a counterexample found by sampling points and checked by exact
+    evaluation (no solver); isl's decision of Presburger arithmetic for quasi-affine maps
+    (`presburger`, no enumeration of range variables; a "differ" from isl is turned into a
+    tuple and checked by evaluation too); Z3 for what isl cannot express or decide within its
+    budget (range boxes up to EXPANSION_LIMIT points expanded, larger ones quantified).
+    `quick=False` skips the first two (a caller that ran `quick_equal` already). Never answers
+    True without a decision procedure's proof."""
     start = time.perf_counter()
     if f.is_undefined or g.is_undefined:
         same = f.is_undefined and g.is_undefined
@@ -223,6 +228,10 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         if f_empty.holds is None or g_empty.holds is None:
             return Verdict(None, message=f"{mismatch}; emptiness undecided")
         return Verdict(False, message=mismatch, seconds=time.perf_counter() - start)
+    v = quick_equal(f, g, timeout_ms) if quick else None
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     if f.num_range_vars == g.num_range_vars and f.num_range_vars <= 4:
         for perm in itertools.permutations(range(f.num_range_vars)):
             v = _equal_under_pairing(f, g, perm, timeout_ms)
@@ -236,6 +245,126 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
             return v
     return Verdict(True, message="each relation contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS
+                ) -> Verdict | None:
+    """The decisions that enumerate nothing: a sampled counterexample checked by evaluation,
+    then isl. None when neither decides (maps isl cannot express, isl's budget spent), or when
+    the maps are UNDEFINED or differ in shape (`equal` answers those)."""
+    if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
+        return None
+    found = _sampled_counterexample(f, g)  # (a Verdict is truthy only when it holds)
+    return found if found is not None else _presburger_equal(f, g, timeout_ms)
+
+
+#: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
+SAMPLED_POINTS = 6
+
+
+def _sample_points(m: IndexingMap) -> list[tuple[int, ...]]:
+    """A few points of m's box: all variables at their lower ends, at their upper ends, and
+    seeded random points (the same points on every run)."""
+    import random
+
+    boxes = [info.bounds for info in m.all_vars]
+    rng = random.Random(len(boxes))
+    points = [tuple(iv.lo for iv in boxes), tuple(iv.hi for iv in boxes)]
+    points += [tuple(rng.randint(iv.lo, iv.hi) for iv in boxes)
+               for _ in range(SAMPLED_POINTS - 2)]
+    return points
+
+
+def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
+    """A tuple that one map relates and the other does not, found by evaluating one map at a
+    few points and checking the other by exact evaluation over its range box; None when the
+    samples find nothing (or cannot be checked)."""
+    from .vectorised import relates
+
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
+            continue
+        if not all(e.is_total for e in (*a.results, *a.constraints)):
+            return None
+        nd, nr = a.num_dims, a.num_range_vars
+        for point in _sample_points(a):
+            dims, syms = point[:nd], point[nd:]
+            if not a.constraints_satisfied(dims, syms):
+                continue
+            result = a.evaluate(dims, syms)
+            if relates(b, dims, point[nd + nr:], result) is False:
+                return _refutation(a, b, which, list(point), result)
+    return None
+
+
+def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict | None:
+    """isl's decision (None when isl cannot express the maps or stops at its budget). "Equal"
+    is isl's proof; "differ" becomes a tuple of one relation missing from the other, which is
+    checked by evaluation (or, for a range box too large to evaluate, by a quantifier-free
+    unsat answer at that tuple) before it is reported."""
+    from . import presburger
+    from .vectorised import relates
+
+    same = presburger.equal(f, g)
+    if same is None:
+        return None
+    if same:
+        return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        found = presburger.difference_point(a, b)
+        if found is None:
+            continue
+        fixed, result = found
+        nd = a.num_dims
+        dims, rts = fixed[:nd], fixed[nd:]
+        witness = relates(a, dims, rts, result)
+        if not isinstance(witness, list):
+            return None
+        related = relates(b, dims, rts, result)
+        if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+            related = False
+        if related is False:
+            return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
+        return None  # isl's tuple did not check out: Z3 decides
+    return None
+
+
+def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                       result: Sequence[int], timeout_ms: int) -> bool:
+    """False only when Z3 proves (unsat) that no range values of b give `result` at the
+    point; True otherwise (related, or not shown to be unrelated)."""
+    env: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(x) for i, x in enumerate(dims)}
+    env.update({RtVar(i): z3.IntVal(x) for i, x in enumerate(rts)})
+    env.update({Symbol(k): z3.Int(f"b_s{k}") for k in range(b.num_range_vars)})
+    eb = _MapEncoding(b, env)
+    s = _solver(timeout_ms)
+    s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
+    return s.check() != z3.unsat
+
+
+def _refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
+                result: tuple[int, ...]) -> Verdict:
+    """The verdict for a checked tuple: `a` relates the point `values` (all of a's variables)
+    to `result`, `b` relates its dims and runtime values to no such result."""
+    from .syntax import variable_names
+
+    names = variable_names(a)
+    point = {names[v]: x for v, x in zip(a.variables, values)}
+    nd, nr = a.num_dims, a.num_range_vars
+    dims, rts = values[:nd], values[nd + nr:]
+    b_value: object = None
+    if b.num_range_vars == 0 and not b.is_known_empty and all(
+            x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
+            b.constraints_satisfied(dims, rts):
+        b_value = b.evaluate(dims, rts)
+    other = "second" if which == "first" else "first"
+    where = (f"gives {b_value}" if b_value is not None else
+             "no value of its range variables gives it" if b.num_range_vars else
+             "outside its domain")
+    lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
+    return Verdict(False, point, lhs_value=lhs, rhs_value=rhs,
+                   message=f"the {which} map relates {point} to {result}; the {other} map "
+                           f"does not ({where})")
 
 
 def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], timeout_ms: int
