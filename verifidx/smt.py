@@ -142,9 +142,18 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
     return env
 
 
+#: Z3 resource units per millisecond of budget (Z3 spends about 2-3 million a second).
+RLIMIT_PER_MS = 2500
+#: The wall-clock timeout is only a backstop against a runaway query on a starved machine.
+BACKSTOP = 10
+
+
 def _solver(timeout_ms: int) -> z3.Solver:
+    """A solver whose budget is Z3's deterministic resource count (`rlimit`), so that the same
+    query gets the same verdict under any machine load."""
     s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
+    s.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+    s.set("timeout", int(timeout_ms) * BACKSTOP)
     return s
 
 
