@@ -30,8 +30,11 @@ from .smt import equal as smt_equal
 from .smt import quick_equal as smt_quick_equal
 from .vectorised import evaluate as _evaluate
 
-#: Largest box (points per map) decided by enumeration.
+#: Largest box (points per map) decided by enumeration: range-free maps are compared point by
+#: point (cheap); with range variables the relations are projected and compared as sets, which
+#: costs more than isl's decision beyond a few hundred points.
 ENUMERATION_POINTS = 1 << 16
+ENUMERATION_POINTS_WITH_RANGE = 512
 
 
 def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
@@ -69,7 +72,8 @@ def _canonical(m: IndexingMap) -> IndexingMap:
 def _enumerable(m: IndexingMap) -> bool:
     if m.is_known_empty:
         return True
-    if m.domain_size() > ENUMERATION_POINTS:
+    limit = ENUMERATION_POINTS_WITH_RANGE if m.num_range_vars else ENUMERATION_POINTS
+    if m.domain_size() > limit:
         return False
     return all(e.is_total for e in (*m.results, *m.constraints))
 
@@ -196,4 +200,4 @@ def _counterexample(a: IndexingMap, b: IndexingMap, row: np.ndarray, which: str)
     return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
 
 
-__all__ = ["ENUMERATION_POINTS", "equal"]
+__all__ = ["ENUMERATION_POINTS", "ENUMERATION_POINTS_WITH_RANGE", "equal"]

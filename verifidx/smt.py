@@ -286,9 +286,9 @@ def _sample_points(m: IndexingMap) -> list[tuple[int, ...]]:
 
 def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
     """A tuple that one map relates and the other does not, found by evaluating one map at a
-    few points and checking the other by exact evaluation over its range box; None when the
-    samples find nothing (or cannot be checked)."""
-    from .vectorised import relates
+    few points and checking the other by exact evaluation over its range box (all samples in
+    one vectorised pass); None when the samples find nothing (or cannot be checked)."""
+    from .vectorised import relates_many
 
     for a, b, which in ((f, g, "first"), (g, f, "second")):
         if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
@@ -296,12 +296,11 @@ def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
         if not all(e.is_total for e in (*a.results, *a.constraints)):
             return None
         nd, nr = a.num_dims, a.num_range_vars
-        for point in _sample_points(a):
-            dims, syms = point[:nd], point[nd:]
-            if not a.constraints_satisfied(dims, syms):
-                continue
-            result = a.evaluate(dims, syms)
-            if relates(b, dims, point[nd + nr:], result) is False:
+        points = [p for p in _sample_points(a) if a.constraints_satisfied(p[:nd], p[nd:])]
+        results = [a.evaluate(p[:nd], p[nd:]) for p in points]
+        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)])
+        for point, result, answer in zip(points, results, answers):
+            if answer is False:
                 return _refutation(a, b, which, list(point), result)
     return None
 

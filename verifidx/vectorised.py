@@ -73,56 +73,82 @@ def relates(m: IndexingMap, dims: Sequence[int], rts: Sequence[int],
     """Whether `m` relates (`dims`, `rts`) to `result`: a list of range-variable values that
     gives it, False when none does (every point of the range box evaluated), None when that
     was not checked (box too large, a value too large for exact int64, a partial expression)."""
-    if m.is_undefined or len(dims) != m.num_dims or len(rts) != m.num_rt_vars \
-            or len(result) != m.num_results:
-        return None
-    if m.is_known_empty:
-        return False
-    nd, nr = m.num_dims, m.num_range_vars
-    fixed = [*dims, *rts]
-    if not all(x in info.bounds for x, info in zip(fixed, (*m.dims, *m.rt_vars))):
-        return False
+    return relates_many(m, [(dims, rts, result)])[0]
+
+
+Tuple = tuple[Sequence[int], Sequence[int], Sequence[int]]
+
+
+def relates_many(m: IndexingMap, tuples: Sequence[Tuple]) -> list[list[int] | bool | None]:
+    """`relates` for several (dims, rts, result) tuples, in one vectorised pass over the range
+    box (maps without range variables are evaluated directly)."""
+    answers: list[list[int] | bool | None] = [None] * len(tuples)
+    if m.is_undefined:
+        return answers
     exprs = (*m.results, *m.constraints)
     if not all(e.is_total for e in exprs):
-        return None
+        return answers
+    nd, nr = m.num_dims, m.num_range_vars
+    todo: list[int] = []
+    for k, (dims, rts, result) in enumerate(tuples):
+        if len(dims) != nd or len(rts) != m.num_rt_vars or len(result) != m.num_results:
+            continue
+        if m.is_known_empty or not all(
+                x in info.bounds for x, info in zip([*dims, *rts], (*m.dims, *m.rt_vars))):
+            answers[k] = False
+        elif nr == 0:  # exact Python integers, no box
+            answers[k] = [] if m.constraints_satisfied(dims, rts) and \
+                tuple(m.evaluate(dims, rts)) == tuple(result) else False
+        else:
+            todo.append(k)
+    if not todo:
+        return answers
     n = 1
     for info in m.range_vars:
         if info.bounds.is_empty:
-            return False
+            for k in todo:
+                answers[k] = False
+            return answers
         n *= info.bounds.size
-    if n > MEMBERSHIP_POINTS:
-        return None
+    p = len(todo)
+    if n * p > MEMBERSHIP_POINTS:
+        return answers
     bound: dict[Expr, int] = {}
     for i, v in enumerate(m.variables):
         b = m.all_vars[i].bounds
         bound[v] = max(abs(b.lo), abs(b.hi))
-    if any(abs(x) >= _SAFE for x in result) or \
+    if any(abs(x) >= _SAFE for k in todo for x in tuples[k][2]) or \
             any(_magnitude(e, bound) >= _SAFE for e in exprs):
-        return None
+        return answers
     axes = [np.arange(v.bounds.lo, v.bounds.hi + 1, dtype=np.int64) for v in m.range_vars]
-    grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")] if axes else []
+    grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
+    size = n * p
     env: dict[Expr, np.ndarray] = {}
-    variables = m.variables
-    for i, v in enumerate(variables):
-        if i < nd:
-            env[v] = np.full(n, dims[i], dtype=np.int64)
-        elif i < nd + nr:
-            env[v] = grids[i - nd]
+    for i, v in enumerate(m.variables):
+        if nd <= i < nd + nr:
+            env[v] = np.tile(grids[i - nd], p)
         else:
-            env[v] = np.full(n, rts[i - nd - nr], dtype=np.int64)
-    hit = np.ones(n, dtype=bool)
+            column = [tuples[k][0][i] if i < nd else tuples[k][1][i - nd - nr] for k in todo]
+            env[v] = np.repeat(np.array(column, dtype=np.int64), n)
+    hit = np.ones(size, dtype=bool)
     for e, iv in m.constraints.items():
-        value = evaluate(e, env, n)
+        value = evaluate(e, env, size)
         hit &= (value >= iv.lo) & (value <= iv.hi)
-    for e, want in zip(m.results, result):
-        hit &= evaluate(e, env, n) == want
-    where = np.flatnonzero(hit)
-    if not len(where):
-        return False
-    i = int(where[0])
-    witness = [int(grids[k][i]) for k in range(nr)]
-    # one exact evaluation in Python integers confirms the vectorised answer
-    syms = [*witness, *rts]
-    if m.constraints_satisfied(dims, syms) and tuple(m.evaluate(dims, syms)) == tuple(result):
-        return witness
-    return None
+    for j, e in enumerate(m.results):
+        want = np.repeat(np.array([tuples[k][2][j] for k in todo], dtype=np.int64), n)
+        hit &= evaluate(e, env, size) == want
+    rows = hit.reshape(p, n)
+    for row, k in zip(rows, todo):
+        where = np.flatnonzero(row)
+        if not len(where):
+            answers[k] = False
+            continue
+        i = int(where[0])
+        witness = [int(grids[r][i]) for r in range(nr)]
+        # one exact evaluation in Python integers confirms the vectorised answer
+        dims, rts, result = tuples[k]
+        syms = [*witness, *rts]
+        if m.constraints_satisfied(dims, syms) and tuple(m.evaluate(dims, syms)) == \
+                tuple(result):
+            answers[k] = witness
+    return answers
