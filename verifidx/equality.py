@@ -34,7 +34,7 @@ from .vectorised import evaluate as _evaluate
 #: point (cheap); with range variables the relations are projected and compared as sets, which
 #: costs more than isl's decision beyond a few hundred points.
 ENUMERATION_POINTS = 1 << 16
-ENUMERATION_POINTS_WITH_RANGE = 512
+ENUMERATION_POINTS_WITH_RANGE = 64
 
 
 def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:

@@ -4,20 +4,22 @@ kept existential instead of enumerated.
 A map whose expressions are quasi-affine (sums, products with a constant, floordiv/ceildiv by a
 nonzero constant, mod by a positive constant, min, max) denotes a Presburger relation, and isl
 (through islpy) decides equality and emptiness of those exactly, whatever the size of the range
-box. The translation is written per verifidx's semantics: isl's `floor(x / c)` and `x mod c`
-round towards -infinity for a positive constant `c`, which is verifidx's floordiv and mod; a
-negative divisor is rewritten `x floordiv -c == (-x) floordiv c` (ceildiv alike). Anything else
+box. The translation (built through isl's API, not its text) follows verifidx's semantics:
+isl's floor of `x / c` and `x mod c` round towards -infinity for a positive constant `c`, which
+is verifidx's floordiv and mod; a negative divisor is rewritten `x floordiv -c == (-x) floordiv
+c` (ceildiv alike). Anything else
 (a product of two variables, a non-constant divisor) is not translated: the caller falls back
 to Z3.
 
 Answers are True, False or None. None covers "not expressible", "islpy is not installed" and
 "isl stopped at its operation budget" (`MAX_OPERATIONS`, a count of isl's own steps, so the
 verdict does not depend on machine load). A False from `equal` is not a certificate; the
-caller turns it into one with `difference_point` and checks that point by evaluation.
+caller takes the tuple of the difference that `decide` samples and checks it by evaluation.
 
 Sizes (issue 23, not in the expression language yet) are meant to enter as isl parameters:
 `equal(f, g, sizes={"N": Interval(1, 1 << 31)})` decides the equality for every value of the
-parameters in their intervals (isl parameters are universally quantified in `is_equal`).
+parameters in their intervals (isl parameters are universally quantified in `is_equal`);
+`_Builder.params` holds them for the expression case that issue 23 adds.
 """
 
 from __future__ import annotations
@@ -56,86 +58,104 @@ def available() -> bool:
     return _context() is not None
 
 
-def _name(v: Expr) -> str:
-    if isinstance(v, Dim):
-        return f"d{v.index}"
-    if isinstance(v, Symbol):
-        return f"s{v.index}"
-    assert isinstance(v, RtVar)
-    return f"r{v.index}"
+class _Builder:
+    """Builds isl objects for one map through isl's API (no text to parse: building is about
+    three times cheaper than `isl.Map(text)`). Variables are the set dimensions dims, range
+    variables, runtime variables in the map's order; sizes are the parameters."""
 
+    def __init__(self, m: IndexingMap, sizes: Sizes) -> None:
+        isl = _isl
+        self.space = isl.Space.set_alloc(_ctx, len(sizes), len(m.variables))
+        for i, name in enumerate(sizes):
+            self.space = self.space.set_dim_name(isl.dim_type.param, i, name)
+        self.ls = isl.LocalSpace.from_space(self.space)
+        self.zero = isl.Aff.zero_on_domain(self.ls)
+        self.var = {v: isl.PwAff.from_aff(isl.Aff.var_on_domain(self.ls, isl.dim_type.set, i))
+                    for i, v in enumerate(m.variables)}
+        self.params = [isl.PwAff.from_aff(isl.Aff.var_on_domain(self.ls, isl.dim_type.param, i))
+                       for i in range(len(sizes))]
 
-def expr_text(e: Expr) -> str | None:
-    """isl's text of a quasi-affine expression, or None when it is not quasi-affine."""
-    if isinstance(e, Const):
-        return f"({e.value})"
-    if isinstance(e, (Dim, Symbol, RtVar)):
-        return _name(e)
-    if isinstance(e, Add):
-        parts = []
-        for t in e.terms:
-            p = expr_text(t)
-            if p is None:
+    def val(self, c: int) -> Any:
+        if -(1 << 62) < c < 1 << 62:
+            return _isl.Val.int_from_si(_ctx, c)
+        return _isl.Val.read_from_str(_ctx, str(c))
+
+    def const(self, c: int) -> Any:
+        return _isl.PwAff.from_aff(self.zero.set_constant_val(self.val(c)))
+
+    def expr(self, e: Expr) -> Any:
+        """isl's piecewise quasi-affine function of `e`, or None when `e` is not one."""
+        if isinstance(e, Const):
+            return self.const(e.value)
+        if isinstance(e, (Dim, Symbol, RtVar)):
+            return self.var[e]
+        if isinstance(e, Add):
+            out = None
+            for t in e.terms:
+                x = self.expr(t)
+                if x is None:
+                    return None
+                out = x if out is None else out.add(x)
+            return out
+        if isinstance(e, Mul):
+            c, x = (e.rhs, e.lhs) if isinstance(e.rhs, Const) else (e.lhs, e.rhs)
+            if not isinstance(c, Const):
                 return None
-            parts.append(p)
-        return "(" + " + ".join(parts) + ")"
-    if not isinstance(e, (Mul, FloorDiv, CeilDiv, Mod, Min, Max)):
-        return None
-    a, b = expr_text(e.lhs), expr_text(e.rhs)
-    if a is None or b is None:
-        return None
-    if isinstance(e, Mul):
-        if isinstance(e.rhs, Const):
-            return f"({e.rhs.value} * {a})"
-        if isinstance(e.lhs, Const):
-            return f"({e.lhs.value} * {b})"
-        return None
-    if isinstance(e, (Min, Max)):
-        return f"{'min' if isinstance(e, Min) else 'max'}({a}, {b})"
-    if not isinstance(e.rhs, Const) or e.rhs.value == 0:
-        return None
-    c = e.rhs.value
-    if isinstance(e, Mod):
-        return f"({a} mod {c})" if c > 0 else None
-    if c < 0:
-        a, c = f"(-{a})", -c
-    return f"{'floor' if isinstance(e, FloorDiv) else 'ceil'}({a} / {c})"
+            a = self.expr(x)
+            return None if a is None else a.scale_val(self.val(c.value))
+        if not isinstance(e, (FloorDiv, CeilDiv, Mod, Min, Max)):
+            return None
+        a = self.expr(e.lhs)
+        if a is None:
+            return None
+        if isinstance(e, (Min, Max)):
+            b = self.expr(e.rhs)
+            if b is None:
+                return None
+            return a.min(b) if isinstance(e, Min) else a.max(b)
+        if not isinstance(e.rhs, Const) or e.rhs.value == 0:
+            return None
+        c = e.rhs.value
+        if isinstance(e, Mod):  # isl's mod by a positive constant lies in [0, c - 1]
+            return a.mod_val(self.val(c)) if c > 0 else None
+        if c < 0:  # x floordiv -c == (-x) floordiv c, ceildiv alike
+            a, c = a.neg(), -c
+        q = a.scale_down_val(self.val(c))
+        return q.floor() if isinstance(e, FloorDiv) else q.ceil()
+
+    def within(self, x: Any, iv: Interval) -> Any:
+        return x.ge_set(self.const(iv.lo)).intersect(x.le_set(self.const(iv.hi)))
 
 
-def map_text(m: IndexingMap, sizes: Sizes | None = None) -> str | None:
-    """isl's text of the map's relation, `[sizes] -> { [dims, rts] -> [results] : exists
-    (range vars : domain) }`, or None when some expression is not quasi-affine. Runtime
-    variables are input coordinates (the relation is over every runtime value)."""
-    if m.is_undefined:
+def isl_map(m: IndexingMap, sizes: Sizes | None = None) -> Any:
+    """isl's map of m's relation, `[sizes] -> { [dims, rts] -> [results] : exists range vars
+    : domain }`, or None when some expression is not quasi-affine (or islpy is missing).
+    Runtime variables are input coordinates: the relation is over every runtime value."""
+    if m.is_undefined or _context() is None:
         return None
-    params = list(sizes or {})
-    inputs = [_name(v) for v in m.variables if not isinstance(v, Symbol)]
-    outputs = [f"o{i}" for i in range(m.num_results)]
-    cons = [f"{iv.lo} <= {p} <= {iv.hi}" for p, iv in (sizes or {}).items()]
+    sizes = sizes or {}
+    b = _Builder(m, sizes)
+    domain = _isl.Set.universe(b.space)
     if m.is_known_empty:
-        cons.append("1 = 0")
-    for v, info in zip(m.variables, m.all_vars):
-        cons.append(f"{info.bounds.lo} <= {_name(v)} <= {info.bounds.hi}")
+        domain = _isl.Set.empty(b.space)
+    for x, iv in zip(b.params, sizes.values()):
+        domain = domain.intersect(b.within(x, iv))
+    for i, info in enumerate(m.all_vars):
+        domain = domain.lower_bound_val(_isl.dim_type.set, i, b.val(info.bounds.lo))
+        domain = domain.upper_bound_val(_isl.dim_type.set, i, b.val(info.bounds.hi))
     for e, iv in m.constraints.items():
-        t = expr_text(e)
-        if t is None:
+        x = b.expr(e)
+        if x is None:
             return None
-        cons.append(f"{iv.lo} <= {t} <= {iv.hi}")
-    for o, r in zip(outputs, m.results):
-        t = expr_text(r)
-        if t is None:
+        domain = domain.intersect(b.within(x, iv))
+    relation = _isl.Map.from_domain(domain)
+    for r in m.results:
+        x = b.expr(r)
+        if x is None:
             return None
-        cons.append(f"{o} = {t}")
-    body = " and ".join(cons) if cons else "true"
-    if m.num_range_vars:
-        names = ", ".join(f"s{i}" for i in range(m.num_range_vars))
-        body = f"exists ({names} : {body})"
-    return (f"[{', '.join(params)}] -> {{ [{', '.join(inputs)}] -> [{', '.join(outputs)}] : "
-            f"{body} }}")
-
-
-def _read(text: str) -> Any:
-    return _isl.Map.read_from_str(_ctx, text)
+        relation = relation.flat_range_product(_isl.Map.from_pw_aff(x))
+    relation = relation.intersect_domain(domain)
+    return relation.project_out(_isl.dim_type.in_, m.num_dims, m.num_range_vars)
 
 
 def _run(decide: Any) -> Any:
@@ -150,44 +170,67 @@ def _run(decide: Any) -> Any:
         _ctx.set_max_operations(0)
 
 
+def _pair(f: IndexingMap, g: IndexingMap, sizes: Sizes | None) -> tuple[Any, Any] | None:
+    """Both maps in isl, under the budget (building simplifies too); None if either fails."""
+    if _context() is None:
+        return None
+    both = _run(lambda: (isl_map(f, sizes), isl_map(g, sizes)))
+    if both is None or both[0] is None or both[1] is None:
+        return None
+    return both  # type: ignore[no-any-return]
+
+
+#: A tuple of one relation that the other lacks: (which map has it, "first" or "second";
+#: dims + runtime values; results).
+Difference = tuple[str, list[int], list[int]]
+
+
+def decide(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None
+           ) -> tuple[bool | None, Difference | None]:
+    """Equality of the two relations for every value of the sizes in their intervals (and
+    every runtime value), and when they differ a tuple of the difference, isl's sample (not a
+    certificate: the caller checks it by evaluation). (None, None) when isl cannot say (see the
+    module docstring). Each difference `f - g`, `g - f` is computed once: its emptiness is the
+    inclusion and its sample the tuple."""
+    both = _pair(f, g, sizes)
+    if both is None:
+        return None, None
+
+    def run() -> tuple[bool, Difference | None]:
+        for which, (a, b) in (("first", both), ("second", both[::-1])):
+            diff = a.subtract(b)
+            if not diff.is_empty():
+                return False, (which, *_sample(diff))
+        return True, None
+
+    answer = _run(run)
+    return (None, None) if answer is None else answer  # type: ignore[no-any-return]
+
+
+def _sample(diff: Any) -> tuple[list[int], list[int]]:
+    point = diff.wrap().sample_point()
+    split = diff.dim(_isl.dim_type.in_)
+    values = [point.get_coordinate_val(_isl.dim_type.set, i).to_python()
+              for i in range(split + diff.dim(_isl.dim_type.out))]
+    return values[:split], values[split:]
+
+
 def equal(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None) -> bool | None:
     """Whether the two relations are equal for every value of the sizes in their intervals
     (and every runtime value); None when isl cannot say (see the module docstring)."""
-    if _context() is None:
+    both = _pair(f, g, sizes)
+    if both is None:
         return None
-    a, b = map_text(f, sizes), map_text(g, sizes)
-    if a is None or b is None:
-        return None
-    return _run(lambda: bool(_read(a).is_equal(_read(b))))  # type: ignore[no-any-return]
-
-
-def difference_point(f: IndexingMap, g: IndexingMap) -> tuple[list[int], list[int]] | None:
-    """A tuple of f's relation that g's lacks, as (dims + rts, results), or None (no such
-    tuple, or isl could not say). The caller checks it by evaluation before believing it."""
-    if _context() is None:
-        return None
-    a, b = map_text(f), map_text(g)
-    if a is None or b is None:
-        return None
-
-    def sample() -> tuple[list[int], list[int]] | None:
-        diff = _read(a).subtract(_read(b))
-        if diff.is_empty():
-            return None
-        point = diff.wrap().sample_point()
-        values = [point.get_coordinate_val(_isl.dim_type.set, i).to_python()
-                  for i in range(diff.dim(_isl.dim_type.in_) + diff.dim(_isl.dim_type.out))]
-        split = diff.dim(_isl.dim_type.in_)
-        return values[:split], values[split:]
-
-    return _run(sample)  # type: ignore[no-any-return]
+    return _run(lambda: bool(both[0].is_equal(both[1])))  # type: ignore[no-any-return]
 
 
 def is_empty(m: IndexingMap, sizes: Sizes | None = None) -> bool | None:
     """Whether the map's domain has no point for any size; None when isl cannot say."""
     if _context() is None:
         return None
-    a = map_text(m, sizes)
-    if a is None:
-        return None
-    return _run(lambda: bool(_read(a).is_empty()))  # type: ignore[no-any-return]
+    return _run(lambda: _emptiness(m, sizes))  # type: ignore[no-any-return]
+
+
+def _emptiness(m: IndexingMap, sizes: Sizes | None) -> bool | None:
+    relation = isl_map(m, sizes)
+    return None if relation is None else bool(relation.is_empty())

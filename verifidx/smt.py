@@ -258,33 +258,43 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS, 
 
 def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS
                 ) -> Verdict | None:
-    """The decisions that enumerate nothing: a sampled counterexample checked by evaluation,
-    then isl. None when neither decides (maps isl cannot express, isl's budget spent), or when
-    the maps are UNDEFINED or differ in shape (`equal` answers those)."""
+    """The decisions that enumerate nothing: isl's decision and a sampled counterexample checked
+    by evaluation. None when neither decides (maps isl cannot express, isl's budget spent), or
+    when the maps are UNDEFINED or differ in shape (`equal` answers those).
+
+    Range-free maps are sampled first (a few exact evaluations, cheaper than isl). With range
+    variables sampling costs a numpy pass over the range box, which equal pairs pay for
+    nothing: only the two corners are tried before isl (most near misses show there), and
+    isl's decision brings a tuple of the difference that one evaluation checks."""
     if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
         return None
-    found = _sampled_counterexample(f, g)  # (a Verdict is truthy only when it holds)
-    return found if found is not None else _presburger_equal(f, g, timeout_ms)
+    ranged = f.num_range_vars or g.num_range_vars
+    found = _sampled_counterexample(f, g, 2 if ranged else SAMPLED_POINTS)
+    if found is None:  # (a Verdict is truthy only when it holds)
+        found = _presburger_equal(f, g, timeout_ms)
+    if found is None and ranged:
+        found = _sampled_counterexample(f, g)
+    return found
 
 
 #: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
-SAMPLED_POINTS = 6
+SAMPLED_POINTS = 4
 
 
-def _sample_points(m: IndexingMap) -> list[tuple[int, ...]]:
-    """A few points of m's box: all variables at their lower ends, at their upper ends, and
-    seeded random points (the same points on every run)."""
+def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
+    """Up to `count` points of m's box: all variables at their lower ends, at their upper
+    ends, then seeded random points (the same points on every run)."""
     import random
 
     boxes = [info.bounds for info in m.all_vars]
-    rng = random.Random(len(boxes))
     points = [tuple(iv.lo for iv in boxes), tuple(iv.hi for iv in boxes)]
-    points += [tuple(rng.randint(iv.lo, iv.hi) for iv in boxes)
-               for _ in range(SAMPLED_POINTS - 2)]
-    return points
+    rng = random.Random(len(boxes))
+    points += [tuple(rng.randint(iv.lo, iv.hi) for iv in boxes) for _ in range(count - 2)]
+    return points[:count]
 
 
-def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
+def _sampled_counterexample(f: IndexingMap, g: IndexingMap, count: int = SAMPLED_POINTS
+                            ) -> Verdict | None:
     """A tuple that one map relates and the other does not, found by evaluating one map at a
     few points and checking the other by exact evaluation over its range box (all samples in
     one vectorised pass); None when the samples find nothing (or cannot be checked)."""
@@ -296,9 +306,11 @@ def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
         if not all(e.is_total for e in (*a.results, *a.constraints)):
             return None
         nd, nr = a.num_dims, a.num_range_vars
-        points = [p for p in _sample_points(a) if a.constraints_satisfied(p[:nd], p[nd:])]
+        points = [p for p in _sample_points(a, count)
+                  if a.constraints_satisfied(p[:nd], p[nd:])]
         results = [a.evaluate(p[:nd], p[nd:]) for p in points]
-        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)])
+        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)],
+                               witness=False)
         for point, result, answer in zip(points, results, answers):
             if answer is False:
                 return _refutation(a, b, which, list(point), result)
@@ -307,34 +319,30 @@ def _sampled_counterexample(f: IndexingMap, g: IndexingMap) -> Verdict | None:
 
 def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict | None:
     """isl's decision (None when isl cannot express the maps or stops at its budget). "Equal"
-    is isl's proof; "differ" becomes a tuple of one relation missing from the other, which is
-    checked by evaluation (or, for a range box too large to evaluate, by a quantifier-free
-    unsat answer at that tuple) before it is reported."""
+    is isl's proof; "differ" is reported only with isl's tuple of the difference checked by
+    evaluation (or, for a range box too large to evaluate, by a quantifier-free unsat answer
+    at that tuple); None when the tuple does not check out."""
     from . import presburger
     from .vectorised import relates
 
-    same = presburger.equal(f, g)
-    if same is None:
-        return None
+    same, difference = presburger.decide(f, g)
     if same:
         return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
-    for a, b, which in ((f, g, "first"), (g, f, "second")):
-        found = presburger.difference_point(a, b)
-        if found is None:
-            continue
-        fixed, result = found
-        nd = a.num_dims
-        dims, rts = fixed[:nd], fixed[nd:]
-        witness = relates(a, dims, rts, result)
-        if not isinstance(witness, list):
-            return None
-        related = relates(b, dims, rts, result)
-        if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
-            related = False
-        if related is False:
-            return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
-        return None  # isl's tuple did not check out: Z3 decides
-    return None
+    if difference is None:
+        return None
+    which, fixed, result = difference
+    a, b = (f, g) if which == "first" else (g, f)
+    nd = a.num_dims
+    dims, rts = fixed[:nd], fixed[nd:]
+    witness = relates(a, dims, rts, result)
+    if not isinstance(witness, list):
+        return None
+    related = relates(b, dims, rts, result)
+    if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+        related = False
+    if related is False:
+        return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
+    return None  # isl's tuple did not check out: Z3 decides
 
 
 def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],

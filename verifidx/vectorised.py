@@ -22,17 +22,26 @@ MEMBERSHIP_POINTS = 1 << 20
 
 def evaluate(e: Expr, env: dict[Expr, np.ndarray], n: int) -> np.ndarray:
     """Vectorised evaluation with the semantics of the map language (floor rounding, mod in
-    [0, b - 1]); only called on total expressions, so no divisor is 0 or a bad modulus."""
+    [0, b - 1]) over `n` points; only called on total expressions, so no divisor is 0 or a bad
+    modulus."""
+    out = _broadcast_eval(e, env)
+    return out if out.shape == (n,) else np.broadcast_to(out, (n,))
+
+
+def _broadcast_eval(e: Expr, env: dict[Expr, np.ndarray]) -> np.ndarray:
+    """`evaluate` with numpy broadcasting: constants stay scalars, and variables may be arrays
+    of any shapes that broadcast together (a column of points against a row of range values)."""
     if isinstance(e, Const):
-        return np.full(n, e.value, dtype=np.int64)
+        return np.int64(e.value)  # type: ignore[return-value]
     if isinstance(e, Variable):
         return env[e]
     if isinstance(e, Add):
-        out = evaluate(e.terms[0], env, n)
+        out = _broadcast_eval(e.terms[0], env)
         for t in e.terms[1:]:
-            out = out + evaluate(t, env, n)
+            out = out + _broadcast_eval(t, env)
         return out
-    a, b = evaluate(e.lhs, env, n), evaluate(e.rhs, env, n)  # type: ignore[attr-defined]
+    a = _broadcast_eval(e.lhs, env)  # type: ignore[attr-defined]
+    b = _broadcast_eval(e.rhs, env)  # type: ignore[attr-defined]
     if isinstance(e, Mul):
         return a * b
     if isinstance(e, FloorDiv):
@@ -79,9 +88,12 @@ def relates(m: IndexingMap, dims: Sequence[int], rts: Sequence[int],
 Tuple = tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
-def relates_many(m: IndexingMap, tuples: Sequence[Tuple]) -> list[list[int] | bool | None]:
+def relates_many(m: IndexingMap, tuples: Sequence[Tuple], witness: bool = True
+                 ) -> list[list[int] | bool | None]:
     """`relates` for several (dims, rts, result) tuples, in one vectorised pass over the range
-    box (maps without range variables are evaluated directly)."""
+    box (maps without range variables are evaluated directly). With `witness=False` a related
+    tuple answers True instead of range values confirmed in Python integers (for callers that
+    act only on False)."""
     answers: list[list[int] | bool | None] = [None] * len(tuples)
     if m.is_undefined:
         return answers
@@ -122,33 +134,35 @@ def relates_many(m: IndexingMap, tuples: Sequence[Tuple]) -> list[list[int] | bo
         return answers
     axes = [np.arange(v.bounds.lo, v.bounds.hi + 1, dtype=np.int64) for v in m.range_vars]
     grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
-    size = n * p
+    # points down the first axis, range values along the second: (p, 1) against (1, n)
     env: dict[Expr, np.ndarray] = {}
     for i, v in enumerate(m.variables):
         if nd <= i < nd + nr:
-            env[v] = np.tile(grids[i - nd], p)
+            env[v] = grids[i - nd][None, :]
         else:
             column = [tuples[k][0][i] if i < nd else tuples[k][1][i - nd - nr] for k in todo]
-            env[v] = np.repeat(np.array(column, dtype=np.int64), n)
-    hit = np.ones(size, dtype=bool)
+            env[v] = np.array(column, dtype=np.int64)[:, None]
+    hit = np.ones((p, n), dtype=bool)
     for e, iv in m.constraints.items():
-        value = evaluate(e, env, size)
+        value = _broadcast_eval(e, env)
         hit &= (value >= iv.lo) & (value <= iv.hi)
     for j, e in enumerate(m.results):
-        want = np.repeat(np.array([tuples[k][2][j] for k in todo], dtype=np.int64), n)
-        hit &= evaluate(e, env, size) == want
-    rows = hit.reshape(p, n)
-    for row, k in zip(rows, todo):
+        want = np.array([tuples[k][2][j] for k in todo], dtype=np.int64)[:, None]
+        hit &= _broadcast_eval(e, env) == want
+    for row, k in zip(hit, todo):
         where = np.flatnonzero(row)
         if not len(where):
             answers[k] = False
             continue
+        if not witness:
+            answers[k] = True
+            continue
         i = int(where[0])
-        witness = [int(grids[r][i]) for r in range(nr)]
+        values = [int(grids[r][i]) for r in range(nr)]
         # one exact evaluation in Python integers confirms the vectorised answer
         dims, rts, result = tuples[k]
-        syms = [*witness, *rts]
+        syms = [*values, *rts]
         if m.constraints_satisfied(dims, syms) and tuple(m.evaluate(dims, syms)) == \
                 tuple(result):
-            answers[k] = witness
+            answers[k] = values
     return answers
