@@ -146,3 +146,22 @@ def test_huge_constants_are_exact() -> None:
     g = parse_map(f"(d0) -> (d0 * {1 << 70} + 2), domain: d0 in [0, 3]")
     assert presburger.equal(f, f) is True and presburger.equal(f, g) is False
     assert equal(f, g).holds is False
+
+
+def test_unions_of_large_boxes() -> None:
+    """`vx.equal` on lists (`smt.equal_relations`): two pieces with range boxes of 4,096 points
+    each against one map, decided by isl; a missing value is a checked counterexample."""
+    import verifidx as vx
+
+    low = parse_map("(d0)[s0] -> (d0 * 8192 + s0), domain: d0 in [0, 3], s0 in [0, 4095]")
+    high = parse_map("(d0)[s0, s1] -> (d0 * 8192 + s1 * 64 + s0 + 4096), domain: "
+                     "d0 in [0, 3], s0 in [0, 63], s1 in [0, 63]")
+    whole = parse_map("(d0)[s0] -> (d0 * 8192 + s0), domain: d0 in [0, 3], s0 in [0, 8191]")
+    v = vx.equal([low, high], [whole])
+    assert v.holds is True and "isl" in v.message
+    short = parse_map("(d0)[s0] -> (d0 * 8192 + s0), domain: d0 in [0, 3], s0 in [0, 8190]")
+    v = vx.equal([low, high], [short])
+    assert v.holds is False and v.message.startswith("lhs[1]")
+    point = v.counterexample
+    value = high.evaluate([point["d0"]], [point["s0"], point["s1"]])
+    assert value == v.lhs_value and value[0] % 8192 == 8191

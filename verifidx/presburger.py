@@ -24,7 +24,7 @@ parameters in their intervals (isl parameters are universally quantified in `is_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Max, Min, Mod, Mul, RtVar, Symbol
@@ -192,8 +192,27 @@ def decide(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None
     certificate: the caller checks it by evaluation). (None, None) when isl cannot say (see the
     module docstring). Each difference `f - g`, `g - f` is computed once: its emptiness is the
     inclusion and its sample the tuple."""
-    both = _pair(f, g, sizes)
-    if both is None:
+    return decide_unions([f], [g], sizes)
+
+
+def decide_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
+                  sizes: Sizes | None = None) -> tuple[bool | None, Difference | None]:
+    """`decide` for the union of the `lhs` maps' relations against the union of the `rhs`
+    maps' (all of one shape, each side non-empty); the difference names "first" for lhs."""
+    if _context() is None or not lhs or not rhs:
+        return None, None
+
+    def union(maps: Sequence[IndexingMap]) -> Any:
+        out = None
+        for m in maps:
+            x = isl_map(m, sizes)
+            if x is None:
+                return None
+            out = x if out is None else out.union(x)
+        return out
+
+    both = _run(lambda: (union(lhs), union(rhs)))
+    if both is None or both[0] is None or both[1] is None:
         return None, None
 
     def run() -> tuple[bool, Difference | None]:

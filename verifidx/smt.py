@@ -558,6 +558,10 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
     if len(shapes) > 1:
         return Verdict(None, message="the maps differ in their numbers of dimensions, runtime "
                                      "variables or results")
+    v = _presburger_unions(sides[0], sides[1], timeout_ms)
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     for which, mine, theirs in (("lhs", sides[0], live[1]), ("rhs", sides[1], live[0])):
         for i, m in enumerate(mine):
             if m.is_known_empty:
@@ -568,6 +572,46 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
                 return v
     return Verdict(True, message="each union contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], timeout_ms: int
+                       ) -> Verdict | None:
+    """isl's decision on the two unions: "equal" is isl's proof; "differ" is reported only
+    with isl's tuple checked by evaluation (some map of one side gives it, no map of the other
+    does); None otherwise (Z3 decides)."""
+    from . import presburger
+    from .vectorised import relates
+
+    same, difference = presburger.decide_unions(lhs, rhs)
+    if same:
+        return Verdict(True, message="isl decided the unions equal (Presburger arithmetic)")
+    if difference is None:
+        return None
+    which, fixed, result = difference
+    mine, theirs, side = (lhs, rhs, "lhs") if which == "first" else (rhs, lhs, "rhs")
+    for i, a in enumerate(mine):
+        nd = a.num_dims
+        dims, rts = fixed[:nd], fixed[nd:]
+        witness = relates(a, dims, rts, result)
+        if not isinstance(witness, list):
+            continue
+        for b in theirs:
+            related = relates(b, dims, rts, result)
+            if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+                related = False
+            if related is not False:
+                return None  # isl's tuple did not check out: Z3 decides
+        from .syntax import variable_names
+
+        names = variable_names(a)
+        point = {names[v]: x for v, x in zip(a.variables, [*dims, *witness, *rts])}
+        other = "rhs" if side == "lhs" else "lhs"
+        value = tuple(result)
+        return Verdict(False, point, lhs_value=value if side == "lhs" else None,
+                       rhs_value=value if side == "rhs" else None,
+                       message=f"{side}[{i}] relates {point} to {value}; no map of the {other} "
+                               f"does")
+    return None
 
 
 def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, timeout_ms: int
