@@ -2,8 +2,9 @@
 
 XLA merges two indexing maps only when their text is identical after simplification. verifidx
 also merges maps that `smt.equal` proves denote the same relation (range variables existential;
-isl's Presburger decision, or Z3), and keeps a record of every merge with the prover's answer, so that `--explain-dedup` can show why
-two access patterns were counted once. A solver answer of unknown or a timeout never merges.
+isl's Presburger decision, or Z3), and keeps a record of every merge with the prover's answer,
+so that `--explain-dedup` can show why two access patterns were counted once. A solver answer
+of unknown or a spent budget never merges.
 
 Only maps over the same domain are compared (same dimension bounds, result count and runtime
 variables, and the same provenance): the solver is the slow path, so cheap filters and a cache

@@ -98,11 +98,11 @@ class _Builder:
                 out = x if out is None else out.add(x)
             return out
         if isinstance(e, Mul):
-            c, x = (e.rhs, e.lhs) if isinstance(e.rhs, Const) else (e.lhs, e.rhs)
-            if not isinstance(c, Const):
+            k, x = (e.rhs, e.lhs) if isinstance(e.rhs, Const) else (e.lhs, e.rhs)
+            if not isinstance(k, Const):
                 return None
             a = self.expr(x)
-            return None if a is None else a.scale_val(self.val(c.value))
+            return None if a is None else a.scale_val(self.val(k.value))
         if not isinstance(e, (FloorDiv, CeilDiv, Mod, Min, Max)):
             return None
         a = self.expr(e.lhs)
