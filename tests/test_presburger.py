@@ -139,6 +139,11 @@ def test_sizes_are_parameters() -> None:
     expected = isl.Set.read_from_str(relation.get_ctx(), "[N] -> { : 1 <= N <= 64 }")
     assert relation.params().is_equal(expected)
     assert presburger.equal(f, f, {"N": Interval(1, 64)}) is True
+    g = parse_map("(d0) -> (d0), domain: d0 in [0, 6]")
+    same, difference = presburger.decide(f, g, {"N": Interval(1, 64)})
+    assert same is False and difference is not None
+    which, fixed, result, sizes = difference
+    assert (which, fixed, result) == ("first", [7], [7]) and 1 <= sizes["N"] <= 64
 
 
 def test_huge_constants_are_exact() -> None:

@@ -181,8 +181,8 @@ def _pair(f: IndexingMap, g: IndexingMap, sizes: Sizes | None) -> tuple[Any, Any
 
 
 #: A tuple of one relation that the other lacks: (which map has it, "first" or "second";
-#: dims + runtime values; results).
-Difference = tuple[str, list[int], list[int]]
+#: dims + runtime values; results; the sizes' values at which it differs).
+Difference = tuple[str, list[int], list[int], dict[str, int]]
 
 
 def decide(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None
@@ -226,12 +226,15 @@ def decide_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
     return (None, None) if answer is None else answer  # type: ignore[no-any-return]
 
 
-def _sample(diff: Any) -> tuple[list[int], list[int]]:
+def _sample(diff: Any) -> tuple[list[int], list[int], dict[str, int]]:
     point = diff.wrap().sample_point()
     split = diff.dim(_isl.dim_type.in_)
     values = [point.get_coordinate_val(_isl.dim_type.set, i).to_python()
               for i in range(split + diff.dim(_isl.dim_type.out))]
-    return values[:split], values[split:]
+    sizes = {diff.get_dim_name(_isl.dim_type.param, i):
+             point.get_coordinate_val(_isl.dim_type.param, i).to_python()
+             for i in range(diff.dim(_isl.dim_type.param))}
+    return values[:split], values[split:], sizes
 
 
 def equal(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None) -> bool | None:

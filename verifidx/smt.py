@@ -330,7 +330,7 @@ def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
         return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
     if difference is None:
         return None
-    which, fixed, result = difference
+    which, fixed, result, _sizes = difference  # no sizes in maps yet (issue 23)
     a, b = (f, g) if which == "first" else (g, f)
     nd = a.num_dims
     dims, rts = fixed[:nd], fixed[nd:]
@@ -587,7 +587,7 @@ def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], t
         return Verdict(True, message="isl decided the unions equal (Presburger arithmetic)")
     if difference is None:
         return None
-    which, fixed, result = difference
+    which, fixed, result, _sizes = difference  # no sizes in maps yet (issue 23)
     mine, theirs, side = (lhs, rhs, "lhs") if which == "first" else (rhs, lhs, "rhs")
     for i, a in enumerate(mine):
         nd = a.num_dims
