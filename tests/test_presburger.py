@@ -142,8 +142,8 @@ def test_sizes_are_parameters() -> None:
     g = parse_map("(d0) -> (d0), domain: d0 in [0, 6]")
     same, difference = presburger.decide(f, g, {"N": Interval(1, 64)})
     assert same is False and difference is not None
-    which, fixed, result, sizes = difference
-    assert (which, fixed, result) == ("first", [7], [7]) and 1 <= sizes["N"] <= 64
+    assert (difference.which, difference.fixed, difference.result) == ("first", [7], [7])
+    assert 1 <= difference.sizes["N"] <= 64 and difference.index == 0
 
 
 def test_huge_constants_are_exact() -> None:

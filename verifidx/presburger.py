@@ -25,6 +25,7 @@ parameters in their intervals (isl parameters are universally quantified in `is_
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Max, Min, Mod, Mul, RtVar, Symbol
@@ -131,6 +132,14 @@ def isl_map(m: IndexingMap, sizes: Sizes | None = None) -> Any:
     """isl's map of m's relation, `[sizes] -> { [dims, rts] -> [results] : exists range vars
     : domain }`, or None when some expression is not quasi-affine (or islpy is missing).
     Runtime variables are input coordinates: the relation is over every runtime value."""
+    full = _with_range_vars(m, sizes)
+    return None if full is None else \
+        full.project_out(_isl.dim_type.in_, m.num_dims, m.num_range_vars)
+
+
+def _with_range_vars(m: IndexingMap, sizes: Sizes | None) -> Any:
+    """`{ [dims, range vars, rts] -> [results] : domain }`: the map before its range
+    variables are made existential (a tuple's witness is sampled from it)."""
     if m.is_undefined or _context() is None:
         return None
     sizes = sizes or {}
@@ -154,8 +163,7 @@ def isl_map(m: IndexingMap, sizes: Sizes | None = None) -> Any:
         if x is None:
             return None
         relation = relation.flat_range_product(_isl.Map.from_pw_aff(x))
-    relation = relation.intersect_domain(domain)
-    return relation.project_out(_isl.dim_type.in_, m.num_dims, m.num_range_vars)
+    return relation.intersect_domain(domain)
 
 
 def _run(decide: Any) -> Any:
@@ -180,9 +188,16 @@ def _pair(f: IndexingMap, g: IndexingMap, sizes: Sizes | None) -> tuple[Any, Any
     return both  # type: ignore[no-any-return]
 
 
-#: A tuple of one relation that the other lacks: (which map has it, "first" or "second";
-#: dims + runtime values; results; the sizes' values at which it differs).
-Difference = tuple[str, list[int], list[int], dict[str, int]]
+@dataclass
+class Difference:
+    """A tuple of one relation that the other lacks, as isl samples it (not a certificate)."""
+
+    which: str  # "first" (f, or the lhs union) or "second"
+    fixed: list[int]  # dims, then runtime values
+    result: list[int]
+    sizes: dict[str, int]  # the sizes' values at which the relations differ
+    index: int = -1  # the map of that side that relates the tuple (-1: none found)
+    range_values: list[int] | None = None  # that map's range variables giving the tuple
 
 
 def decide(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None
@@ -202,24 +217,30 @@ def decide_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
     if _context() is None or not lhs or not rhs:
         return None, None
 
-    def union(maps: Sequence[IndexingMap]) -> Any:
-        out = None
+    def build(maps: Sequence[IndexingMap]) -> tuple[list[Any], Any] | None:
+        full, union = [], None
         for m in maps:
-            x = isl_map(m, sizes)
+            x = _with_range_vars(m, sizes)
             if x is None:
                 return None
-            out = x if out is None else out.union(x)
-        return out
+            full.append(x)
+            y = x.project_out(_isl.dim_type.in_, m.num_dims, m.num_range_vars)
+            union = y if union is None else union.union(y)
+        return full, union
 
-    both = _run(lambda: (union(lhs), union(rhs)))
-    if both is None or both[0] is None or both[1] is None:
+    sides = _run(lambda: (build(lhs), build(rhs)))
+    if sides is None or sides[0] is None or sides[1] is None:
         return None, None
+    (full_l, union_l), (full_r, union_r) = sides
 
     def run() -> tuple[bool, Difference | None]:
-        for which, (a, b) in (("first", both), ("second", both[::-1])):
+        for which, a, b, maps, full in (("first", union_l, union_r, lhs, full_l),
+                                        ("second", union_r, union_l, rhs, full_r)):
             diff = a.subtract(b)
             if not diff.is_empty():
-                return False, (which, *_sample(diff))
+                found = Difference(which, *_sample(diff))
+                _witness(found, maps, full)
+                return False, found
         return True, None
 
     answer = _run(run)
@@ -235,6 +256,28 @@ def _sample(diff: Any) -> tuple[list[int], list[int], dict[str, int]]:
              point.get_coordinate_val(_isl.dim_type.param, i).to_python()
              for i in range(diff.dim(_isl.dim_type.param))}
     return values[:split], values[split:], sizes
+
+
+def _witness(found: Difference, maps: Sequence[IndexingMap], full: Sequence[Any]) -> None:
+    """Sets which map relates the tuple and with which range values (isl's sample of that
+    map with everything else fixed), so the caller evaluates one point instead of a box."""
+    for index, (m, relation) in enumerate(zip(maps, full)):
+        nd, nr = m.num_dims, m.num_range_vars
+        fixed = relation
+        for i, x in enumerate(found.fixed):
+            fixed = fixed.fix_val(_isl.dim_type.in_, i if i < nd else i + nr, x)
+        for j, y in enumerate(found.result):
+            fixed = fixed.fix_val(_isl.dim_type.out, j, y)
+        for name, x in found.sizes.items():
+            fixed = fixed.fix_val(_isl.dim_type.param,
+                                  fixed.find_dim_by_name(_isl.dim_type.param, name), x)
+        if fixed.is_empty():
+            continue
+        point = fixed.wrap().sample_point()
+        found.index = index
+        found.range_values = [point.get_coordinate_val(_isl.dim_type.set, nd + k).to_python()
+                              for k in range(nr)]
+        return
 
 
 def equal(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None) -> bool | None:

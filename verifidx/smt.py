@@ -262,23 +262,26 @@ def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOU
     by evaluation. None when neither decides (maps isl cannot express, isl's budget spent), or
     when the maps are UNDEFINED or differ in shape (`equal` answers those).
 
-    Range-free maps are sampled first (a few exact evaluations, cheaper than isl). With range
-    variables sampling costs a numpy pass over the range box, which equal pairs pay for
-    nothing: only the two corners are tried before isl (most near misses show there), and
-    isl's decision brings a tuple of the difference that one evaluation checks."""
+    Sampling comes first, as far as it is cheap: a few points of one map checked against the
+    other when that one has no range variables (plain evaluation), and against a map with
+    range variables only the two corners and only for a range box up to QUICK_BOX points (a
+    numpy pass over the box per check, which equal pairs pay for nothing). Then isl, whose
+    "differ" brings a tuple of the difference (with isl's range values for the map that has
+    it) that one evaluation checks. When isl cannot decide, the remaining samples are tried."""
     if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
         return None
-    ranged = f.num_range_vars or g.num_range_vars
-    found = _sampled_counterexample(f, g, 2 if ranged else SAMPLED_POINTS)
+    found = _sampled_counterexample(f, g, quick=True)
     if found is None:  # (a Verdict is truthy only when it holds)
         found = _presburger_equal(f, g, timeout_ms)
-    if found is None and ranged:
+    if found is None and (f.num_range_vars or g.num_range_vars):
         found = _sampled_counterexample(f, g)
     return found
 
 
 #: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
 SAMPLED_POINTS = 4
+#: Largest range box that `quick_equal` checks sampled corners against before asking isl.
+QUICK_BOX = 8192
 
 
 def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
@@ -293,16 +296,22 @@ def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
     return points[:count]
 
 
-def _sampled_counterexample(f: IndexingMap, g: IndexingMap, count: int = SAMPLED_POINTS
+def _sampled_counterexample(f: IndexingMap, g: IndexingMap, quick: bool = False
                             ) -> Verdict | None:
     """A tuple that one map relates and the other does not, found by evaluating one map at a
     few points and checking the other by exact evaluation over its range box (all samples in
-    one vectorised pass); None when the samples find nothing (or cannot be checked)."""
+    one vectorised pass); None when the samples find nothing (or cannot be checked).
+    `quick=True` limits the checks against a map with range variables as `quick_equal` says."""
     from .vectorised import relates_many
 
     for a, b, which in ((f, g, "first"), (g, f, "second")):
         if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
             continue
+        count = SAMPLED_POINTS
+        if quick and b.num_range_vars:
+            if _box_size(b) > QUICK_BOX:
+                continue
+            count = 2
         if not all(e.is_total for e in (*a.results, *a.constraints)):
             return None
         nd, nr = a.num_dims, a.num_range_vars
@@ -315,6 +324,13 @@ def _sampled_counterexample(f: IndexingMap, g: IndexingMap, count: int = SAMPLED
             if answer is False:
                 return _refutation(a, b, which, list(point), result)
     return None
+
+
+def _box_size(m: IndexingMap) -> int:
+    size = 1
+    for info in m.range_vars:
+        size *= max(info.bounds.size, 0)
+    return size
 
 
 def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict | None:
@@ -330,12 +346,12 @@ def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
         return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
     if difference is None:
         return None
-    which, fixed, result, _sizes = difference  # no sizes in maps yet (issue 23)
+    which, fixed, result = difference.which, difference.fixed, difference.result
     a, b = (f, g) if which == "first" else (g, f)
     nd = a.num_dims
     dims, rts = fixed[:nd], fixed[nd:]
-    witness = relates(a, dims, rts, result)
-    if not isinstance(witness, list):
+    witness = _checked_witness(a, dims, rts, result, difference.range_values)
+    if witness is None:
         return None
     related = relates(b, dims, rts, result)
     if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
@@ -343,6 +359,23 @@ def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
     if related is False:
         return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
     return None  # isl's tuple did not check out: Z3 decides
+
+
+def _checked_witness(a: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                     result: Sequence[int], hint: Sequence[int] | None) -> list[int] | None:
+    """Range values of `a` that give `result` at (dims, rts), checked by exact evaluation:
+    isl's `hint` when it checks out, else found by evaluating a's range box; None if neither."""
+    from .vectorised import relates
+
+    if hint is not None and len(hint) == a.num_range_vars:
+        values = [*dims, *hint, *rts]
+        syms = [*hint, *rts]
+        if all(x in info.bounds for x, info in zip(values, a.all_vars)) and \
+                a.constraints_satisfied(dims, syms) and \
+                tuple(a.evaluate(dims, syms)) == tuple(result):
+            return list(hint)
+    found = relates(a, dims, rts, result)
+    return found if isinstance(found, list) else None
 
 
 def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],
@@ -587,13 +620,14 @@ def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], t
         return Verdict(True, message="isl decided the unions equal (Presburger arithmetic)")
     if difference is None:
         return None
-    which, fixed, result, _sizes = difference  # no sizes in maps yet (issue 23)
+    which, fixed, result = difference.which, difference.fixed, difference.result
     mine, theirs, side = (lhs, rhs, "lhs") if which == "first" else (rhs, lhs, "rhs")
     for i, a in enumerate(mine):
         nd = a.num_dims
         dims, rts = fixed[:nd], fixed[nd:]
-        witness = relates(a, dims, rts, result)
-        if not isinstance(witness, list):
+        hint = difference.range_values if i == difference.index else None
+        witness = _checked_witness(a, dims, rts, result, hint)
+        if witness is None:
             continue
         for b in theirs:
             related = relates(b, dims, rts, result)

@@ -133,7 +133,7 @@ def relates_many(m: IndexingMap, tuples: Sequence[Tuple], witness: bool = True
             any(_magnitude(e, bound) >= _SAFE for e in exprs):
         return answers
     axes = [np.arange(v.bounds.lo, v.bounds.hi + 1, dtype=np.int64) for v in m.range_vars]
-    grids = [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
+    grids = axes if nr == 1 else [g.ravel() for g in np.meshgrid(*axes, indexing="ij")]
     # points down the first axis, range values along the second: (p, 1) against (1, n)
     env: dict[Expr, np.ndarray] = {}
     for i, v in enumerate(m.variables):
@@ -149,15 +149,15 @@ def relates_many(m: IndexingMap, tuples: Sequence[Tuple], witness: bool = True
     for j, e in enumerate(m.results):
         want = np.array([tuples[k][2][j] for k in todo], dtype=np.int64)[:, None]
         hit &= _broadcast_eval(e, env) == want
-    for row, k in zip(hit, todo):
-        where = np.flatnonzero(row)
-        if not len(where):
+    first = hit.argmax(axis=1)  # the first hit of each row (0 in a row without one)
+    for row, k in enumerate(todo):
+        i = int(first[row])
+        if not hit[row, i]:
             answers[k] = False
             continue
         if not witness:
             answers[k] = True
             continue
-        i = int(where[0])
         values = [int(grids[r][i]) for r in range(nr)]
         # one exact evaluation in Python integers confirms the vectorised answer
         dims, rts, result = tuples[k]
