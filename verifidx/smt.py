@@ -281,7 +281,7 @@ def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOU
 #: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
 SAMPLED_POINTS = 4
 #: Largest range box that `quick_equal` checks sampled corners against before asking isl.
-QUICK_BOX = 8192
+QUICK_BOX = 2048
 
 
 def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
