@@ -59,6 +59,13 @@ def available() -> bool:
     return _context() is not None
 
 
+def _val(c: int) -> Any:
+    """isl's integer of any size (`int_from_si` takes a C long)."""
+    if -(1 << 62) < c < 1 << 62:
+        return _isl.Val.int_from_si(_ctx, c)
+    return _isl.Val.read_from_str(_ctx, str(c))
+
+
 class _Builder:
     """Builds isl objects for one map through isl's API (no text to parse: building is about
     three times cheaper than `isl.Map(text)`). Variables are the set dimensions dims, range
@@ -77,9 +84,7 @@ class _Builder:
                        for i in range(len(sizes))]
 
     def val(self, c: int) -> Any:
-        if -(1 << 62) < c < 1 << 62:
-            return _isl.Val.int_from_si(_ctx, c)
-        return _isl.Val.read_from_str(_ctx, str(c))
+        return _val(c)
 
     def const(self, c: int) -> Any:
         return _isl.PwAff.from_aff(self.zero.set_constant_val(self.val(c)))
@@ -265,12 +270,12 @@ def _witness(found: Difference, maps: Sequence[IndexingMap], full: Sequence[Any]
         nd, nr = m.num_dims, m.num_range_vars
         fixed = relation
         for i, x in enumerate(found.fixed):
-            fixed = fixed.fix_val(_isl.dim_type.in_, i if i < nd else i + nr, x)
+            fixed = fixed.fix_val(_isl.dim_type.in_, i if i < nd else i + nr, _val(x))
         for j, y in enumerate(found.result):
-            fixed = fixed.fix_val(_isl.dim_type.out, j, y)
+            fixed = fixed.fix_val(_isl.dim_type.out, j, _val(y))
         for name, x in found.sizes.items():
             fixed = fixed.fix_val(_isl.dim_type.param,
-                                  fixed.find_dim_by_name(_isl.dim_type.param, name), x)
+                                  fixed.find_dim_by_name(_isl.dim_type.param, name), _val(x))
         if fixed.is_empty():
             continue
         point = fixed.wrap().sample_point()
