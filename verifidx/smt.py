@@ -6,8 +6,9 @@ recorded as a definedness condition; `a mod b` is `a % b` with `b > 0` recorded.
 treats an undefined operation as having a value: maps that may divide by zero inside their domain
 get an `unknown` verdict that says where.
 
-Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer), False only with a
-concrete counterexample that verifidx re-evaluated itself, and None for timeouts and unknowns.
+Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer, or isl's decision of
+Presburger arithmetic through `presburger`), False only with a concrete counterexample that
+verifidx re-evaluated itself, and None for spent budgets and unknowns.
 """
 
 from __future__ import annotations
