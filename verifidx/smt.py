@@ -6,8 +6,9 @@ recorded as a definedness condition; `a mod b` is `a % b` with `b > 0` recorded.
 treats an undefined operation as having a value: maps that may divide by zero inside their domain
 get an `unknown` verdict that says where.
 
-Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer), False only with a
-concrete counterexample that verifidx re-evaluated itself, and None for timeouts and unknowns.
+Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer, or isl's decision of
+Presburger arithmetic through `presburger`), False only with a concrete counterexample that
+verifidx re-evaluated itself, and None for spent budgets and unknowns.
 """
 
 from __future__ import annotations
@@ -142,9 +143,18 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
     return env
 
 
+#: Z3 resource units per millisecond of budget (Z3 spends about 2-3 million a second).
+RLIMIT_PER_MS = 2500
+#: The wall-clock timeout is only a backstop against a runaway query on a starved machine.
+BACKSTOP = 10
+
+
 def _solver(timeout_ms: int) -> z3.Solver:
+    """A solver whose budget is Z3's deterministic resource count (`rlimit`), so that the same
+    query gets the same verdict under any machine load."""
     s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
+    s.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+    s.set("timeout", int(timeout_ms) * BACKSTOP)
     return s
 
 
@@ -201,13 +211,18 @@ def _shape_mismatch(f: IndexingMap, g: IndexingMap) -> str | None:
     return None
 
 
-def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS, *,
+          quick: bool = True) -> Verdict:
     """Whether `f` and `g` denote the same relation, for every value of the runtime variables.
 
     Range variables are existential, so maps that differ by renaming, reordering or rescaling
-    them are equal. Decided exactly for range boxes up to EXPANSION_LIMIT points (the
-    existential becomes a finite disjunction); beyond that a quantified query runs under the
-    timeout and may answer unknown. Never answers True without an unsat proof."""
+    them are equal. In order: a counterexample found by sampling points and checked by exact
+    evaluation (no solver); isl's decision of Presburger arithmetic for quasi-affine maps
+    (`presburger`, no enumeration of range variables; a "differ" from isl is turned into a
+    tuple and checked by evaluation too); Z3 for what isl cannot express or decide within its
+    budget (range boxes up to EXPANSION_LIMIT points expanded, larger ones quantified).
+    `quick=False` skips the first two (a caller that ran `quick_equal` already). Never answers
+    True without a decision procedure's proof."""
     start = time.perf_counter()
     if f.is_undefined or g.is_undefined:
         same = f.is_undefined and g.is_undefined
@@ -223,6 +238,10 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         if f_empty.holds is None or g_empty.holds is None:
             return Verdict(None, message=f"{mismatch}; emptiness undecided")
         return Verdict(False, message=mismatch, seconds=time.perf_counter() - start)
+    v = quick_equal(f, g, timeout_ms) if quick else None
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     if f.num_range_vars == g.num_range_vars and f.num_range_vars <= 4:
         for perm in itertools.permutations(range(f.num_range_vars)):
             v = _equal_under_pairing(f, g, perm, timeout_ms)
@@ -236,6 +255,166 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
             return v
     return Verdict(True, message="each relation contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS
+                ) -> Verdict | None:
+    """The decisions that enumerate nothing: isl's decision and a sampled counterexample checked
+    by evaluation. None when neither decides (maps isl cannot express, isl's budget spent), or
+    when the maps are UNDEFINED or differ in shape (`equal` answers those).
+
+    Sampling comes first, as far as it is cheap: a few points of one map checked against the
+    other when that one has no range variables (plain evaluation), and against a map with
+    range variables only the two corners and only for a range box up to QUICK_BOX points (a
+    numpy pass over the box per check, which equal pairs pay for nothing). Then isl, whose
+    "differ" brings a tuple of the difference (with isl's range values for the map that has
+    it) that one evaluation checks. When isl cannot decide, the remaining samples are tried."""
+    if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
+        return None
+    found = _sampled_counterexample(f, g, quick=True)
+    if found is None:  # (a Verdict is truthy only when it holds)
+        found = _presburger_equal(f, g, timeout_ms)
+    if found is None and (f.num_range_vars or g.num_range_vars):
+        found = _sampled_counterexample(f, g)
+    return found
+
+
+#: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
+SAMPLED_POINTS = 4
+#: Largest range box that `quick_equal` checks sampled corners against before asking isl.
+QUICK_BOX = 2048
+
+
+def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
+    """Up to `count` points of m's box: all variables at their lower ends, at their upper
+    ends, then seeded random points (the same points on every run)."""
+    import random
+
+    boxes = [info.bounds for info in m.all_vars]
+    points = [tuple(iv.lo for iv in boxes), tuple(iv.hi for iv in boxes)]
+    rng = random.Random(len(boxes))
+    points += [tuple(rng.randint(iv.lo, iv.hi) for iv in boxes) for _ in range(count - 2)]
+    return points[:count]
+
+
+def _sampled_counterexample(f: IndexingMap, g: IndexingMap, quick: bool = False
+                            ) -> Verdict | None:
+    """A tuple that one map relates and the other does not, found by evaluating one map at a
+    few points and checking the other by exact evaluation over its range box (all samples in
+    one vectorised pass); None when the samples find nothing (or cannot be checked).
+    `quick=True` limits the checks against a map with range variables as `quick_equal` says."""
+    from .vectorised import relates_many
+
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
+            continue
+        count = SAMPLED_POINTS
+        if quick and b.num_range_vars:
+            if _box_size(b) > QUICK_BOX:
+                continue
+            count = 2
+        if not all(e.is_total for e in (*a.results, *a.constraints)):
+            return None
+        nd, nr = a.num_dims, a.num_range_vars
+        points = [p for p in _sample_points(a, count)
+                  if a.constraints_satisfied(p[:nd], p[nd:])]
+        results = [a.evaluate(p[:nd], p[nd:]) for p in points]
+        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)],
+                               witness=False)
+        for point, result, answer in zip(points, results, answers):
+            if answer is False:
+                return _refutation(a, b, which, list(point), result)
+    return None
+
+
+def _box_size(m: IndexingMap) -> int:
+    size = 1
+    for info in m.range_vars:
+        size *= max(info.bounds.size, 0)
+    return size
+
+
+def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict | None:
+    """isl's decision (None when isl cannot express the maps or stops at its budget). "Equal"
+    is isl's proof; "differ" is reported only with isl's tuple of the difference checked by
+    evaluation (or, for a range box too large to evaluate, by a quantifier-free unsat answer
+    at that tuple); None when the tuple does not check out."""
+    from . import presburger
+    from .vectorised import relates
+
+    same, difference = presburger.decide(f, g)
+    if same:
+        return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
+    if difference is None:
+        return None
+    which, fixed, result = difference.which, difference.fixed, difference.result
+    a, b = (f, g) if which == "first" else (g, f)
+    nd = a.num_dims
+    dims, rts = fixed[:nd], fixed[nd:]
+    witness = _checked_witness(a, dims, rts, result, difference.range_values)
+    if witness is None:
+        return None
+    related = relates(b, dims, rts, result)
+    if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+        related = False
+    if related is False:
+        return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
+    return None  # isl's tuple did not check out: Z3 decides
+
+
+def _checked_witness(a: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                     result: Sequence[int], hint: Sequence[int] | None) -> list[int] | None:
+    """Range values of `a` that give `result` at (dims, rts), checked by exact evaluation:
+    isl's `hint` when it checks out, else found by evaluating a's range box; None if neither."""
+    from .vectorised import relates
+
+    if hint is not None and len(hint) == a.num_range_vars:
+        values = [*dims, *hint, *rts]
+        syms = [*hint, *rts]
+        if all(x in info.bounds for x, info in zip(values, a.all_vars)) and \
+                a.constraints_satisfied(dims, syms) and \
+                tuple(a.evaluate(dims, syms)) == tuple(result):
+            return list(hint)
+    found = relates(a, dims, rts, result)
+    return found if isinstance(found, list) else None
+
+
+def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                       result: Sequence[int], timeout_ms: int) -> bool:
+    """False only when Z3 proves (unsat) that no range values of b give `result` at the
+    point; True otherwise (related, or not shown to be unrelated)."""
+    env: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(x) for i, x in enumerate(dims)}
+    env.update({RtVar(i): z3.IntVal(x) for i, x in enumerate(rts)})
+    env.update({Symbol(k): z3.Int(f"b_s{k}") for k in range(b.num_range_vars)})
+    eb = _MapEncoding(b, env)
+    s = _solver(timeout_ms)
+    s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
+    return s.check() != z3.unsat
+
+
+def _refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
+                result: tuple[int, ...]) -> Verdict:
+    """The verdict for a checked tuple: `a` relates the point `values` (all of a's variables)
+    to `result`, `b` relates its dims and runtime values to no such result."""
+    from .syntax import variable_names
+
+    names = variable_names(a)
+    point = {names[v]: x for v, x in zip(a.variables, values)}
+    nd, nr = a.num_dims, a.num_range_vars
+    dims, rts = values[:nd], values[nd + nr:]
+    b_value: object = None
+    if b.num_range_vars == 0 and not b.is_known_empty and all(
+            x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
+            b.constraints_satisfied(dims, rts):
+        b_value = b.evaluate(dims, rts)
+    other = "second" if which == "first" else "first"
+    where = (f"gives {b_value}" if b_value is not None else
+             "no value of its range variables gives it" if b.num_range_vars else
+             "outside its domain")
+    lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
+    return Verdict(False, point, lhs_value=lhs, rhs_value=rhs,
+                   message=f"the {which} map relates {point} to {result}; the {other} map "
+                           f"does not ({where})")
 
 
 def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], timeout_ms: int
@@ -413,6 +592,10 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
     if len(shapes) > 1:
         return Verdict(None, message="the maps differ in their numbers of dimensions, runtime "
                                      "variables or results")
+    v = _presburger_unions(sides[0], sides[1], timeout_ms)
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     for which, mine, theirs in (("lhs", sides[0], live[1]), ("rhs", sides[1], live[0])):
         for i, m in enumerate(mine):
             if m.is_known_empty:
@@ -423,6 +606,47 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
                 return v
     return Verdict(True, message="each union contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], timeout_ms: int
+                       ) -> Verdict | None:
+    """isl's decision on the two unions: "equal" is isl's proof; "differ" is reported only
+    with isl's tuple checked by evaluation (some map of one side gives it, no map of the other
+    does); None otherwise (Z3 decides)."""
+    from . import presburger
+    from .vectorised import relates
+
+    same, difference = presburger.decide_unions(lhs, rhs)
+    if same:
+        return Verdict(True, message="isl decided the unions equal (Presburger arithmetic)")
+    if difference is None:
+        return None
+    which, fixed, result = difference.which, difference.fixed, difference.result
+    mine, theirs, side = (lhs, rhs, "lhs") if which == "first" else (rhs, lhs, "rhs")
+    for i, a in enumerate(mine):
+        nd = a.num_dims
+        dims, rts = fixed[:nd], fixed[nd:]
+        hint = difference.range_values if i == difference.index else None
+        witness = _checked_witness(a, dims, rts, result, hint)
+        if witness is None:
+            continue
+        for b in theirs:
+            related = relates(b, dims, rts, result)
+            if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+                related = False
+            if related is not False:
+                return None  # isl's tuple did not check out: Z3 decides
+        from .syntax import variable_names
+
+        names = variable_names(a)
+        point = {names[v]: x for v, x in zip(a.variables, [*dims, *witness, *rts])}
+        other = "rhs" if side == "lhs" else "lhs"
+        value = tuple(result)
+        return Verdict(False, point, lhs_value=value if side == "lhs" else None,
+                       rhs_value=value if side == "rhs" else None,
+                       message=f"{side}[{i}] relates {point} to {value}; no map of the {other} "
+                               f"does")
+    return None
 
 
 def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, timeout_ms: int

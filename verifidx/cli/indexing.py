@@ -43,7 +43,7 @@ def register(sub: Subparsers) -> None:
                    help="output-to-input (default) or input-to-output maps")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--explain-dedup", action="store_true",
-                   help="list the maps merged because Z3 proved them equal")
+                   help="list the maps merged because they were proved equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
     p.add_argument("--allow-unknown-opcodes", action="store_true",
