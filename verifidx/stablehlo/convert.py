@@ -39,7 +39,7 @@ from verifidx.hlo.module import (
     WindowDim,
 )
 from verifidx.hlo.shape import Shape
-from verifidx.stablehlo.bindings import mlir
+from verifidx.stablehlo.bindings import mlir, position
 
 Size = int | SymSize
 """A dimension's size: a number, or a symbolic size for a dynamic dimension."""
@@ -135,9 +135,10 @@ def _window(sizes: Sequence[int], strides: Sequence[int], padding: Sequence[int]
 class _Function:
     """The state of converting one function body (or region) into one computation."""
 
-    def __init__(self, conv: Converter, name: str) -> None:
+    def __init__(self, conv: Converter, name: str, parent: _Function | None = None) -> None:
         self.conv = conv
         self.name = name
+        self.parent = parent  # the function around a region
         self.insts: list[HloInstruction] = []
         self.names: dict[Any, str] = {}       # ir.Value -> instruction name
         self.sizes: dict[Any, tuple[Size, ...]] = {}
@@ -171,12 +172,26 @@ class _Function:
         self.shapes[name] = shape
         return name
 
-    def operand(self, value: Any) -> str:
+    def operand(self, value: Any, user: Any) -> str:
+        """The instruction that holds `value`, used by the op `user`. A region (comparator,
+        reducer) may use a constant of the function around it, as `jax.export` prints
+        `jnp.sort`'s comparator: the constant is converted again inside the region, which
+        becomes a computation of its own."""
         name = self.names.get(value)
-        if name is None:
-            raise ParseError(f"StableHLO: value {value.get_name()} is not defined in {self.name}",
-                             source=self.conv.source)
-        return name
+        if name is not None:
+            return name
+        outer = self.parent
+        while outer is not None and value not in outer.names:
+            outer = outer.parent
+        owner = value.owner if outer is not None else None
+        if getattr(owner, "name", None) == "stablehlo.constant":
+            OpConverter(self.conv, self, owner).run()
+            return self.names[value]
+        line, column = position(user)
+        what = "is not defined" if outer is None else \
+            "is defined outside the region and is not a constant (not supported)"
+        raise ParseError(f"StableHLO: value {value.get_name(self.conv.asm)} used by "
+                         f"{user.name} in {self.name} {what}", line, column, self.conv.source)
 
     # -- types and sizes -------------------------------------------------------------------
     def type_sizes(self, t: Any, what: str) -> tuple[str, tuple[Size, ...]]:
@@ -315,17 +330,18 @@ class Converter:
             if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
                 body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
         returned: list[Any] = []
+        terminator: Any = None
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
-                returned = list(op.operands)
+                returned, terminator = list(op.operands), op.operation
                 continue
             OpConverter(self, body, op).run()
-        return self.finish(body, returned)
+        return self.finish(body, returned, terminator)
 
-    def finish(self, body: _Function, returned: list[Any]
+    def finish(self, body: _Function, returned: list[Any], terminator: Any
                ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
-        names = [body.operand(v) for v in returned]
+        names = [body.operand(v, terminator) for v in returned]
         sizes = [body.sizes.get(v, ()) for v in returned]
         ints = [body.ints.get(v) for v in returned]
         if len(names) == 1:
@@ -344,11 +360,11 @@ class Converter:
         self.computations[body.name] = comp
         return sizes, ints
 
-    def region(self, region: Any, base: str) -> str:
+    def region(self, region: Any, around: _Function) -> str:
         """A region (reduce body, comparator, ...) as a computation of its own."""
         self.region_count += 1
-        name = f"{base}.region{self.region_count}"
-        body = _Function(self, name)
+        name = f"{around.name}.region{self.region_count}"
+        body = _Function(self, name, around)
         self.block(body, region.blocks[0], None, None)
         return name
 
@@ -378,7 +394,7 @@ class OpConverter:
         return self.fn.sizes.get(self.op.operands[i], ())
 
     def operands(self) -> list[str]:
-        return [self.fn.operand(v) for v in self.op.operands]
+        return [self.fn.operand(v, self.op.operation) for v in self.op.operands]
 
     def result_name(self, k: int = 0) -> str:
         res = self.op.results
@@ -671,7 +687,7 @@ class OpConverter:
         dims = _ints(self.op.attributes["dimensions"])
         src = self.in_sizes(0)
         kept = [s for k, s in enumerate(src) if k not in dims]
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         n = len(self.op.results)
         self.multi("reduce", self.operands(), [kept] * n, dimensions=dims, to_apply=body)
 
@@ -682,7 +698,7 @@ class OpConverter:
         window = _window(sizes, _ints(_attr(self.op, "window_strides")), pad,
                          _ints(_attr(self.op, "base_dilations")),
                          _ints(_attr(self.op, "window_dilations")))
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         self.multi("reduce-window", self.operands(), None, window=window, to_apply=body)
 
     def op_convolution(self) -> None:
@@ -722,7 +738,7 @@ class OpConverter:
     def op_scatter(self) -> None:
         sd = mlir()["stablehlo"].ScatterDimensionNumbers(
             self.op.attributes["scatter_dimension_numbers"])
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         self.multi("scatter", self.operands(), None,
                    update_window_dims=tuple(sd.update_window_dims),
                    inserted_window_dims=tuple(sd.inserted_window_dims),
@@ -767,7 +783,7 @@ class OpConverter:
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
 
     def op_sort(self) -> None:
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         dim = _int(self.op.attributes["dimension"])
         n = len(self.op.results)
         self.multi("sort", self.operands(), [list(self.in_sizes(0))] * n, dimensions=(dim,),
