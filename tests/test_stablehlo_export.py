@@ -22,6 +22,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import export  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
+from verifidx.hlo.runtime import OperandIndexing  # noqa: E402
+from verifidx.indexing_map import IndexingMap  # noqa: E402
 from verifidx.stablehlo import parse_stablehlo  # noqa: E402
 
 
@@ -112,3 +114,70 @@ def test_ops_of_jax_texts_are_located_in_the_file(capsys: pytest.CaptureFixture[
     assert path.read_text().count("loc(") == 5
     code, out, err = run(capsys, "indexing", str(path))
     assert code == 2 and err.startswith(f"error: {path}:6:10: "), err
+
+
+# -- refinement compares relations, not lists of runtime variables -----------------------------
+
+
+def lookup_program(tmp_path: Path) -> Path:
+    """Reshape a dynamic number of ids, gather rows of a static table."""
+    return exported(tmp_path, "lookup_flat", lambda ids, t: t[ids.reshape(-1)],
+                    ((B,), jnp.int32), ((10, 8), jnp.float32))
+
+
+def test_refining_a_lookup_is_proved(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 22 #5: the parametric maps carry the table index and a size as runtime
+    variables, the refined ones the index only; that was reported as a difference (exit 1)."""
+    path = lookup_program(tmp_path)
+    code, out, err = run(capsys, "indexing", str(path), "--refine",
+                         "tensor<12xi32>,tensor<10x8xf32>", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [c["holds"] for c in doc["refinement"]["checks"]] == [True, True]
+    main_json = next(c for c in doc["computations"] if c["name"] == "main")
+    table = main_json["outputs"][0]["operands"][1]
+    assert table["maps"] == ["(d0, d1){rt0} -> (rt0, d1), domain: d0 in [0, 11], d1 in [0, 7], "
+                             "rt0 in [0, 9]"]
+
+
+def test_a_real_difference_is_still_refuted(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parametric maps asked at 13 ids against the program refined for 12: output row 12
+    exists on one side only, whatever the table index, so it is refuted, with the point."""
+    import verifidx.stablehlo.refine as refine_module
+
+    real = refine_module.argument_sizes
+    monkeypatch.setattr(refine_module, "argument_sizes",
+                        lambda d, s: {k: v + 1 for k, v in real(d, s).items()})
+    path = lookup_program(tmp_path)
+    code, out, err = run(capsys, "indexing", str(path), "--refine",
+                         "tensor<12xi32>,tensor<10x8xf32>", "--json")
+    assert code == 1, err
+    checks = json.loads(out)["refinement"]["checks"]
+    assert [c["holds"] for c in checks] == [False, False]
+    assert all(c["counterexample"]["d0"] == 12 for c in checks), checks
+
+
+def _identity(n: int) -> OperandIndexing:
+    return OperandIndexing(IndexingMap.identity((n,)))
+
+
+def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
+    """A parametric map cut to a size no argument fixes (a value the program computes) equals
+    the static map for one value of that size and differs for the others: unknown."""
+    from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
+    from verifidx.refinement import ValueKeys, _Side, equal_as_relations
+
+    opaque = SymSize.of(SizeVar("f/%x#1/0", "dimension 0 of %x in f", 16))
+    cut = restrict(_identity(16), (opaque,), None, domain_only=True)
+    static = _identity(16)
+    module = parse_stablehlo("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                             "  return %a : tensor<4xf32>\n}\n")
+    keys = ValueKeys(module, {}, {})
+    verdict = equal_as_relations(_Side(cut, keys), _Side(static, keys))
+    assert verdict.holds is None and "dimension 0 of %x in f" in verdict.message
+    # the size is the only difference: with it fixed at 16 the two are equal
+    from verifidx.hlo.dynamic_dims import instantiate_sizes
+
+    fixed = instantiate_sizes(cut, {"f/%x#1/0": 16})
+    assert equal_as_relations(_Side(fixed, keys), _Side(static, keys)).holds is True

@@ -719,7 +719,18 @@ class OpConverter:
         self._gather(gd, _ints(self.op.attributes["slice_sizes"]), self.operands())
 
     def _gather(self, gd: Any, sizes: Sequence[int], operands: Sequence[str]) -> None:
-        self.single("gather", operands, None, offset_dims=tuple(gd.offset_dims),
+        # the result's batch dimensions are the start indices' (but the index vector's), in
+        # order, between the offset dimensions (the slice sizes of the dimensions kept)
+        indices = list(self.in_sizes(1))
+        if gd.index_vector_dim < len(indices):
+            del indices[gd.index_vector_dim]
+        dropped = set(gd.collapsed_slice_dims) | set(gd.operand_batching_dims)
+        offsets = [n for k, n in enumerate(sizes) if k not in dropped]
+        inferred: list[Size | None] = []
+        for d in range(len(indices) + len(offsets)):
+            source = offsets if d in gd.offset_dims else indices
+            inferred.append(source.pop(0) if source else None)
+        self.single("gather", operands, inferred, offset_dims=tuple(gd.offset_dims),
                     collapsed_slice_dims=tuple(gd.collapsed_slice_dims),
                     start_index_map=tuple(gd.start_index_map),
                     index_vector_dim=gd.index_vector_dim,
