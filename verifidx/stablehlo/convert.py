@@ -38,7 +38,7 @@ from verifidx.hlo.module import (
     SliceDim,
     WindowDim,
 )
-from verifidx.hlo.shape import Shape
+from verifidx.hlo.shape import Shape, size_error
 from verifidx.stablehlo.bindings import mlir, position
 
 Size = int | SymSize
@@ -139,6 +139,7 @@ class _Function:
         self.conv = conv
         self.name = name
         self.parent = parent  # the function around a region
+        self.at: Any = None  # the op being converted, for the position of an error
         self.insts: list[HloInstruction] = []
         self.names: dict[Any, str] = {}       # ir.Value -> instruction name
         self.sizes: dict[Any, tuple[Size, ...]] = {}
@@ -163,6 +164,11 @@ class _Function:
         if sizes is not None and any(isinstance(s, SymSize) for s in sizes):
             attrs[SIZES_ATTRIBUTE] = (tuple(s if isinstance(s, SymSize) else None
                                             for s in sizes),)
+        for leaf in shape.leaves():
+            too_large = size_error(leaf.dims)
+            if too_large is not None:
+                line, column = position(self.at) if self.at is not None else (1, 1)
+                raise ParseError(f"StableHLO: {too_large}", line, column, self.conv.source)
         literal = attrs.pop("literal", None)
         literal_value = attrs.pop("literal_value", None)
         number = attrs.pop("parameter_number", None)
@@ -319,6 +325,7 @@ class Converter:
               arg_sizes: Sequence[tuple[Size, ...]] | None,
               arg_ints: Sequence[tuple[SymSize, ...] | None] | None,
               ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
+        body.at = block.owner
         for i, arg in enumerate(block.arguments):
             etype, sizes = body.type_sizes(arg.type, f"parameter({i})")
             if arg_sizes is not None and i < len(arg_sizes) and len(arg_sizes[i]) == len(sizes):
@@ -385,6 +392,7 @@ class OpConverter:
         self.fn = fn
         self.op = op
         self.opname = op.operation.name
+        fn.at = op.operation
 
     @property
     def short(self) -> str:
