@@ -6,8 +6,9 @@ parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computati
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
-The JSON layout for computations is the contract in DESIGN.md; `runtime_variables` and
-`replica_ids` are added to an operand only when one of its maps has them, aligned with `maps`.
+The JSON layout is the contract in docs/contracts.md; `runtime_variables`, `replica_ids` and
+`reasons` (why a map is UNDEFINED) are added to an operand only when one of its maps needs them,
+aligned with `maps`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def _operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
         ]
     if any(m.replica is not None for m in maps):
         out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
+    if any(m.is_undefined for m in maps):
+        out["reasons"] = [("; ".join(m.notes) or "no reason recorded") if m.is_undefined
+                          else None for m in maps]
     return out
 
 
