@@ -153,6 +153,10 @@ def test_a_real_difference_is_still_refuted(capsys: pytest.CaptureFixture[str], 
     code, out, err = run(capsys, "indexing", str(path), "--refine",
                          "tensor<12xi32>,tensor<10x8xf32>", "--json")
     assert code == 1, err
+    lines = path.read_text().splitlines()
+    row = next(k for k, line in enumerate(lines) if "func.func public @main(" in line)
+    assert err.startswith(f"error: {path}:{row + 1}:{lines[row].index('func.func') + 1}: "
+                          "the parametric maps of output 0, parameter 0 differ"), err
     checks = json.loads(out)["refinement"]["checks"]
     assert [c["holds"] for c in checks] == [False, False]
     assert all(c["counterexample"]["d0"] == 12 for c in checks), checks
@@ -181,3 +185,19 @@ def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
 
     fixed = instantiate_sizes(cut, {"f/%x#1/0": 16})
     assert equal_as_relations(_Side(fixed, keys), _Side(static, keys)).holds is True
+
+
+def test_a_call_to_a_declared_function_is_unknown_not_a_crash(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A function without a body (a declaration) used to stop the converter (exit 70)."""
+    path = tmp_path / "ext.mlir"
+    path.write_text("module {\n  func.func private @ext(%a: tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "    %0 = call @ext(%a) : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "    return %0 : tensor<4xf32>\n  }\n}\n")
+    code, out, err = run(capsys, "indexing", str(path), "--json")
+    assert code == 0, err
+    (comp,) = json.loads(out)["computations"]
+    (operand,) = comp["outputs"][0]["operands"]
+    assert operand["maps"] == ["UNDEFINED"] and operand["reasons"] == ["unknown op func.call"]
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -253,7 +254,19 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
                   + ("" if c.holds else f": {c.message}"))
     failed = [c for c in checks if c.holds is False]
     if failed:
-        print(f"error: {source}: the parametric maps differ from the refined program's: "
-              f"{failed[0].message}", file=sys.stderr)
+        line, column = _function_position(text, dynamic.entry.name)
+        print(f"error: {source}:{line}:{column}: the parametric maps of output "
+              f"{failed[0].output}, parameter {failed[0].parameter} differ from the refined "
+              f"program's: {failed[0].message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK
+
+
+def _function_position(text: str, name: str) -> tuple[int, int]:
+    """(line, column) where function `name` is defined in MLIR text ((1, 1) if not found)."""
+    found = re.search(r"func\.func\s+(?:(?:public|private|nested)\s+)?@" + re.escape(name)
+                      + r"(?![\w.$-])", text)
+    if found is None:
+        return 1, 1
+    before = text[:found.start()]
+    return before.count("\n") + 1, found.start() - (before.rfind("\n") + 1) + 1
