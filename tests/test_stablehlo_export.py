@@ -201,3 +201,15 @@ def test_a_call_to_a_declared_function_is_unknown_not_a_crash(
     (operand,) = comp["outputs"][0]["operands"]
     assert operand["maps"] == ["UNDEFINED"] and operand["reasons"] == ["unknown op func.call"]
 
+
+
+def test_dropping_locations_keeps_every_other_character_in_place() -> None:
+    from verifidx.stablehlo.bindings import without_locations
+
+    text = ('func.func @loc(%a: tensor<4xf32> loc("x")) -> tensor<4xf32> {\n'
+            '  %0 = stablehlo.add %a, %a : tensor<4xf32> loc(callsite("f(\\""("a.py":1:2) at #l))\n'
+            '  return %0 : tensor<4xf32>\n} loc(#loc)\n#l = loc("q")\n')
+    plain = without_locations(text)
+    assert len(plain) == len(text) and plain.count("\n") == text.count("\n")
+    assert "loc(" not in plain.replace("@loc(", "") and plain.startswith("func.func @loc(%a")
+    assert parse_stablehlo(text).entry.name == "loc"

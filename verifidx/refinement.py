@@ -28,6 +28,7 @@ from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap, Var
 from verifidx.smt import Verdict, equal, includes
+from verifidx.stablehlo.convert import LITERAL_KEPT
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class Check:
     message: str = ""
     counterexample: Mapping[str, int] | None = None
 
+
+_NOT_A_FUNCTION_OF_OPERANDS = frozenset({
+    "rng", "rng-bit-generator", "rng-get-and-update-state", "custom-call", "infeed", "recv",
+    "recv-done", "stablehlo.rng", "stablehlo.rng_bit_generator"})
+"""Ops whose value is not determined by their operands and attributes: never paired."""
 
 class ValueKeys:
     """Names the value an instruction computes by its structure, so that an instruction of the
@@ -91,8 +97,10 @@ class ValueKeys:
     def _key(self, inst: HloInstruction) -> Hashable | None:
         comp = self.home.get(id(inst))
         sizes = self._sizes(inst)
-        if comp is None or sizes is None:
+        if comp is None or sizes is None or inst.opcode in _NOT_A_FUNCTION_OF_OPERANDS:
             return None
+        if inst.literal is not None and len(inst.literal) >= LITERAL_KEPT:
+            return None  # the StableHLO reader keeps only the start of a large constant
         if inst.opcode == "parameter":
             if comp is self.module.entry:
                 return ("parameter", inst.parameter_number, sizes)

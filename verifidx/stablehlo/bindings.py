@@ -68,9 +68,9 @@ def parse_error(err: Exception, source: str) -> ParseError:
     return ParseError(f"StableHLO: {message.strip()}", line, column, source)
 
 
-_LOC_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![\w$.#])loc\(')
+_LOC_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![\w$.#%@^!])loc\(')
 _PAREN_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[()]')
-_LOC_ALIAS = re.compile(r'^[ \t]*#loc\w*[ \t]*=[ \t]*loc\(.*$', re.MULTILINE)
+_LOC_ALIAS = re.compile(r'^[ \t]*#[\w.$-]+[ \t]*=[ \t]*loc\(.*$', re.MULTILINE)
 
 
 def without_locations(text: str) -> str:

@@ -46,6 +46,9 @@ Size = int | SymSize
 
 _DYNAMIC = -9223372036854775808  # MLIR's ShapedType::kDynamic
 
+LITERAL_KEPT = 200
+"""Characters of an array constant's text kept in the IR (weights can be megabytes)."""
+
 _RENAMED = {
     "broadcast_in_dim": "broadcast",
     "dot_general": "dot",
@@ -553,7 +556,7 @@ class OpConverter:
                 value = ir.FloatAttr(splat).value
         rank = len(ir.RankedTensorType(self.op.results[0].type).shape)
         attrs: dict[str, Any] = {
-            "literal": str(value) if rank == 0 and value is not None else literal[:200],
+            "literal": str(value) if rank == 0 and value is not None else literal[:LITERAL_KEPT],
             "literal_value": value if rank == 0 else None}
         self.single("constant", (), **attrs)
 
