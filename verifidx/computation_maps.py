@@ -243,25 +243,30 @@ class ComputationWalker:
         """(operand position, its first leaf) of the tuple operand holding `leaf`: a bisection
         in leaf offsets computed once per tuple, so a root of n elements costs O(n) for all its
         leaves, not O(n) each."""
+        offsets = self._tuple_offsets(inst)
+        j = bisect.bisect_right(offsets, leaf) - 1
+        if not 0 <= j < len(offsets) - 1 or offsets[j] == offsets[j + 1]:
+            return None, 0
+        return j, offsets[j]
+
+    def _tuple_offsets(self, inst: HloInstruction) -> list[int]:
+        """The first leaf of each operand of a tuple, then its number of leaves (kept)."""
         if self._offsets is None:
             self._offsets = {}
         offsets = self._offsets.get(inst.name)
         if offsets is None:
             offsets = self._offsets[inst.name] = _leaf_offsets(
                 [self.shape_of(n) for n in inst.operands]) + [_leaves(inst.shape)]
-        j = bisect.bisect_right(offsets, leaf) - 1
-        if not 0 <= j < len(offsets) - 1 or offsets[j] == offsets[j + 1]:
-            return None, 0
-        return j, offsets[j]
+        return offsets
 
     # input -> output edges for operand position `j` of `user`: (user leaf, maps)
     def edges_i2o(self, user: HloInstruction, j: int, leaf: int) -> Iterator[tuple[int, Maps]]:
-        shapes = [self.shape_of(n) for n in user.operands]
-        src = shapes[j]
+        src = self.shape_of(user.operands[j])
         leaf_shape = src.leaves()[leaf]
         if user.opcode == "tuple":
-            yield _leaf_offsets(shapes)[j] + leaf, [_identity(leaf_shape)]
+            yield self._tuple_offsets(user)[j] + leaf, [_identity(leaf_shape)]
             return
+        shapes = [self.shape_of(n) for n in user.operands]
         if user.opcode == "get-tuple-element" and src.is_tuple:
             index = user.tuple_index
             elements = list(src.tuple_shapes)

@@ -168,7 +168,9 @@ class _Function:
             attrs[SIZES_ATTRIBUTE] = (tuple(s if isinstance(s, SymSize) else None
                                             for s in sizes),)
         for leaf in shape.leaves():
-            too_large = size_error(leaf.dims)
+            # a `?` dimension is counted as 1: its bound is an assumption (2^31 - 1), not a size
+            too_large = size_error(tuple(1 if dyn else n for n, dyn in zip(leaf.dims,
+                                                                           leaf.dynamic)))
             if too_large is not None:
                 line, column = position(self.at) if self.at is not None else (1, 1)
                 raise ParseError(f"StableHLO: {too_large}", line, column, self.conv.source)
