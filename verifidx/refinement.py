@@ -11,9 +11,11 @@ sizes the refinement does not determine, so the maps are compared as relations o
 of runtime variables, not position by position (`align`): a variable of one map is the same
 variable as one of the other only when both read the same value (same source value, the same
 element of it, the same interval); every other variable is quantified on its own. Equality
-proven so holds whatever values the unpaired variables take. A counterexample is reported only
-when every variable is paired; otherwise the answer is unknown, saying which variable has no
-counterpart.
+proven so holds whatever values the unpaired variables take. A difference is reported (with a
+counterexample) when every variable is paired, or when the unpaired ones are data and one map
+reads an element the other never reads whatever values they take; an unpaired size (one the
+refinement leaves open) never refutes. Otherwise the answer is unknown, naming the variables
+without counterpart.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 from verifidx.computation_maps import computation_indexing
 from verifidx.expr import Expr, RtVar, Symbol
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, SymSize, instantiate_sizes, size_var_of
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, leaf_sizes, size_var_of
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap, Var
@@ -46,6 +48,7 @@ _NOT_A_FUNCTION_OF_OPERANDS = frozenset({
     "rng", "rng-bit-generator", "rng-get-and-update-state", "custom-call", "infeed", "recv",
     "recv-done", "stablehlo.rng", "stablehlo.rng_bit_generator"})
 """Ops whose value is not determined by their operands and attributes: never paired."""
+
 
 class ValueKeys:
     """Names the value an instruction computes by its structure, so that an instruction of the
@@ -70,18 +73,16 @@ class ValueKeys:
         self.memo: dict[int, int | None] = {}
 
     def _sizes(self, inst: HloInstruction) -> Hashable | None:
-        sym = inst.attributes.get(SIZES_ATTRIBUTE)
-        leaves = inst.shape.leaves()
-        out: list[tuple[int, ...]] = []
-        for k, leaf in enumerate(leaves):
+        """Element type and sizes of each leaf, symbolic sizes at the refined values."""
+        out: list[tuple[str | int, ...]] = []
+        for k, leaf in enumerate(inst.shape.leaves()):
             dims = list(leaf.dims)
-            per = sym[k] if isinstance(sym, tuple) and k < len(sym) else ()
-            for d, s in enumerate(per or ()):
-                if isinstance(s, SymSize):
+            for d, s in enumerate(leaf_sizes(inst, k) or ()):
+                if s is not None:
                     if any(v.key not in self.values for v, _c in s.terms):
                         return None  # a size the refinement does not fix
                     dims[d] = s.const + sum(c * self.values[v.key] for v, c in s.terms)
-            out.append((leaf.element_type, *dims))  # type: ignore[arg-type]
+            out.append((leaf.element_type, *dims))
         return tuple(out)
 
     def key(self, inst: HloInstruction) -> int | None:
