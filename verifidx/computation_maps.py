@@ -20,6 +20,8 @@ the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -202,14 +204,13 @@ class ComputationWalker:
 
     # output -> input edges: (operand position, operand leaf, maps)
     def edges_o2i(self, inst: HloInstruction, leaf: int) -> Iterator[tuple[int, int, Maps]]:
-        shapes = [self.shape_of(n) for n in inst.operands]
         out_leaf_shape = inst.shape.leaves()[leaf]
         if inst.opcode == "tuple":
-            offsets = _leaf_offsets(shapes)
-            for j, start in enumerate(offsets):
-                if start <= leaf < start + _leaves(shapes[j]):
-                    yield j, leaf - start, [_identity(out_leaf_shape)]
+            j, start = self._tuple_operand(inst, leaf)
+            if j is not None:
+                yield j, leaf - start, [_identity(out_leaf_shape)]
             return
+        shapes = [self.shape_of(n) for n in inst.operands]
         if inst.opcode == "get-tuple-element" and shapes and shapes[0].is_tuple:
             index = inst.tuple_index
             elements = shapes[0].tuple_shapes
@@ -236,14 +237,36 @@ class ComputationWalker:
             else:
                 yield j, 0, list(maps)
 
+    _offsets: dict[str, list[int]] | None = None
+
+    def _tuple_operand(self, inst: HloInstruction, leaf: int) -> tuple[int | None, int]:
+        """(operand position, its first leaf) of the tuple operand holding `leaf`: a bisection
+        in leaf offsets computed once per tuple, so a root of n elements costs O(n) for all its
+        leaves, not O(n) each."""
+        offsets = self._tuple_offsets(inst)
+        j = bisect.bisect_right(offsets, leaf) - 1
+        if not 0 <= j < len(offsets) - 1 or offsets[j] == offsets[j + 1]:
+            return None, 0
+        return j, offsets[j]
+
+    def _tuple_offsets(self, inst: HloInstruction) -> list[int]:
+        """The first leaf of each operand of a tuple, then its number of leaves (kept)."""
+        if self._offsets is None:
+            self._offsets = {}
+        offsets = self._offsets.get(inst.name)
+        if offsets is None:
+            offsets = self._offsets[inst.name] = _leaf_offsets(
+                [self.shape_of(n) for n in inst.operands]) + [_leaves(inst.shape)]
+        return offsets
+
     # input -> output edges for operand position `j` of `user`: (user leaf, maps)
     def edges_i2o(self, user: HloInstruction, j: int, leaf: int) -> Iterator[tuple[int, Maps]]:
-        shapes = [self.shape_of(n) for n in user.operands]
-        src = shapes[j]
+        src = self.shape_of(user.operands[j])
         leaf_shape = src.leaves()[leaf]
         if user.opcode == "tuple":
-            yield _leaf_offsets(shapes)[j] + leaf, [_identity(leaf_shape)]
+            yield self._tuple_offsets(user)[j] + leaf, [_identity(leaf_shape)]
             return
+        shapes = [self.shape_of(n) for n in user.operands]
         if user.opcode == "get-tuple-element" and src.is_tuple:
             index = user.tuple_index
             elements = list(src.tuple_shapes)
@@ -334,29 +357,57 @@ class ComputationWalker:
         is expanded once, with its deduplicated maps, so the work follows the number of
         distinct maps, not the number of paths."""
         pending: dict[tuple[str, int], _Bucket] = {}
-        first = self.bucket(start.name)
-        first.add(_start(start, start_leaf))
-        pending[(start.name, start_leaf)] = first
+        heap: list[tuple[int, int]] = []
+        position = self._positions() if order is None else None
+
+        def bucket_of(name: str, leaf: int) -> _Bucket:
+            found = pending.get((name, leaf))
+            if found is None:
+                found = pending[(name, leaf)] = self.bucket(name)
+                if position is not None:
+                    heapq.heappush(heap, (-position[name], leaf))
+            return found
+
+        bucket_of(start.name, start_leaf).add(_start(start, start_leaf))
         reached: dict[tuple[str, int], list[OperandIndexing]] = {}
-        for inst in order if order is not None else reversed(self.comp.instructions):
-            for leaf in range(_leaves(inst.shape)):
-                bucket = pending.pop((inst.name, leaf), None)
-                if bucket is None:
-                    continue
-                arrived = bucket.values()
-                reached[(inst.name, leaf)] = arrived
-                inside = members is None or inst.name in members or inst is start
-                if inst.parameter_number is not None or not inside:
-                    continue
-                for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
-                    target = pending.get((inst.operands[j], opleaf))
-                    if target is None:
-                        target = pending[(inst.operands[j], opleaf)] = self.bucket(
-                            inst.operands[j])
-                    for f in arrived:
-                        for g in op_maps:
-                            target.add(simplify_indexing(compose_indexing(f, g)))
+        for inst, leaf in self._users_first(heap, order):
+            bucket = pending.pop((inst.name, leaf), None)
+            if bucket is None:
+                continue
+            arrived = bucket.values()
+            reached[(inst.name, leaf)] = arrived
+            inside = members is None or inst.name in members or inst is start
+            if inst.parameter_number is not None or not inside:
+                continue
+            for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
+                target = bucket_of(inst.operands[j], opleaf)
+                for f in arrived:
+                    for g in op_maps:
+                        target.add(simplify_indexing(compose_indexing(f, g)))
         return reached
+
+    _position: dict[str, int] | None = None
+
+    def _positions(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {inst.name: k for k, inst in enumerate(self.comp.instructions)}
+        return self._position
+
+    def _users_first(self, heap: list[tuple[int, int]], order: Sequence[HloInstruction] | None
+                     ) -> Iterator[tuple[HloInstruction, int]]:
+        """The (instruction, leaf) pairs to expand, users before operands. In text order
+        (topological) only the pending pairs are visited, taken from a heap of their positions
+        that the walk fills: a walk from one leaf of a wide tuple costs what it reaches, not
+        the size of the computation (n walks, one per leaf, would otherwise be O(n^2))."""
+        if order is not None:
+            for inst in order:
+                for leaf in range(_leaves(inst.shape)):
+                    yield inst, leaf
+            return
+        instructions = self.comp.instructions
+        while heap:
+            at, leaf = heapq.heappop(heap)
+            yield instructions[-at], leaf
 
     def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
         found: dict[tuple[int, int], list[OperandIndexing]] = {}

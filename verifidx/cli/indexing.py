@@ -6,14 +6,16 @@ parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computati
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
-The JSON layout for computations is the contract in DESIGN.md; `runtime_variables` and
-`replica_ids` are added to an operand only when one of its maps has them, aligned with `maps`.
+The JSON layout is the contract in docs/contracts.md; `runtime_variables`, `replica_ids` and
+`reasons` (why a map is UNDEFINED) are added to an operand only when one of its maps needs them,
+aligned with `maps`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -72,6 +74,9 @@ def _operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
         ]
     if any(m.replica is not None for m in maps):
         out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
+    if any(m.is_undefined for m in maps):
+        out["reasons"] = [("; ".join(m.notes) or "no reason recorded") if m.is_undefined
+                          else None for m in maps]
     return out
 
 
@@ -249,7 +254,19 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
                   + ("" if c.holds else f": {c.message}"))
     failed = [c for c in checks if c.holds is False]
     if failed:
-        print(f"error: {source}: the parametric maps differ from the refined program's: "
-              f"{failed[0].message}", file=sys.stderr)
+        line, column = _function_position(text, dynamic.entry.name)
+        print(f"error: {source}:{line}:{column}: the parametric maps of output "
+              f"{failed[0].output}, parameter {failed[0].parameter} differ from the refined "
+              f"program's: {failed[0].message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK
+
+
+def _function_position(text: str, name: str) -> tuple[int, int]:
+    """(line, column) where function `name` is defined in MLIR text ((1, 1) if not found)."""
+    found = re.search(r"func\.func\s+(?:(?:public|private|nested)\s+)?@" + re.escape(name)
+                      + r"(?![\w.$-])", text)
+    if found is None:
+        return 1, 1
+    before = text[:found.start()]
+    return before.count("\n") + 1, found.start() - (before.rfind("\n") + 1) + 1
