@@ -70,6 +70,9 @@ INEXPRESSIBLE = frozenset({
 })
 
 SIZE_MESSAGE = "size symbols not yet supported"
+#: Inductor's indirect indices (`indirect0`, `tmp4`: values loaded from a tensor), which it
+#: ranges as [0, int_oo]; a map's runtime variables need finite bounds.
+RUNTIME_MESSAGE = "indirect index symbols not yet supported"
 
 
 # -- sympy to maps -------------------------------------------------------------------------------
@@ -149,7 +152,11 @@ class _Reader:
         if key in self.dims:
             return self.dims[key]
         if key in self.sizes:
-            raise UnsupportedError(f"{SIZE_MESSAGE}: {parent if parent is not None else node}")
+            where = parent if parent is not None else node
+            if re.fullmatch(r"(?:s|u|ps)[0-9]+", key):
+                raise UnsupportedError(f"{SIZE_MESSAGE}: {where}")
+            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop variable "
+                                   "or a size symbol: a value read at run time)")
         raise ParseError(f"symbol {key} has no range (give it in var_ranges or size_ranges)",
                          source="<sympy>")
 
@@ -373,8 +380,6 @@ class _Parser:
                 return e
 
     def product(self) -> Sym:
-        import sympy
-
         e = self.unary()
         while True:
             if self.take("*"):
@@ -383,8 +388,8 @@ class _Parser:
                 e = standin_classes()["FloorDiv"](e, self.unary())
             elif self.take("/"):
                 e = e / self.unary()
-            elif self.take("%"):
-                e = sympy.Mod(e, self.unary(), evaluate=False)
+            elif self.take("%"):  # Python's %, whatever the sign
+                e = standin_classes()["PythonMod"](e, self.unary())
             else:
                 return e
 
