@@ -84,21 +84,29 @@ def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
     entry of `var_ranges` (symbol or name to extent, in that order). `size_ranges` (symbol or
     name to `(lo, hi)`) names the size symbols; terms using them raise `UnsupportedError`
     until symbolic sizes land. A symbol in neither raises `ParseError`."""
-    names = [str(k) for k in var_ranges]
-    dims = tuple(Var(Interval(0, _extent(k, v, size_ranges) - 1), str(k))
-                 for k, v in var_ranges.items())
+    names = [_name(k) for k in var_ranges]
+    dims = tuple(Var(Interval(0, _extent(n, v, size_ranges) - 1), n)
+                 for n, v in zip(names, var_ranges.values()))
     reader = _Reader({n: Dim(i) for i, n in enumerate(names)},
-                     {str(k) for k in (size_ranges or {})},
+                     {_name(k) for k in (size_ranges or {})},
                      {Dim(i): d.bounds for i, d in enumerate(dims)})
     return IndexingMap((reader.read(expr),), dims)
 
 
-def _extent(name: Any, extent: Any, size_ranges: Mapping[Any, Any] | None) -> int:
+def _name(symbol: Any) -> str:
+    """A symbol's name (sympy's printer, behind str(), costs microseconds)."""
+    name = getattr(symbol, "name", None)
+    return name if isinstance(name, str) else str(symbol)
+
+
+def _extent(name: str, extent: Any, size_ranges: Mapping[Any, Any] | None) -> int:
     if isinstance(extent, int):
         value = extent
+    elif getattr(extent, "is_Integer", False):
+        value = int(extent)
     else:
         text = str(extent).strip()
-        if not re.fullmatch(r"[0-9]+", text):
+        if not text.isascii() or not text.isdigit():
             if re.search(r"[A-Za-z_]", text) and size_ranges:
                 raise UnsupportedError(f"{SIZE_MESSAGE}: {text} (the extent of {name})")
             raise ParseError(f"the extent of {name} must be a positive integer, not {text!r}")
@@ -128,10 +136,7 @@ class _Reader:
             raise UnsupportedError(f"a non-integer value: {node}")
         if name == "Add":
             return add(*[self.read(a, node) for a in node.args])
-        if name == "Mul":
-            coeff, _ = node.as_coeff_Mul()
-            if not coeff.is_Integer:
-                raise UnsupportedError(f"a non-integer coefficient: {node}")
+        if name == "Mul":  # a rational coefficient is refused where it is read
             out: Expr = Const(1)
             for a in node.args:
                 out = mul(out, self.read(a, node))
@@ -148,7 +153,7 @@ class _Reader:
         return self._function(name, node)
 
     def _symbol(self, node: Sym, parent: Sym) -> Expr:
-        key = str(node)
+        key = _name(node)
         if key in self.dims:
             return self.dims[key]
         if key in self.sizes:
