@@ -163,7 +163,7 @@ def _compiles(tool: Any) -> None:
             stats = inductor.install("simplify")
         start = time.perf_counter()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
                 torch.compile(model, dynamic=False)(*inputs)
         finally:
             inductor.uninstall()

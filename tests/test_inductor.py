@@ -175,7 +175,7 @@ def test_simplify_mode_compiles_a_model_that_computes_the_same() -> None:
     torch._dynamo.reset()
     stats = inductor.install("simplify")
     try:
-        with torch.no_grad():
+        with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
             got = torch.compile(model, dynamic=False)(*inputs)
             got2 = torch.compile(model2, dynamic=False)(*inputs2)
     finally:
