@@ -194,3 +194,12 @@ def test_install_refuses_unknown_modes() -> None:
         inductor.install("fast")
     with pytest.raises(UnsupportedError, match="records="):
         inductor.install("record")
+
+
+def test_a_second_capture_of_a_model_records_again() -> None:
+    """Inductor's graph cache would hand back the first compile without simplifying anything;
+    the capture turns it off (an environment variable set after torch loaded did not)."""
+    tool = _tool()
+    first = tool.capture(*tool.build("pixel_shuffle"))
+    second = tool.capture(*tool.build("pixel_shuffle"))
+    assert first and second == first
