@@ -67,6 +67,8 @@ def _torch_expr(node: Any, symbols: dict[str, Any]) -> Any:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--log", help="JSON lines from tools/capture_inductor.py (default: capture)")
+    p.add_argument("--model", default="together",
+                   help="the capture tool's model to compile without --log (default: together)")
     p.add_argument("--compile", action="store_true", help="also time whole compiles")
     p.add_argument("--rows", type=int, default=15, help="per-expression rows to print")
     args = p.parse_args()
@@ -79,10 +81,13 @@ def main() -> int:
         lines = [ln for ln in Path(args.log).read_text().splitlines() if ln.strip()]
     else:
         lines = list(dict.fromkeys(json.dumps(r) for r in
-                                   tool.capture(*tool.build("together"))))
+                                   tool.capture(*tool.build(args.model))))
+    if not lines:
+        raise SystemExit("error: nothing captured")
     _warm_up(SizeVarAllocator(ShapeEnv()))
     rows: list[tuple[str, float, float, int, int, str]] = []
     skipped = 0
+    reasons: dict[str, int] = {}
     ratios: list[float] = []
     worse = 0
     for line in lines:
@@ -103,8 +108,9 @@ def main() -> int:
             t_verifidx = time.perf_counter() - start
             theirs = from_sympy(parse_text(str(inductor_out), known), r["var_ranges"],
                                 r["size_ranges"])
-        except UnsupportedError:
+        except UnsupportedError as err:
             skipped += 1
+            reasons[str(err).split(":")[0]] = reasons.get(str(err).split(":")[0], 0) + 1
             continue
         d_mine, d_theirs = count_divisions(m.results[0]), count_divisions(theirs.results[0])
         worse += d_mine > d_theirs
@@ -122,7 +128,7 @@ def main() -> int:
     med_i = statistics.median(row[1] for row in rows)
     med_v = statistics.median(row[2] for row in rows)
     print(f"\n{len(lines)} distinct records, {len(rows)} read, {skipped} unsupported "
-          f"(indirect indices or size symbols)")
+          f"{reasons}")
     print(f"median per expression: Inductor {fmt_us(med_i)}, verifidx {fmt_us(med_v)}; "
           f"median ratio verifidx/Inductor {statistics.median(ratios):.3f}, "
           f"total {sum(r[2] for r in rows) / sum(r[1] for r in rows):.3f}")
