@@ -203,3 +203,18 @@ def test_a_second_capture_of_a_model_records_again() -> None:
     first = tool.capture(*tool.build("pixel_shuffle"))
     second = tool.capture(*tool.build("pixel_shuffle"))
     assert first and second == first
+
+
+def test_check_mode_never_breaks_on_what_it_cannot_read() -> None:
+    """A symbolic extent with no size range given (as Inductor may pass) is unsupported, not an
+    error inside the compile."""
+    import sympy
+
+    expr, x0, x1 = _expr()
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    stats = inductor.install("check")
+    try:
+        _allocator().simplify_with_ranges(expr, {x0: 64, x1: s0})
+    finally:
+        inductor.uninstall()
+    assert stats.verdicts == {"unsupported": 1}

@@ -107,7 +107,7 @@ def _extent(name: str, extent: Any, size_ranges: Mapping[Any, Any] | None) -> in
     else:
         text = str(extent).strip()
         if not text.isascii() or not text.isdigit():
-            if re.search(r"[A-Za-z_]", text) and size_ranges:
+            if re.fullmatch(r"[A-Za-z_0-9*+\-() ]*[A-Za-z_][A-Za-z_0-9*+\-() ]*", text):
                 raise UnsupportedError(f"{SIZE_MESSAGE}: {text} (the extent of {name})")
             raise ParseError(f"the extent of {name} must be a positive integer, not {text!r}")
         value = int(text)
