@@ -135,14 +135,14 @@ class _Reader:
         if node.is_Rational:
             raise UnsupportedError(f"a non-integer value: {node}")
         if name == "Add":
-            return add(*[self.read(a, node) for a in node.args])
+            return add(*[self.read(a, node) for a in _args(node)])
         if name == "Mul":  # a rational coefficient is refused where it is read
             out: Expr = Const(1)
-            for a in node.args:
+            for a in _args(node):
                 out = mul(out, self.read(a, node))
             return out
         if name == "Pow":
-            base, exp = node.args
+            base, exp = _args(node)
             if not (exp.is_Integer and int(exp) >= 0):
                 raise UnsupportedError(f"a power that is not a natural number: {node}")
             out = Const(1)
@@ -166,7 +166,7 @@ class _Reader:
                          source="<sympy>")
 
     def _function(self, name: str, node: Sym) -> Expr:
-        args = node.args
+        args = _args(node)
         if name in INEXPRESSIBLE:
             raise UnsupportedError(f"{name} has no counterpart in indexing maps: {node}")
         arity = KNOWN_FUNCTIONS.get(name)
@@ -218,8 +218,8 @@ class _Reader:
     def _rounded(self, name: str, node: Sym) -> Expr:
         """floor(t) / ceiling(t) of a term with rational coefficients: q * t is integral for
         the least common denominator q, and floor(t) = (q * t) floordiv q."""
-        arg = node.args[0]
-        terms = arg.args if type(arg).__name__ == "Add" else (arg,)
+        arg = _args(node)[0]
+        terms = _args(arg) if type(arg).__name__ == "Add" else (arg,)
         parts = [t.as_coeff_Mul() for t in terms]
         q = 1
         for c, _ in parts:
@@ -231,6 +231,13 @@ class _Reader:
                       for c, rest in parts])
         up = name in ("ceiling", "CeilToInt")
         return ceildiv(total, q) if up else floordiv(total, q)
+
+
+def _args(node: Sym) -> tuple[Sym, ...]:
+    """A node's arguments in stored order: sympy's `args` sorts those of a sum or product on
+    every access (microseconds each), and the order means nothing here."""
+    raw = getattr(node, "_args", None)
+    return raw if isinstance(raw, tuple) else tuple(node.args)
 
 
 def _positive(d: Expr, node: Sym) -> None:
