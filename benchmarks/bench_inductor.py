@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import fmt_us, print_table  # noqa: E402
 
 from verifidx.errors import UnsupportedError  # noqa: E402
+from verifidx.native import build  # noqa: E402
 from verifidx.sympy_bridge import count_divisions, from_sympy, parse_text  # noqa: E402
 from verifidx.validation import validate_record  # noqa: E402
 
@@ -134,6 +135,12 @@ def main() -> int:
           f"total {sum(r[2] for r in rows) / sum(r[1] for r in rows):.3f}")
     print(f"divisions: verifidx fewer on {fewer}, equal on {len(rows) - fewer - worse}, more on "
           f"{worse}; verdicts on Inductor's results: {verdicts}")
+    ratio = statistics.median(ratios)
+    print(f"targets: reach at least Inductor's on every read expression: "
+          f"{'met' if worse == 0 else 'NOT met'}; every read record proved: "
+          f"{'met' if verdicts['proved'] == len(rows) else 'NOT met'}; median time at most a "
+          f"tenth of Inductor's: {'met' if ratio <= 0.1 else 'NOT met'} ({ratio:.3f}, "
+          f"{build().describe()} core)")
     if args.compile:
         _compiles(tool)
     ok = worse == 0 and verdicts["unknown"] == 0 and verdicts["refuted"] == 0
