@@ -122,10 +122,12 @@ def main() -> int:
                 for k in ("proved", "refuted", "unknown", "unsupported")}
     fewer = sum(1 for row in rows if row[4] < row[3])
     rows.sort(key=lambda row: -row[1])
+    if not rows:
+        raise SystemExit("error: no record could be read")
     print_table(["expression (slowest for Inductor first)", "inductor", "verifidx",
                  "div inductor", "div verifidx", "verdict"],
                 [(e[:60], fmt_us(ti), fmt_us(tv), str(di), str(dv), verdict)
-                 for e, ti, tv, di, dv, verdict in rows[:args.rows]])
+                 for e, ti, tv, di, dv, verdict in rows[:max(1, args.rows)]])
     med_i = statistics.median(row[1] for row in rows)
     med_v = statistics.median(row[2] for row in rows)
     print(f"\n{len(lines)} distinct records, {len(rows)} read, {skipped} unsupported "

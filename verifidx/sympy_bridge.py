@@ -137,17 +137,20 @@ class _Reader:
         if name == "Add":
             return add(*[self.read(a, node) for a in _args(node)])
         if name == "Mul":  # a rational coefficient is refused where it is read
-            out: Expr = Const(1)
-            for a in _args(node):
+            factors = _args(node)
+            out: Expr = self.read(factors[0], node)
+            for a in factors[1:]:
                 out = mul(out, self.read(a, node))
             return out
         if name == "Pow":
             base, exp = _args(node)
             if not (exp.is_Integer and int(exp) >= 0):
                 raise UnsupportedError(f"a power that is not a natural number: {node}")
-            out = Const(1)
+            if int(exp) == 0:
+                return Const(1)
             b = self.read(base, node)
-            for _ in range(int(exp)):
+            out = b
+            for _ in range(int(exp) - 1):
                 out = mul(out, b)
             return out
         return self._function(name, node)
