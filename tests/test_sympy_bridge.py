@@ -91,6 +91,7 @@ def test_division_count() -> None:
     ("Mod(x0 - 40, 3)", "may be negative"),
     ("FloorDiv(x0, x1)", "not an integer constant"),
     ("PythonMod(x0, -3)", "not positive"),
+    ("ModularIndexing(x0, -2, 3)", "not positive"),  # x0 // -2 <= 0: C's % would differ
     ("x0/2", "non-integer"),
     ("IntTrueDiv(x0, 2)", "no counterpart"),
     ("FloorDiv(x0, 0)", "nonzero"),

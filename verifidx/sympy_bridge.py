@@ -199,7 +199,8 @@ class _Reader:
                 return floordiv(kids[0], kids[1])
             if name == "CeilDiv":
                 return ceildiv(kids[0], kids[1])
-            if name == "ModularIndexing":
+            if name == "ModularIndexing":  # x // d >= 0 needs x >= 0 and d > 0
+                _positive(kids[1], node)
                 _positive(kids[2], node)
                 self._nonnegative(kids[0], node)
                 return mod(floordiv(kids[0], kids[1]), kids[2])
@@ -245,7 +246,7 @@ def _args(node: Sym) -> tuple[Sym, ...]:
 
 def _positive(d: Expr, node: Sym) -> None:
     if isinstance(d, Const) and d.value <= 0:
-        raise UnsupportedError(f"a modulus that is not positive: {node}")
+        raise UnsupportedError(f"a divisor or modulus that is not positive: {node}")
 
 
 # -- maps to sympy -------------------------------------------------------------------------------
