@@ -15,6 +15,7 @@ pytest.importorskip("sympy")
 from inductor_oracle import evaluate  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
+from verifidx.errors import ParseError  # noqa: E402
 from verifidx.validation import validate_record  # noqa: E402
 
 RIGHT = [
@@ -80,6 +81,19 @@ def test_xla_map_pairs() -> None:
     d0, d1 = bad.counterexample["d0"], bad.counterexample["d1"]
     assert bad.expr_value == [d0 % 16 + d1 * 4] and bad.result_value == [d0 + d1 * 4]
     assert bad.expr_value != bad.result_value
+
+
+def test_too_deep_is_unsupported_or_bad_input() -> None:
+    """Deeper than maps hold: unsupported; deeper than the parser reads: a ParseError with the
+    column (never Python's RecursionError)."""
+    nested = "FloorDiv(" * 80 + "x0" + ", 2)" * 80
+    v = validate_record(json.dumps({"expr": nested, "var_ranges": {"x0": "8"}, "result": "0"}))
+    assert v.verdict == "unsupported" and "levels" in v.reason
+    deeper = "FloorDiv(" * 300 + "x0" + ", 2)" * 300
+    with pytest.raises(ParseError, match="nested deeper") as err:
+        validate_record(json.dumps({"expr": deeper, "var_ranges": {"x0": "8"}, "result": "0"}),
+                        "log", 3)
+    assert (err.value.line, err.value.column) == (3, 1 + 9 * 101)
 
 
 def test_size_symbols_are_unsupported_not_errors() -> None:

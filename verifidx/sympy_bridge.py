@@ -144,8 +144,8 @@ class _Reader:
             return out
         if name == "Pow":
             base, exp = _args(node)
-            if not (exp.is_Integer and int(exp) >= 0):
-                raise UnsupportedError(f"a power that is not a natural number: {node}")
+            if not (exp.is_Integer and 0 <= int(exp) <= 64):
+                raise UnsupportedError(f"a power that is not a natural number up to 64: {node}")
             if int(exp) == 0:
                 return Const(1)
             b = self.read(base, node)
@@ -340,6 +340,10 @@ def standin_classes() -> dict[str, Any]:
 
 # -- text ----------------------------------------------------------------------------------------
 
+#: Deeper text is refused by the parser (Python's recursion would give out near 160; maps hold
+#: expressions up to verifidx.expr.MAX_DEPTH = 64 levels anyway).
+MAX_NESTING = 100
+
 _TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
                     r"|(?P<op>\*\*|//|[-+*/%(),]))")
 
@@ -364,6 +368,7 @@ class _Parser:
             pos = m.end()
         self.tokens.append(("end", "", len(text)))
         self.i = 0
+        self.depth = 0
 
     def fail(self, expected: str, offset: int | None = None) -> None:
         col = self.tokens[self.i][2] if offset is None else offset
@@ -428,12 +433,17 @@ class _Parser:
         import sympy
 
         kind, text, offset = self.peek()
+        if self.depth > MAX_NESTING:
+            raise ParseError(f"nested deeper than {MAX_NESTING} parentheses or calls",
+                             self.line, offset + 1, self.source)
         if kind == "int":
             self.i += 1
             return sympy.Integer(int(text))
         if kind == "op" and text == "(":
             self.i += 1
+            self.depth += 1
             e = self.sum()
+            self.depth -= 1
             if not self.take(")"):
                 self.fail("')'")
             return e
@@ -441,9 +451,11 @@ class _Parser:
             self.fail("an integer, a name or '('")
         self.i += 1
         if self.take("("):
+            self.depth += 1
             args = [self.sum()]
             while self.take(","):
                 args.append(self.sum())
+            self.depth -= 1
             if not self.take(")"):
                 self.fail("',' or ')'")
             return self.call(text, args, offset)

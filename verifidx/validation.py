@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .equality import equal
-from .errors import EvaluationError, ParseError, UnsupportedError
+from .errors import DepthError, EvaluationError, ParseError, UnsupportedError
 from .indexing_map import IndexingMap
 from .sympy_bridge import (
     count_divisions,
@@ -73,7 +73,7 @@ def validate_sympy(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
     try:
         f = from_sympy(expr, var_ranges, size_ranges)
         g = from_sympy(result, var_ranges, size_ranges)
-    except UnsupportedError as err:
+    except (UnsupportedError, EvaluationError, DepthError) as err:  # beyond maps, not bad input
         return Validation(UNSUPPORTED, str(err), text=str(expr),
                           seconds=time.perf_counter() - start)
     out = _compare(f, g, timeout_ms)
