@@ -18,11 +18,11 @@ from types import ModuleType
 from ..errors import VerifidxError
 from ..native import build
 from ..version import __version__
-from . import coalescing, graph, indexing, layout, map, rules, simplify, subst, tile
+from . import coalescing, graph, indexing, layout, map, rules, simplify, subst, tile, validate
 from .common import EXIT_ERROR, EXIT_INTERNAL, Parser
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (map, simplify, rules, indexing, graph, layout, tile,
-                                        coalescing, subst)
+                                        coalescing, subst, validate)
 """Every subcommand module, in the order `verifidx --help` lists them."""
 
 

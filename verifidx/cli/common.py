@@ -108,6 +108,12 @@ def verdict_json(v: Verdict) -> dict[str, object]:
             "rhs_value": v.rhs_value, "message": v.message, "seconds": round(v.seconds, 6)}
 
 
+def github_escape(text: str, prop: bool = False) -> str:
+    """Text for a GitHub Actions workflow command (`prop`: a property such as title=)."""
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
+
+
 def verdicts_exit(holds: list[bool | None]) -> int:
     """1 when any answer is no, else 3 when any is unknown, else 0."""
     if any(h is False for h in holds):

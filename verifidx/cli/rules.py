@@ -28,7 +28,7 @@ from ..rules.store import (
     summary,
 )
 from ..rules.suggest import suggest
-from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command
+from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, github_escape
 
 
 def register(sub: Subparsers) -> None:
@@ -276,20 +276,15 @@ def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def _escape(text: str, prop: bool = False) -> str:
-    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
-
-
 def _github(r: ProofResult, why: str) -> str:
     """A GitHub Actions workflow command that annotates the rule's line."""
-    title = _escape(f"verifidx: {r.name} {why}", prop=True)
+    title = github_escape(f"verifidx: {r.name} {why}", prop=True)
     body = f"rule {r.name} {why}" + (f": {r.message}" if r.message else "")
     if r.counterexample:
         body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
                                                   for k, v in r.counterexample.items())
     if r.reproducer:
         body += f"\nreproduce: {r.reproducer}"
-    return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
-            f"{_escape(body)}")
+    return (f"::error file={github_escape(r.file, True)},line={r.line},title={title}::"
+            f"{github_escape(body)}")
 
