@@ -37,6 +37,8 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         return smt_equal(f, g, timeout_ms)
     if f == g or _canonical(f) == _canonical(g):
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
+    if f.sizes or g.sizes:  # universally quantified sizes: no enumeration, Z3 over all sizes
+        return smt_equal(f, g, timeout_ms)
     verdict = _by_enumeration(f, g)
     if verdict is None:
         from .simplifier import default_simplifier  # same layer; loaded only when needed
