@@ -48,12 +48,19 @@ from .expr import (
     Min,
     Mod,
     Mul,
+    Size,
     Variable,
     add,
     mul,
 )
 from .implied_bounds import LinearConstraint, implied_bounds, linear_constraints, linear_range
-from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
+from .indexing_map import (
+    IndexingMap,
+    Var,
+    check_sized_expr,
+    merge_residues,
+    register_simplifier,
+)
 from .interval import Interval, range_of
 from .rules.guard import Guard, compile_function, condition_source, conjuncts, guard_for
 from .rules.matcher import (
@@ -90,14 +97,17 @@ class Step:
     before: Expr
     after: Expr
     bounds: dict[str, Interval]
+    #: how a condition over sizes was decided (maps with sizes), else ""
+    note: str = ""
 
     def __reduce__(self) -> tuple[object, ...]:
         # see Interval.__reduce__
-        return (Step, (self.rule, self.before, self.after, self.bounds))
+        return (Step, (self.rule, self.before, self.after, self.bounds, self.note))
 
     def __str__(self) -> str:
         why = ", ".join(f"{k} = {v}" for k, v in self.bounds.items())
-        return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "")
+        return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "") \
+            + (f"   {{{self.note}}}" if self.note else "")
 
 
 class _NoValue(Exception):
@@ -1036,6 +1046,9 @@ class _ExprSimplifier:
     keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
     #: The constraints that are linear sums of variables (`implied_bounds.linear_constraints`).
     linear: list[LinearConstraint] | None = None
+    #: A map with sizes: rules may bind size expressions to their constants
+    #: (`_rewrite_with_sizes`); None for a static map.
+    sizes: Mapping[Variable, Interval] | None = None
 
     def __init__(self, engine: RuleEngine, bounds: Mapping[Variable, Interval],
                  constraints: Mapping[Expr, Interval] | None = None,
@@ -1055,6 +1068,7 @@ class _ExprSimplifier:
         self.raw_ranges = {} if raw_ranges is None else raw_ranges
         self.keys = {} if keys is None else keys
         self.linear = linear
+        self.sizes = None
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -1194,10 +1208,52 @@ class _ExprSimplifier:
             out = self._rewrite(node, rules, self.trace) if rules else None
             if out is None and isinstance(node, Add):
                 out = self._expand_and_cancel(node, fuel)
+            if out is None and self.sizes is not None and rules:
+                out = self._rewrite_with_sizes(node, rules)
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
         return node
+
+    def _rewrite_with_sizes(self, node: Expr, rules: Sequence[Rule]) -> Expr | None:
+        """A rule proven for every constant, with a size expression bound to a constant, when
+        its condition holds for every size (`verifidx.rules.sizes`); the result must stay in
+        the grammar of maps with sizes. Refusals show in the trace with their reason."""
+        sizes = self.sizes
+        assert sizes is not None
+        if not any(type(v) is Size for v in node.variable_set()):
+            return None
+        # loaded with the first map with sizes (it brings the solver bridge)
+        from .rules.sizes import condition_for_all_sizes as _for_all_sizes
+        from .rules.sizes import sized_matches as _sized_matches
+        for rule in rules:
+            if rule.max_constant is not None or rule.split:
+                continue  # a bounded proof never binds a size; splits need integer coefficients
+            lhs, rhs = rule.lhs, rule.rhs
+            assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
+            for env in _sized_matches(lhs, node):
+                try:
+                    if canon(_instantiate(lhs, env, self.bound)) is not node:
+                        continue
+                    values = {k: v for k, v in _condition_env(rule, env, self.bound).items()
+                              if isinstance(k, Call)}
+                    holds, how = _for_all_sizes(rule.condition, env, values, sizes)
+                    if not holds:
+                        if self.trace is not None:
+                            self.trace.append(Step(rule.name, node, node,
+                                                   _justification(rule, env, self.bound), how))
+                        continue
+                    out = canon(_instantiate(rhs, env, self.bound))
+                    if not _cost(out) < _cost(node):
+                        continue  # only reducing instances: no cycle without the rule's order
+                    check_sized_expr(out, sizes)
+                except (_NoValue, EvaluationError, ValueError):
+                    continue
+                if self.trace is not None:
+                    self.trace.append(Step(rule.name, node, out,
+                                           _justification(rule, env, self.bound), how))
+                return out
+        return None
 
     def _rules_for(self, node: Expr) -> Sequence[Rule]:
         """The engine's rules for the node's operator, without those that need a remainder
@@ -1356,7 +1412,31 @@ class Simplifier:
         if m.is_undefined or m.is_known_empty:
             return m
         if m.sizes:
-            return _left_with_sizes(m, trace)
+            return self._simplify_with_sizes(m, point_dims, trace)
+        return self._simplify(m, point_dims, trace)
+
+    def _simplify_with_sizes(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
+                             ) -> IndexingMap:
+        """A map with sizes (docs/semantics.md, Sizes): a size is a term for the rules, never
+        a constant (`c0` binds integer constants only), and its interval enters every interval
+        the conditions read, so each instance holds for every size. A result outside the
+        grammar of maps with sizes (a rule that multiplies two index variables, a divisor
+        not shown positive) leaves the map as it was, and the trace says so."""
+        steps: list[Step] | None = [] if trace is not None else None
+        try:
+            out = self._simplify(m, point_dims, steps)
+        except ValueError as err:  # DivisorError too: the map check of the result
+            if trace is not None:
+                why = {z.name: z.bounds for z in m.sizes}
+                trace.extend(Step(f"{SIZES_NOT_SIMPLIFIED} ({err})", r, r, why)
+                             for r in m.results)
+            return m
+        if trace is not None and steps is not None:
+            trace.extend(steps)
+        return out
+
+    def _simplify(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
+                  ) -> IndexingMap:
         for _ in range(8):  # tightened bounds can make points, points simplify constraints
             before = m
             m, settled = self._constraints_to_fixpoint(m, trace)
@@ -1371,6 +1451,8 @@ class Simplifier:
                 break
         simp = _ExprSimplifier(self.engine, _result_bounds(m), dict(m.constraints), trace,
                                root_first=self.root_first)
+        if m.sizes:
+            simp.sizes = simp.bounds
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
         if out.constraints and self.decide_emptiness and self._surely_empty(out):
@@ -1387,7 +1469,10 @@ class Simplifier:
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
-            new = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty)
+            if m.sizes:
+                simp.sizes = simp.bounds
+            new = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty,
+                              False, m.sizes)
             for e, iv in m.constraints.items():
                 e2, iv2 = simp(e), iv
                 for _fuel in range(_FUEL):
@@ -1454,7 +1539,7 @@ class Simplifier:
                 if now is None or not now.is_point:
                     continue
                 residue = now.lo
-            if isinstance(x, Variable):
+            if isinstance(x, Variable) and type(x) is not Size:  # a size's interval stays
                 info = out.var_info(x)
                 tight = checked_residue_bounds(info.bounds, modulus, residue)
                 if tight is not None and tight != info.bounds:
@@ -1499,19 +1584,8 @@ class Simplifier:
         return is_empty(m, self.emptiness_timeout_ms).holds is True
 
 
-#: The trace entry of a map the simplifier leaves as it is because it has sizes.
-SIZES_NOT_SIMPLIFIED = "sizes_not_yet_supported"
-
-
-def _left_with_sizes(m: IndexingMap, trace: list[Step] | None) -> IndexingMap:
-    """Rules are proven for integers, not yet applied where a size stands for a constant
-    (docs/semantics.md, Sizes): a map with sizes is given back unchanged, never rewritten by
-    an unproven instance; `--trace` shows one entry per result saying so."""
-    if trace is not None:
-        why = {z.name: z.bounds for z in m.sizes}
-        for r in m.results:
-            trace.append(Step(SIZES_NOT_SIMPLIFIED, r, r, why))
-    return m
+#: The trace entry of a map with sizes that the simplifier gave back as it was.
+SIZES_NOT_SIMPLIFIED = "left as is: the result is outside the grammar of maps with sizes"
 
 
 def _result_bounds(m: IndexingMap) -> Mapping[Variable, Interval]:

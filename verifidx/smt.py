@@ -627,3 +627,61 @@ def _included_with_sizes(a: IndexingMap, b: IndexingMap, sizes: Mapping[Expr, z3
     if r != z3.sat:
         return _unknown(s, r)
     return Verdict(None, _sizes_of(s.model(), a, sizes))
+
+
+#: Answers of `for_all_sizes`, by the formula and the sizes' intervals (both hashable values).
+_FOR_ALL: dict[tuple[object, ...], tuple[bool | None, str]] = {}
+
+
+def for_all_sizes(formula: tuple, sizes: Mapping[Expr, object]) -> tuple[bool | None, str]:
+    """Whether a formula over sizes and integers (`("cmp", op, lhs, rhs)`, `("not", f)`,
+    `("and" | "or", (f, ...))`, `("truth", b)`: a rule's condition at a match site,
+    `verifidx.rules.sizes`) is true and defined for every size in its interval: True when
+    Z3 proves it (unsat of its negation), False with the sizes where it fails, None when Z3
+    cannot tell under the resource limit. The message says which."""
+    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items()  # type: ignore[attr-defined]
+                   if isinstance(v, Size))
+    key = (formula, tuple(items))
+    hit = _FOR_ALL.get(key)
+    if hit is not None:
+        return hit
+    env: dict[Expr, z3.ArithRef] = {Size(name): z3.Int(f"size_{name}") for name, _, _ in items}
+    enc = Encoder(env)
+
+    def encode(f: tuple) -> z3.BoolRef:
+        kind = f[0]
+        if kind == "truth":
+            return z3.BoolVal(bool(f[1]))
+        if kind == "not":
+            return z3.Not(encode(f[1]))
+        if kind in ("and", "or"):
+            parts = [encode(g) for g in f[1]]
+            return z3.And(parts) if kind == "and" else z3.Or(parts)
+        _, op, lhs, rhs = f
+        a, b = enc(lhs), enc(rhs)
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[op]
+
+    try:
+        claim = encode(formula)
+    except (KeyError, TypeError) as err:  # a leaf that is not a size
+        return None, f"not encodable: {err}"
+    s = z3.Solver()
+    s.set("rlimit", SIZED_RLIMIT)
+    for name, lo, hi in items:
+        x = env[Size(name)]
+        s.add(x >= lo, x <= hi)
+    s.add(z3.Not(z3.And(claim, *enc.defined)))
+    r = s.check()
+    if r == z3.unsat:
+        out: tuple[bool | None, str] = (True, "Z3, unsat")
+    elif r == z3.sat:
+        model = s.model()
+        at = {name: _value(model, env[Size(name)]) for name, _, _ in items}
+        out = (False, f"Z3: fails at {', '.join(f'{k} = {v}' for k, v in at.items())}")
+    else:
+        out = (None, f"Z3 answered unknown ({s.reason_unknown()})")
+    if len(_FOR_ALL) > 10_000:
+        _FOR_ALL.clear()
+    _FOR_ALL[key] = out
+    return out
