@@ -325,3 +325,10 @@ def test_deduplication_merges_only_maps_equal_for_every_size() -> None:
     # equal to the first for N >= 16 only (both 0 there): kept apart
     assert maps.add("c", vx.parse_map(base.format("0")))
     assert len(maps) == 2
+
+
+def test_cli_evaluates_at_given_sizes(capsys) -> None:
+    assert main(["map", "eval", RESHAPE, "--dims", "2,3", "--sizes", "N=8"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "(19)"
+    assert main(["map", "eval", RESHAPE, "--dims", "2,3"]) == 2
+    assert capsys.readouterr().err.strip() == "error: no value for size N"

@@ -1239,7 +1239,9 @@ class _ExprSimplifier:
                               if isinstance(k, Call)}
                     holds, how = _for_all_sizes(rule.condition, env, values, sizes)
                     if not holds:
-                        if self.trace is not None:
+                        # refusals that depend on the sizes show; a condition that fails at
+                        # every size is a rule that does not apply, as for a static map
+                        if self.trace is not None and not how.endswith("(intervals)"):
                             self.trace.append(Step(rule.name, node, node,
                                                    _justification(rule, env, self.bound), how))
                         continue
