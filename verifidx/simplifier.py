@@ -1235,8 +1235,9 @@ class _ExprSimplifier:
                 try:
                     if canon(_instantiate(lhs, env, self.bound)) is not node:
                         continue
-                    values = {k: v for k, v in _condition_env(rule, env, self.bound).items()
-                              if isinstance(k, Call)}
+                    values: dict[Expr, int] = {
+                        k: v for k, v in _condition_env(rule, env, self.bound).items()
+                        if isinstance(k, Call)}
                     holds, how = _for_all_sizes(rule.condition, env, values, sizes)
                     if not holds:
                         # refusals that depend on the sizes show; a condition that fails at

@@ -37,6 +37,7 @@ from .expr import (
     Variable,
 )
 from .indexing_map import IndexingMap
+from .interval import Interval
 
 DEFAULT_TIMEOUT_MS = 2000
 #: Range-variable boxes up to this many points are expanded into disjunctions (complete and
@@ -633,14 +634,14 @@ def _included_with_sizes(a: IndexingMap, b: IndexingMap, sizes: Mapping[Expr, z3
 _FOR_ALL: dict[tuple[object, ...], tuple[bool | None, str]] = {}
 
 
-def for_all_sizes(formula: tuple, sizes: Mapping[Expr, object]) -> tuple[bool | None, str]:
+def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
+                  ) -> tuple[bool | None, str]:
     """Whether a formula over sizes and integers (`("cmp", op, lhs, rhs)`, `("not", f)`,
     `("and" | "or", (f, ...))`, `("truth", b)`: a rule's condition at a match site,
     `verifidx.rules.sizes`) is true and defined for every size in its interval: True when
     Z3 proves it (unsat of its negation), False with the sizes where it fails, None when Z3
     cannot tell under the resource limit. The message says which."""
-    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items()  # type: ignore[attr-defined]
-                   if isinstance(v, Size))
+    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items() if isinstance(v, Size))
     key = (formula, tuple(items))
     hit = _FOR_ALL.get(key)
     if hit is not None:
