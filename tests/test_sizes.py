@@ -332,3 +332,25 @@ def test_cli_evaluates_at_given_sizes(capsys) -> None:
     assert capsys.readouterr().out.splitlines()[0] == "(19)"
     assert main(["map", "eval", RESHAPE, "--dims", "2,3"]) == 2
     assert capsys.readouterr().err.strip() == "error: no value for size N"
+
+
+def test_solver_unknown_is_never_a_proof(monkeypatch) -> None:
+    from verifidx import smt
+
+    monkeypatch.setattr(smt, "SIZED_RLIMIT", 1)  # every sized query runs out at once
+    monkeypatch.setattr(smt, "_FOR_ALL", {})
+    m = vx.parse_map("(d0, d1)<N> -> ((d0 * N + d1) mod N), domain: d0 in [0, 15], "
+                     "d1 in [0, 63], N in [1, 64]")
+    steps: list = []
+    out = simplify(m, trace=steps)
+    # mod_drop_multiple needs Z3 here: unknown refuses it; sum_mod_drop is decided on intervals
+    refused = [s for s in steps if s.note.startswith("refused: Z3 answered unknown")]
+    assert any(s.rule == "mod_drop_multiple" for s in refused)
+    applied = [s for s in steps if s.after is not s.before]
+    assert applied and all(s.note == "holds for every size (intervals)" for s in applied)
+    assert str(out.results[0]) == "d1 mod N"
+    assert smt.equal(m, out).holds is None  # the solver's equality query runs out too
+    monkeypatch.undo()
+    # equal for every size: both simplify to one map by rules proven for every size
+    verdict = vx.equal(m, out)
+    assert verdict.holds is True and "simplification" in verdict.message
