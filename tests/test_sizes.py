@@ -354,3 +354,13 @@ def test_solver_unknown_is_never_a_proof(monkeypatch) -> None:
     # equal for every size: both simplify to one map by rules proven for every size
     verdict = vx.equal(m, out)
     assert verdict.holds is True and "simplification" in verdict.message
+
+
+def test_paths_that_do_not_take_sizes_yet_say_so(capsys) -> None:
+    from verifidx.tiling import symbolic_tile
+
+    m = vx.parse_map(RESHAPE)
+    assert "not yet supported" in symbolic_tile(m).reason
+    assert main(["map", "print", RESHAPE, "--mlir"]) == 2
+    assert "a map with sizes has no affine_map form" in capsys.readouterr().err
+    assert vx.equal([m], [m]).holds is None

@@ -1118,6 +1118,8 @@ def print_affine_map(m: IndexingMap | AffineMap) -> str:
     if isinstance(m, IndexingMap):
         if m.is_undefined or m.is_known_empty:
             raise ValueError("an UNDEFINED or KNOWN EMPTY map has no affine_map form")
+        if m.sizes:
+            raise ValueError("a map with sizes has no affine_map form")
         nr = m.num_range_vars
         rename: dict[Expr, Expr] = {RtVar(i): Symbol(nr + i) for i in range(m.num_rt_vars)}
         am = AffineMap(m.num_dims, nr + m.num_rt_vars,

@@ -62,7 +62,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "print":
         m = load_map(args.map)
         if args.mlir:
-            text = print_affine_map(m)
+            try:
+                text = print_affine_map(m)
+            except ValueError as err:  # UNDEFINED, KNOWN EMPTY, min/max or sizes
+                raise UsageError(f"--mlir: {err}") from None
         else:
             text = print_map(m, div="/" if args.slash else "floordiv", multiline=args.multiline)
         print(json.dumps({"map": text}) if args.json else text)
