@@ -364,3 +364,15 @@ def test_paths_that_do_not_take_sizes_yet_say_so(capsys) -> None:
     assert main(["map", "print", RESHAPE, "--mlir"]) == 2
     assert "a map with sizes has no affine_map form" in capsys.readouterr().err
     assert vx.equal([m], [m]).holds is None
+
+
+def test_condition_undefined_at_some_size_is_not_decided_by_intervals() -> None:
+    from verifidx.expr import Const
+    from verifidx.rules.sizes import _interval_truth
+    from verifidx.smt import for_all_sizes
+
+    n = Size("N")
+    claim = ("cmp", ">", Const(8) // (n - 1), Const(-1))  # undefined at N = 1
+    assert _interval_truth(claim, {n: Interval(1, 5)}) is None
+    assert for_all_sizes(claim, {n: Interval(1, 5)}) == (False, "Z3: fails at N = 1")
+    assert _interval_truth(claim, {n: Interval(2, 5)}) is True

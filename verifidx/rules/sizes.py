@@ -28,10 +28,13 @@ from ..errors import EvaluationError
 from ..expr import (
     Add,
     Binary,
+    CeilDiv,
     Const,
     Expr,
+    FloorDiv,
     Max,
     Min,
+    Mod,
     Mul,
     Variable,
     add,
@@ -204,6 +207,16 @@ def _term(e: Expr, env: Mapping[Expr, Expr], bounds: Mapping[Expr, int]) -> Expr
     return e.rebuild([_term(c, env, bounds) for c in e.children])
 
 
+def _defined_everywhere(e: Expr, sizes: Mapping[Variable, Interval]) -> bool:
+    """Every division in `e` has a divisor that is nonzero (positive for `mod`) at every size."""
+    for node in e.walk():
+        if isinstance(node, (FloorDiv, CeilDiv, Mod)) and not isinstance(node.rhs, Const):
+            r = range_of(node.rhs, sizes)
+            if (r.lo < 1 if isinstance(node, Mod) else r.lo <= 0 <= r.hi):
+                return False
+    return True
+
+
 def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | None:
     """Three-valued: True/False when the intervals decide for every size, None otherwise."""
     kind = f[0]
@@ -219,6 +232,8 @@ def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | No
             return decisive
         return None if None in parts else not decisive
     _, op, lhs, rhs = f
+    if not (_defined_everywhere(lhs, sizes) and _defined_everywhere(rhs, sizes)):
+        return None  # an interval skips the undefined points: Z3 requires definedness
     try:
         d = range_of(add(lhs, neg(rhs)), sizes)
     except (KeyError, EvaluationError):
