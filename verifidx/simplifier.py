@@ -51,7 +51,11 @@ from .expr import (
     Size,
     Variable,
     add,
+    is_size_expr,
+    maximum,
+    minimum,
     mul,
+    neg,
 )
 from .implied_bounds import LinearConstraint, implied_bounds, linear_constraints, linear_range
 from .indexing_map import (
@@ -1235,18 +1239,17 @@ class _ExprSimplifier:
                 try:
                     if canon(_instantiate(lhs, env, self.bound)) is not node:
                         continue
-                    values: dict[Expr, int] = {
-                        k: v for k, v in _condition_env(rule, env, self.bound).items()
-                        if isinstance(k, Call)}
+                    values = self._size_bounds(rule, env)
                     holds, how = _for_all_sizes(rule.condition, env, values, sizes)
                     if not holds:
                         # refusals that depend on the sizes show; a condition that fails at
                         # every size is a rule that does not apply, as for a static map
-                        if self.trace is not None and not how.endswith("(intervals)"):
+                        if self.trace is not None and not how.endswith("every size (intervals)"):
                             self.trace.append(Step(rule.name, node, node,
                                                    _justification(rule, env, self.bound), how))
                         continue
-                    out = canon(_instantiate(rhs, env, self.bound))
+                    # the right side reads the same lo/hi as the condition did
+                    out = canon(_instantiate(rhs.substitute(values), env, self.bound))
                     if not _cost(out) < _cost(node):
                         continue  # only reducing instances: no cycle without the rule's order
                     check_sized_expr(out, sizes)
@@ -1257,6 +1260,25 @@ class _ExprSimplifier:
                                            _justification(rule, env, self.bound), how))
                 return out
         return None
+
+    def _size_bounds(self, rule: Rule, env: Mapping[Expr, Expr]) -> dict[Expr, Expr]:
+        """`lo(t)`/`hi(t)` of a rule at a match in a map with sizes: the interval's bound,
+        and where t is a variable that a constraint bounds by a size expression
+        (`d1 - N in [-64, -1]`: d1 <= N - 1), the tighter of both (`min(63, N - 1)`). Both
+        hold at every point of the domain for every size; a rule's proof takes any bounds
+        of t, and the condition and the right side read the same ones."""
+        out: dict[Expr, Expr] = {}
+        for call, value in _condition_env(rule, env, self.bound).items():
+            if not isinstance(call, Call):
+                continue
+            bound: Expr = Const(value)
+            term = env.get(call.args[0])
+            if isinstance(term, Variable) and type(term) is not Size:
+                for symbolic in _sized_bounds_of(term, self.constraints, call.fn == "hi"):
+                    bound = minimum(bound, symbolic) if call.fn == "hi" else \
+                        maximum(bound, symbolic)
+            out[call] = bound
+        return out
 
     def _rules_for(self, node: Expr) -> Sequence[Rule]:
         """The engine's rules for the node's operator, without those that need a remainder
@@ -1585,6 +1607,27 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+def _sized_bounds_of(v: Variable, constraints: Mapping[Expr, Interval], upper: bool
+                     ) -> list[Expr]:
+    """Bounds of the variable `v` by size expressions, from constraints `v * a + S in [lo, hi]`
+    with a = 1 or -1 and S a sum of size expressions: the upper (or lower) ends of
+    `[lo - S, hi - S]`, or of `[S - hi, S - lo]` for a = -1."""
+    found: list[Expr] = []
+    for e, iv in constraints.items():
+        if v not in e.variable_set():
+            continue
+        coeffs, constant = linear_form(e)
+        a = coeffs.pop(v, 0)
+        if a not in (1, -1) or not all(is_size_expr(b) for b in coeffs):
+            continue
+        rest = add(constant, *[mul(b, c) for b, c in coeffs.items()])
+        if a == 1:
+            found.append(add(neg(rest), iv.hi) if upper else add(neg(rest), iv.lo))
+        else:
+            found.append(add(rest, -iv.lo) if upper else add(rest, -iv.hi))
+    return found
 
 
 #: The trace entry of a map with sizes that the simplifier gave back as it was.

@@ -146,31 +146,47 @@ Formula = tuple  # ("truth", bool) | ("cmp", op, Expr, Expr) | ("not", F) | ("an
 
 
 def condition_for_all_sizes(condition: Condition, env: Mapping[Expr, Expr],
-                            bounds: Mapping[Expr, int], sizes: Mapping[Variable, Interval]
+                            bounds: Mapping[Expr, Expr], sizes: Mapping[Variable, Interval]
                             ) -> tuple[bool, str]:
     """Whether the rule's condition holds for every size in `sizes`, with its constants bound
-    by `env` and its `lo(t)`/`hi(t)` valued by `bounds`; and how that was decided (for the
-    trace). False covers "fails for some size" and "could not tell"."""
+    by `env` and its `lo(t)`/`hi(t)` replaced by `bounds` (integers, or expressions over the
+    sizes: bounds valid for every size); and how that was decided (for the trace). False
+    covers "fails for some size" and "could not tell"."""
     try:
         formula = _formula(condition, env, bounds)
     except _Unbound as why:
         return False, f"refused: {why}"
+    text = _formula_text(formula)
     verdict = _interval_truth(formula, sizes)
     if verdict is True:
-        return True, "holds for every size (intervals)"
+        return True, f"{text}: holds for every size (intervals)"
     if verdict is False:
-        return False, "refused: fails for every size (intervals)"
+        return False, f"{text}: refused: fails for every size (intervals)"
     holds, how = for_all_sizes(formula, sizes)
     if holds is True:
-        return True, f"holds for every size ({how})"
-    return False, f"refused: {how}"
+        return True, f"{text}: holds for every size ({how})"
+    return False, f"{text}: refused: {how}"
+
+
+def _formula_text(f: Formula) -> str:
+    """The condition as decided, constants and bounds replaced (`N > 0 and min(63, N - 1) <
+    N`), for the trace."""
+    kind = f[0]
+    if kind == "truth":
+        return "true" if f[1] else "false"
+    if kind == "not":
+        return f"not ({_formula_text(f[1])})"
+    if kind in ("and", "or"):
+        return f" {kind} ".join(f"({_formula_text(g)})" if g[0] in ("and", "or") else
+                               _formula_text(g) for g in f[1])
+    return f"{f[2]} {f[1]} {f[3]}"
 
 
 class _Unbound(Exception):
     """A part of the condition has no expression over the sizes (gcd of a size, ...)."""
 
 
-def _formula(cond: Condition, env: Mapping[Expr, Expr], bounds: Mapping[Expr, int]) -> Formula:
+def _formula(cond: Condition, env: Mapping[Expr, Expr], bounds: Mapping[Expr, Expr]) -> Formula:
     if isinstance(cond, Truth):
         return ("truth", cond.value)
     if isinstance(cond, Compare):
@@ -181,7 +197,7 @@ def _formula(cond: Condition, env: Mapping[Expr, Expr], bounds: Mapping[Expr, in
     return (cond.op, tuple([_formula(c, env, bounds) for c in cond.args]))
 
 
-def _term(e: Expr, env: Mapping[Expr, Expr], bounds: Mapping[Expr, int]) -> Expr:
+def _term(e: Expr, env: Mapping[Expr, Expr], bounds: Mapping[Expr, Expr]) -> Expr:
     """A condition term with the rule's constants and bounds replaced: an expression over
     sizes and integers."""
     if isinstance(e, ConstVar):
@@ -194,7 +210,7 @@ def _term(e: Expr, env: Mapping[Expr, Expr], bounds: Mapping[Expr, int]) -> Expr
             value = bounds.get(e)
             if value is None:
                 raise _Unbound(f"no interval for {e}")
-            return Const(value)
+            return value
         args = [_term(a, env, bounds) for a in e.args]
         if not all(isinstance(a, Const) for a in args):
             raise _Unbound(f"{e.fn} of a size")
