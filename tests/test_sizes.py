@@ -399,3 +399,15 @@ def test_reshape_of_dynamic_dimensions_splits_back_for_every_size() -> None:
     assert noop and "min(127, D - 1) < D" in noop[0].note
     for sizes in ({"D": 1, "H": 1}, {"D": 3, "H": 5}, {"D": 128, "H": 2}):
         assert out.with_sizes(sizes).relation() == m.with_sizes(sizes).relation()
+
+
+def test_provenance_is_kept_but_not_part_of_the_value() -> None:
+    import pickle
+
+    a = IndexingMap.build([Dim(0) * Size("b")], [(0, 7)],
+                          sizes=[SizeVar("b", Interval(1, 16), provenance="jax.export b")])
+    b = IndexingMap.build([Dim(0) * Size("b")], [(0, 7)], sizes=[SizeVar("b", Interval(1, 16))])
+    assert a == b and hash(a) == hash(b)
+    assert a.sizes[0].provenance == "jax.export b"
+    assert pickle.loads(pickle.dumps(a)) == a
+    assert pickle.loads(pickle.dumps(a)).sizes[0].provenance == "jax.export b"
