@@ -1442,11 +1442,12 @@ class Simplifier:
 
     def _simplify_with_sizes(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
                              ) -> IndexingMap:
-        """A map with sizes (docs/semantics.md, Sizes): a size is a term for the rules, never
-        a constant (`c0` binds integer constants only), and its interval enters every interval
-        the conditions read, so each instance holds for every size. A result outside the
-        grammar of maps with sizes (a rule that multiplies two index variables, a divisor
-        not shown positive) leaves the map as it was, and the trace says so."""
+        """A map with sizes (docs/semantics.md, Sizes): a size's interval enters every
+        interval the conditions read, and a size expression binds a rule's constant only
+        where the condition holds for every size (`_rewrite_with_sizes`), so each instance
+        holds for every size. A result outside the grammar of maps with sizes (a rule that
+        multiplies two index variables, a divisor not shown positive) leaves the map as it
+        was, and the trace says so."""
         steps: list[Step] | None = [] if trace is not None else None
         try:
             out = self._simplify(m, point_dims, steps)
