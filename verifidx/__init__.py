@@ -16,9 +16,9 @@ from .errors import (
     UnsupportedError,
     VerifidxError,
 )
-from .expr import Const, Dim, Expr, RtVar, Symbol
+from .expr import Const, Dim, Expr, RtVar, Size, Symbol
 from .hlo import parse_hlo
-from .indexing_map import AffineMap, IndexingMap, Var, compose
+from .indexing_map import AffineMap, IndexingMap, SizeVar, Var, compose
 from .interval import Interval, range_of
 from .rules.base import gate_laws as _gate_laws
 from .simplifier import simplify
@@ -58,7 +58,8 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "AffineMap", "Const", "DepthError", "Dim", "DivisorError", "EvaluationError", "Expr",
     "IndexingMap", "Interval",
-    "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
+    "ParseError", "RtVar", "Size", "SizeVar", "Symbol", "UnsupportedError", "Var", "Verdict",
+    "VerifidxError",
     "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
     "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
 

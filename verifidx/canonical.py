@@ -28,6 +28,7 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
     mul,
@@ -48,7 +49,10 @@ def order_key(e: Expr) -> tuple[object, ...]:
     if isinstance(e, Const):
         key: tuple[object, ...] = (8, e.value)
     elif isinstance(e, Variable):
-        key = (6, _VAR_RANK.get(type(e), 3), e.index)
+        if type(e) is Size:  # after the index variables, by name
+            key = (6, 4, e.name)  # type: ignore[attr-defined]
+        else:
+            key = (6, _VAR_RANK.get(type(e), 3), e.index)
     elif isinstance(e, Add):
         key = (7, tuple(order_key(t) for t in e.terms))
     elif type(e) in _RANK:

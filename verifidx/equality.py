@@ -6,8 +6,8 @@ above `smt`, whose `equal` stays the solver path.
 `equal(f, g)` keeps the contract of `verifidx.smt.equal` (a Verdict whose `holds` is True only
 when proven, False with a concrete counterexample, None when undecided) and tries, in order:
 1. identical maps, or maps whose results and constraints have the same canonical form;
-2. exact enumeration of both relations when every expression is total and both boxes are
-   small: numpy evaluates each expression over the whole box at once, and the two relations,
+2. exact enumeration of both relations when every expression is total, both boxes are
+   small and neither map has sizes: numpy evaluates each expression over the whole box at once, and the two relations,
    as sets of (runtime values, dimensions, results) rows, are compared; a row in one set only
    is a counterexample;
 3. `smt.quick_equal`: a sampled counterexample checked by evaluation, then isl's decision of
@@ -44,7 +44,8 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         return smt_equal(f, g, timeout_ms)
     if f == g or _canonical(f) == _canonical(g):
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
-    verdict = _by_enumeration(f, g)
+    # sizes are universally quantified: no enumeration (a box of points is one size's)
+    verdict = None if f.sizes or g.sizes else _by_enumeration(f, g)
     if verdict is None:
         verdict = smt_quick_equal(f, g, timeout_ms)
     if verdict is None:

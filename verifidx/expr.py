@@ -349,6 +349,83 @@ class RtVar(Variable):
     map_variable = True
 
 
+#: Words of the map grammar that can never name a size.
+RESERVED_NAMES = frozenset(("domain", "in", "min", "max", "floordiv", "floorDiv", "ceildiv", "mod",
+                            "KNOWN", "EMPTY", "UNDEFINED"))
+
+
+def is_size_name(name: str) -> bool:
+    """A size is named by an ASCII identifier that is not one of XLA's variable names
+    (`d3`, `s0`, `rt1`) nor a word of the grammar."""
+    if not (name.isascii() and name.isidentifier()) or name in RESERVED_NAMES:
+        return False
+    for prefix in ("d", "s", "rt"):
+        if name.startswith(prefix) and name[len(prefix):].isdecimal():
+            return False
+    return True
+
+
+class Size(Variable):
+    """A size: a named, positive integer parameter (a dynamic dimension, a `jax.export`
+    dimension variable), universally quantified over the interval the map gives it
+    (docs/semantics.md, Sizes). Interned by name: the same name is the same parameter in
+    every map. Not a map variable of XLA's (`_in_map` is False), so a map that holds one
+    checks its expressions against its sizes' intervals (`indexing_map.check_sized_expr`)."""
+
+    __slots__ = ("name",)
+    kind = "size"
+    prefix = ""
+    name: str
+
+    def __new__(cls, name: str) -> Size:
+        key = ("size", name)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
+        if not isinstance(name, str) or not is_size_name(name):
+            raise ValueError(f"not a size name: {name!r}")
+        new = object.__new__(cls)
+        new.name = name
+        new.index = 0
+        new._size, new._total, new._depth, new._in_map = 1, True, 1, False
+        new._vars = None
+        _TABLE[key] = new
+        return new
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        try:
+            return env[self]
+        except KeyError:
+            raise EvaluationError(f"no value for size {self.name}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Size, (self.name,))
+
+
+def is_size_expr(e: Expr) -> bool:
+    """True when every leaf of `e` is a size or an integer constant, and it has a size."""
+    found = False
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Size):
+            found = True
+        elif isinstance(node, Variable):
+            return False
+        elif not isinstance(node, (Const, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)):
+            return False
+        stack.extend(node.children)
+    return found
+
+
+def has_index_variable(e: Expr) -> bool:
+    """True when `e` mentions a variable other than a size (d, s, rt, or a rule's)."""
+    for v in e.variable_set():
+        if not isinstance(v, Size):
+            return True
+    return False
+
+
 class Add(Expr):
     """An n-ary sum (at least two terms), in the order the terms were given."""
 

@@ -33,10 +33,12 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
 )
 from .indexing_map import IndexingMap
+from .interval import Interval
 
 DEFAULT_TIMEOUT_MS = 2000
 #: Range-variable boxes up to this many points are expanded into disjunctions (complete and
@@ -177,6 +179,8 @@ def is_empty(m: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
         return Verdict(None, message="an UNDEFINED map has no domain")
     if m.is_known_empty or any(v.bounds.is_empty for v in m.all_vars):
         return Verdict(True, message="known empty", seconds=time.perf_counter() - start)
+    if m.sizes:
+        return _timed(_is_empty_with_sizes(m, timeout_ms), start)
     env = _vars(m, "")
     enc = _MapEncoding(m, env)
     s = _solver(timeout_ms)
@@ -230,6 +234,8 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS, 
                        message="both UNDEFINED" if same else "an UNDEFINED map has no relation")
     if f == g:
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
+    if f.sizes or g.sizes:
+        return _timed(_equal_with_sizes(f, g, timeout_ms), start)
     mismatch = _shape_mismatch(f, g)
     if mismatch:
         f_empty, g_empty = is_empty(f, timeout_ms), is_empty(g, timeout_ms)
@@ -444,6 +450,8 @@ def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_M
     mismatch = _shape_mismatch(a, b)
     if mismatch:
         return Verdict(None, message=mismatch)
+    if a.sizes or b.sizes:
+        return Verdict(None, message=_SIZES_NOT_YET.format(what="inclusion"))
     return _included(a, b, "first", timeout_ms)
 
 
@@ -586,6 +594,8 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
         for m in side:
             if m.is_undefined:
                 return Verdict(None, message="an UNDEFINED map has no relation")
+            if m.sizes:
+                return Verdict(None, message=_SIZES_NOT_YET.format(what="equality of unions"))
             # every map term is defined everywhere: maps divide by constants (docs/semantics.md)
     live = tuple([m for m in side if not m.is_known_empty] for side in sides)
     shapes = {(m.num_dims, m.num_rt_vars, m.num_results) for side in live for m in side}
@@ -710,3 +720,193 @@ def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, ti
     return Verdict(False, point, lhs_value=result if which.startswith("lhs") else None,
                    rhs_value=result if which.startswith("rhs") else None,
                    message=f"{which} relates {point} to {result}; no map of the {other} does")
+
+
+# -- maps with sizes (docs/semantics.md, Sizes) ---------------------------------------------------
+#
+# A size is universally quantified: a claim holds for every size in its interval or is not made.
+# In a refutation query (satisfiable exactly when the claim fails) the sizes are free variables
+# bounded by their intervals, shared by both maps: unsat proves the claim for every size. A
+# model names sizes where it may fail; the refutation is reported only when the static question
+# about both maps instantiated at those sizes (`with_sizes`) refutes it too. Products of sizes
+# with variables are nonlinear for Z3, which may answer unknown: that is None, never proven.
+# Budgets are Z3 resource limits, so a verdict never depends on the machine's load.
+
+#: Z3 resource limit of each query about maps with sizes.
+SIZED_RLIMIT = 2_000_000
+_SIZES_NOT_YET = "{what} of maps with sizes is not yet supported"
+
+
+def _timed(v: Verdict, start: float) -> Verdict:
+    v.seconds = time.perf_counter() - start
+    return v
+
+
+def _size_env(m: IndexingMap) -> dict[Expr, z3.ArithRef]:
+    return {Size(z.name): z3.Int(f"size_{z.name}") for z in m.sizes}
+
+
+def _sized_solver(m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]) -> z3.Solver:
+    s = z3.Solver()
+    s.set("rlimit", SIZED_RLIMIT)
+    for z in m.sizes:
+        x = sizes[Size(z.name)]
+        s.add(x >= z.bounds.lo, x <= z.bounds.hi)
+    return s
+
+
+def _sizes_of(model: z3.ModelRef, m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]
+              ) -> dict[str, int]:
+    return {z.name: _value(model, sizes[Size(z.name)]) for z in m.sizes}
+
+
+def _unknown(s: z3.Solver, r: z3.CheckSatResult) -> Verdict:
+    return Verdict(None, message=f"solver answered {r} ({s.reason_unknown()}) for maps with "
+                                 f"sizes")
+
+
+def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
+    """Empty for every size in its interval (True), or a point at sizes the static check
+    confirms (False)."""
+    sizes = _size_env(m)
+    env = _vars(m, "", sizes)
+    s = _sized_solver(m, sizes)
+    s.add(_MapEncoding(m, env).member)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict(True, message="empty for every size in its interval", smtlib=s.sexpr())
+    if r != z3.sat:
+        return _unknown(s, r)
+    at = _sizes_of(s.model(), m, sizes)
+    static = is_empty(m.with_sizes(at), timeout_ms)
+    if static.holds is False:
+        return Verdict(False, {**at, **(static.counterexample or {})},
+                       lhs_value=static.lhs_value,
+                       message=f"at sizes {at}: {static.message}")
+    return Verdict(None, message=f"the solver found sizes {at} where the domain may have a point; "
+                                 f"not confirmed at those sizes ({static.label})")
+
+
+def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict:
+    """Equal for every size in the intervals (True), or different at sizes where the static
+    maps are shown to differ (False). Decided for maps that declare the same sizes."""
+    if f.sizes != g.sizes:
+        def text(m: IndexingMap) -> str:
+            return ", ".join(f"{z.name} in {z.bounds}" for z in m.sizes) or "none"
+
+        return Verdict(None, message=f"the maps declare different sizes ({text(f)} vs "
+                                     f"{text(g)}): equality is decided for the same sizes only")
+    if _shape_mismatch(f, g):
+        return Verdict(None, message=_SIZES_NOT_YET.format(
+            what=f"equality with {_shape_mismatch(f, g)}"))
+    sizes = _size_env(f)
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        v = _included_with_sizes(a, b, sizes)
+        if v is None:
+            continue
+        if v.counterexample is None:
+            return v
+        at = {z.name: v.counterexample[z.name] for z in f.sizes}
+        static = equal(f.with_sizes(at), g.with_sizes(at), timeout_ms)
+        if static.holds is False:
+            return Verdict(False, {**at, **(static.counterexample or {})},
+                           lhs_value=static.lhs_value, rhs_value=static.rhs_value,
+                           message=f"at sizes {at}: {static.message}")
+        return Verdict(None, message=f"the solver found sizes {at} where the {which} map may "
+                                     f"relate a tuple the other does not; not confirmed at "
+                                     f"those sizes ({static.label})")
+    return Verdict(True, message="equal for every size in its interval")
+
+
+def _included_with_sizes(a: IndexingMap, b: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]
+                         ) -> Verdict | None:
+    """None when every tuple of a's relation is in b's at every size; else a Verdict: unknown,
+    or one whose counterexample holds the sizes of the solver's model (to be confirmed)."""
+    env_a = _vars(a, "a_", sizes)
+    shared: dict[Expr, z3.ArithRef] = {v: env_a[v] for v in a.variables
+                                       if isinstance(v, (Dim, RtVar))}
+    shared.update(sizes)
+    ea = _MapEncoding(a, env_a)
+    s = _sized_solver(a, sizes)
+    s.add(ea.member)
+    box = 1
+    for info in b.range_vars:
+        box *= info.bounds.size
+    if box <= EXPANSION_LIMIT:
+        for values in itertools.product(*[range(i.bounds.lo, i.bounds.hi + 1)
+                                          for i in b.range_vars]):
+            env_b = dict(shared)
+            env_b.update({Symbol(k): z3.IntVal(x) for k, x in enumerate(values)})
+            eb = _MapEncoding(b, env_b)
+            s.add(z3.Not(z3.And(eb.member, *[x == y for x, y in zip(ea.results, eb.results)])))
+    else:
+        bound = [z3.Int(f"b_s{k}") for k in range(b.num_range_vars)]
+        env_b = dict(shared)
+        env_b.update({Symbol(k): x for k, x in enumerate(bound)})
+        eb = _MapEncoding(b, env_b)
+        s.add(z3.ForAll(bound, z3.Not(z3.And(eb.member, *[x == y for x, y in
+                                                          zip(ea.results, eb.results)]))))
+    r = s.check()
+    if r == z3.unsat:
+        return None
+    if r != z3.sat:
+        return _unknown(s, r)
+    return Verdict(None, _sizes_of(s.model(), a, sizes))
+
+
+#: Answers of `for_all_sizes`, by the formula and the sizes' intervals (both hashable values).
+_FOR_ALL: dict[tuple[object, ...], tuple[bool | None, str]] = {}
+
+
+def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
+                  ) -> tuple[bool | None, str]:
+    """Whether a formula over sizes and integers (`("cmp", op, lhs, rhs)`, `("not", f)`,
+    `("and" | "or", (f, ...))`, `("truth", b)`: a rule's condition at a match site,
+    `verifidx.rules.sizes`) is true and defined for every size in its interval: True when
+    Z3 proves it (unsat of its negation), False with the sizes where it fails, None when Z3
+    cannot tell under the resource limit. The message says which."""
+    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items() if isinstance(v, Size))
+    key = (formula, tuple(items))
+    hit = _FOR_ALL.get(key)
+    if hit is not None:
+        return hit
+    env: dict[Expr, z3.ArithRef] = {Size(name): z3.Int(f"size_{name}") for name, _, _ in items}
+    enc = Encoder(env)
+
+    def encode(f: tuple) -> z3.BoolRef:
+        kind = f[0]
+        if kind == "truth":
+            return z3.BoolVal(bool(f[1]))
+        if kind == "not":
+            return z3.Not(encode(f[1]))
+        if kind in ("and", "or"):
+            parts = [encode(g) for g in f[1]]
+            return z3.And(parts) if kind == "and" else z3.Or(parts)
+        _, op, lhs, rhs = f
+        a, b = enc(lhs), enc(rhs)
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[op]
+
+    try:
+        claim = encode(formula)
+    except (KeyError, TypeError) as err:  # a leaf that is not a size
+        return None, f"not encodable: {err}"
+    s = z3.Solver()
+    s.set("rlimit", SIZED_RLIMIT)
+    for name, lo, hi in items:
+        x = env[Size(name)]
+        s.add(x >= lo, x <= hi)
+    s.add(z3.Not(z3.And(claim, *enc.defined)))
+    r = s.check()
+    if r == z3.unsat:
+        out: tuple[bool | None, str] = (True, "Z3, unsat")
+    elif r == z3.sat:
+        model = s.model()
+        at = {name: _value(model, env[Size(name)]) for name, _, _ in items}
+        out = (False, f"Z3: fails at {', '.join(f'{k} = {v}' for k, v in at.items())}")
+    else:
+        out = (None, f"Z3 answered unknown ({s.reason_unknown()})")
+    if len(_FOR_ALL) > 10_000:
+        _FOR_ALL.clear()
+    _FOR_ALL[key] = out
+    return out

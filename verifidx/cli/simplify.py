@@ -46,7 +46,8 @@ def _run(args: argparse.Namespace) -> int:
         doc: dict[str, object] = {"input": print_map(m), "map": text}
         if args.trace:
             doc["trace"] = [{"rule": s.rule, "before": str(s.before), "after": str(s.after),
-                             "bounds": {k: [v.lo, v.hi] for k, v in s.bounds.items()}}
+                             "bounds": {k: [v.lo, v.hi] for k, v in s.bounds.items()},
+                             **({"note": s.note} if s.note else {})}
                             for s in steps]
         if verdict is not None:
             doc["verified"] = getattr(verdict, "holds", None)

@@ -343,6 +343,8 @@ def symbolic_tile(indexing: IndexingMap, simplify: bool = True) -> SymbolicTile 
     """The symbolic tile of an output-to-input map, or `NoTile` with the reason."""
     if indexing.is_undefined:
         return NoTile("the map is undefined", indexing)
+    if indexing.sizes:
+        return NoTile("symbolic tiles of maps with sizes are not yet supported", indexing)
     m = indexing.simplify(point_dims="preserve") if simplify else indexing
     if m.is_known_empty:
         return NoTile("the map is known to be empty", m)
