@@ -10,11 +10,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ParseError, VerifidxError
 from ..indexing_map import IndexingMap
-from ..smt import Verdict
 from ..syntax import parse_map
 
 EXIT_OK = 0
@@ -97,6 +96,18 @@ def ints(text: str, what: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"--{what} takes comma-separated integers, got {text!r}") from None
+
+
+class Verdict(Protocol):
+    """What `verdict_json` reads of a `verifidx.smt.Verdict` (named here so that the commands
+    that never ask the solver do not load it)."""
+
+    holds: bool | None
+    counterexample: dict[str, int] | None
+    lhs_value: object
+    rhs_value: object
+    message: str
+    seconds: float
 
 
 def verdict_json(v: Verdict) -> dict[str, object]:
