@@ -32,12 +32,13 @@ from .expr import (
     Symbol,
     Variable,
     mul,
+    register_cache,
 )
 
 _RANK = {Mul: 0, Mod: 1, FloorDiv: 2, CeilDiv: 3, Min: 4, Max: 5, Add: 7}
 _VAR_RANK = {Dim: 0, Symbol: 1, RtVar: 2}
-_KEYS: dict[Expr, tuple[object, ...]] = {}
-_CANON: dict[Expr, Expr] = {}
+_KEYS: dict[Expr, tuple[object, ...]] = register_cache({})
+_CANON: dict[Expr, Expr] = register_cache({})
 laws.on_change(_CANON.clear)
 
 
@@ -79,7 +80,7 @@ def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     return dict(hit[0]), hit[1]
 
 
-_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = {}
+_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = register_cache({})
 _LINEAR_LIMIT = 200_000
 
 

@@ -25,6 +25,7 @@ import heapq
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
@@ -198,6 +199,7 @@ class ComputationWalker:
         self.merges: list[Merge] = []
         self._o2i: dict[tuple[str, int], HloInstructionIndexing] = {}
         self._i2o: dict[tuple[str, int], HloInstructionIndexing] = {}
+        self._users: dict[str, list[tuple[HloInstruction, int]]] | None = None
 
     def shape_of(self, name: str) -> Shape:
         return self.comp.instruction(name).shape
@@ -343,6 +345,15 @@ class ComputationWalker:
             if p == j and pl == leaf:
                 yield o, list(maps)
 
+    def users(self) -> dict[str, list[tuple[HloInstruction, int]]]:
+        """Who reads each value, `{name: [(user, operand position)]}`, computed once."""
+        if self._users is None:
+            self._users = {}
+            for inst in self.comp.instructions:
+                for j, name in enumerate(inst.operands):
+                    self._users.setdefault(name, []).append((inst, j))
+        return self._users
+
     def bucket(self, where: str) -> _Bucket:
         return _Bucket(where, self.merges)
 
@@ -419,10 +430,7 @@ class ComputationWalker:
 
     def input_to_output(self, param: HloInstruction, leaf: int
                         ) -> dict[int, list[OperandIndexing]]:
-        users: dict[str, list[tuple[HloInstruction, int]]] = {}
-        for inst in self.comp.instructions:
-            for j, name in enumerate(inst.operands):
-                users.setdefault(name, []).append((inst, j))
+        users = self.users()
         pending: dict[tuple[str, int], _Bucket] = {}
         start = self.bucket(param.name)
         start.add(_start(param, leaf))
@@ -455,16 +463,38 @@ _CACHE: dict[tuple[int, int, str, str],
                    ComputationIndexing]] = {}
 
 
+def _forget(table: dict[Any, Any], key: Hashable) -> Callable[[object], None]:
+    """A weakref callback that drops `table[key]` when its object dies (ids are reused)."""
+    def forget(_ref: object) -> None:
+        table.pop(key, None)
+    return forget
+
+
+_ROLES: dict[int, tuple[weakref.ref[HloModule], dict[str, str]]] = {}
+
+
+def _roles(module: HloModule) -> dict[str, str]:
+    """Who calls whom, once per module: each called computation's role is the opcode of its
+    first caller in text order ("fusion", "call", ...), the entry's is "entry"."""
+    hit = _ROLES.get(id(module))
+    if hit is not None and hit[0]() is module:
+        return hit[1]
+    roles: dict[str, str] = {}
+    for c in module.computations.values():
+        for inst in c.instructions:
+            for name in inst.called_computations:
+                roles.setdefault(name, inst.opcode)
+    roles[module.entry.name] = "entry"
+    _ROLES[id(module)] = (weakref.ref(module, _forget(_ROLES, id(module))), roles)
+    return roles
+
+
 def _role(module: HloModule | None, comp: HloComputation) -> str:
     if module is None:
         return "computation"
     if module.entry is comp:
         return "entry"
-    for c in module.computations.values():
-        for inst in c.instructions:
-            if comp.name in inst.called_computations:
-                return "fusion" if inst.opcode == "fusion" else inst.opcode
-    return "computation"
+    return _roles(module).get(comp.name, "computation")
 
 
 def computation_indexing(module: HloModule | None, computation: HloComputation | str,
@@ -489,7 +519,10 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
         result = _compute(module, computation, direction)
     finally:
         _IN_PROGRESS.discard(key)
-    _CACHE[key] = (weakref.ref(owner), weakref.ref(computation), _simplifier, result)
+    # the entry goes when the module (or the computation) dies, with the maps it holds
+    forget = _forget(_CACHE, key)
+    _CACHE[key] = (weakref.ref(owner, forget), weakref.ref(computation, forget), _simplifier,
+                   result)
     return result
 
 

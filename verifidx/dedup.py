@@ -18,13 +18,14 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from .expr import register_cache
 from .indexing_map import IndexingMap
 
 T = TypeVar("T")
 
 #: Per-comparison solver budget; an unknown answer keeps both maps.
 DEDUP_TIMEOUT_MS = 2000
-_VERDICTS: dict[tuple[IndexingMap, IndexingMap], tuple[bool | None, str]] = {}
+_VERDICTS: dict[tuple[IndexingMap, IndexingMap], tuple[bool | None, str]] = register_cache({})
 _VERDICT_CACHE_LIMIT = 100_000
 
 

@@ -21,8 +21,10 @@ back as it was written. Everything else is the simplifier's job.
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import ClassVar, SupportsInt, Union
+from typing import Any, ClassVar, SupportsInt, TypeVar, Union
 
 from . import laws as _laws
 from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
@@ -35,6 +37,77 @@ ExprLike = Union["Expr", int]
 MAX_DEPTH = 64
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
+
+# -- bounded memory ------------------------------------------------------------------------
+# The intern table would keep every node ever built (a compiler that keeps verifidx loaded
+# would grow without bound), and the caches keyed by nodes keep them too. Nodes cannot be
+# weakly referenced (compiled classes have no __weakref__), so `release_unused` does what weak
+# references would: it empties the registered caches and drops from the table every node that
+# nothing else refers to, found by its reference count. A node someone still holds stays, so
+# building the same expression again still gives that very node (equality is identity), and a
+# dropped node can never meet its rebuilt twin. `release_if_grown` runs it at safe points (the
+# start of a map simplification, a map parse) once the table has grown by TABLE_GROWTH nodes.
+
+_CACHES: list[dict[Any, Any]] = []
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+#: The table is swept when it holds this many nodes more than after the last sweep.
+TABLE_GROWTH = 1 << 17
+_next_sweep: int = TABLE_GROWTH
+
+
+def register_cache(cache: dict[_K, _V]) -> dict[_K, _V]:
+    """Declare a module-level cache that holds expressions (as keys or values): pure memo
+    tables only, which `release_unused` may empty at any time."""
+    _CACHES.append(cache)
+    return cache
+
+
+def set_table_growth(nodes: int) -> None:
+    """How many nodes the table may gain between sweeps (memory against re-building)."""
+    global TABLE_GROWTH, _next_sweep
+    TABLE_GROWTH = nodes
+    _next_sweep = len(_TABLE) + nodes
+
+
+def table_size() -> int:
+    return len(_TABLE)
+
+
+def release_if_grown() -> None:
+    """Sweep when the table has grown past its bound (one comparison otherwise)."""
+    if len(_TABLE) > _next_sweep:
+        release_unused()
+
+
+def _references(table: Mapping[tuple[object, ...], object], key: tuple[object, ...]) -> int:
+    node = table[key]
+    return sys.getrefcount(node)
+
+
+def release_unused() -> int:
+    """Empty the registered caches and drop every node nobody refers to; returns how many."""
+    global _next_sweep
+    for cache in _CACHES:
+        cache.clear()
+    gc.collect()  # dead objects in reference cycles still hold their nodes
+    # What `_references` counts for a node that only the table holds (measured, not assumed:
+    # compiled and interpreted code count their temporaries differently).
+    probe: dict[tuple[object, ...], object] = {("probe",): object()}
+    alone = _references(probe, ("probe",))
+    keys = list(_TABLE)  # in building order: every node after its children
+    dropped = 0
+    while keys:
+        key = keys.pop()  # parents first, so that dropping one frees its children for the test
+        if isinstance(_TABLE[key], Variable):
+            continue  # a handful, and each refers to itself (its variable set)
+        if _references(_TABLE, key) <= alone:
+            del _TABLE[key]
+            dropped += 1
+    _next_sweep = len(_TABLE) + TABLE_GROWTH
+    return dropped
+
 
 _printer: Callable[[Expr], str] | None = None
 

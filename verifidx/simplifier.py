@@ -56,6 +56,8 @@ from .expr import (
     minimum,
     mul,
     neg,
+    register_cache,
+    release_if_grown,
 )
 from .implied_bounds import LinearConstraint, implied_bounds, linear_constraints, linear_range
 from .indexing_map import (
@@ -312,7 +314,7 @@ def _shape(e: Expr) -> tuple[type, ...]:
     return ()
 
 
-_SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
+_SHAPES: dict[Expr, list[tuple[type, ...]]] = register_cache({})
 
 
 _NO_SHAPES: list[tuple[type, ...]] = []
@@ -358,7 +360,7 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
-_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = {}
+_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = register_cache({})
 
 
 def _signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -461,7 +463,7 @@ class _Prediction:
                  neutral: frozenset[int], guard: Guard | None) -> None:
         self.shape, self.constant, self.divisor = shape, constant, divisor
         self.neutral, self.guard = neutral, guard
-        self._allows: dict[tuple[int, Expr], bool] = {}
+        self._allows: dict[tuple[int, Expr], bool] = register_cache({})
 
     def allows(self, value: int, divisor: Expr) -> bool:
         """Whether cA = value may rewrite at a term with this divisor: not a neutral value,
@@ -536,7 +538,8 @@ def _predicted_match_may_rewrite(pred: _Prediction, facts: dict[str, tuple[int, 
     return False
 
 
-_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = {}
+_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = \
+    register_cache({})
 
 
 def _divisor_facts(e: Expr) -> tuple[bool, bool]:
@@ -689,18 +692,19 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[object, ...], list[_Candidate]] = {}
+        self._matches: dict[tuple[object, ...], list[_Candidate]] = register_cache({})
         #: The candidates of guided matches (`_decompositions`), by left side and position.
-        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = {}
+        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = register_cache({})
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
-        self.results: dict[tuple[object, ...], Expr] = {}
+        self.results: dict[tuple[object, ...], Expr] = register_cache({})
         #: Outcomes of one rewrite at a root with the intervals they read, by (rule list,
         #: term): see `_ExprSimplifier._rewrite_by_reads`.
         self.tracked: dict[tuple[int, Expr],
-                           list[tuple[tuple[tuple[Expr, int, int], ...], Expr | None]]] = {}
+                           list[tuple[tuple[tuple[Expr, int, int], ...], Expr | None]]] = \
+            register_cache({})
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
-        self.rewrites: dict[tuple[object, ...], Expr | None] = {}
+        self.rewrites: dict[tuple[object, ...], Expr | None] = register_cache({})
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[object, ...], list[_Plan]] = {}
         #: Its first level: (rule list, structure part of a signature) -> rules that fit it.
@@ -1434,6 +1438,7 @@ class Simplifier:
 
     def simplify(self, m: IndexingMap, point_dims: str = "replace",
                  trace: list[Step] | None = None) -> IndexingMap:
+        release_if_grown()  # a safe point to bound memory (verifidx.expr)
         if m.is_undefined or m.is_known_empty:
             return m
         if m.sizes:

@@ -51,6 +51,8 @@ from .expr import (
     mul,
     neg,
     raw_add,
+    register_cache,
+    release_if_grown,
 )
 from .expr import register_printer as register_expr_printer
 from .indexing_map import AffineMap, IndexingMap, SizeVar, Var
@@ -476,6 +478,7 @@ class _Parser:
 
 def parse_map(text: str, source: str = "<string>") -> IndexingMap:
     """Parse XLA's map text (one-line or multi-line), `KNOWN EMPTY` or `UNDEFINED`."""
+    release_if_grown()  # a safe point to bound memory (verifidx.expr)
     try:
         return _MapReader(text).indexing_map()
     except Exception:  # noqa: BLE001 - any doubt: the full parser decides, and reports errors
@@ -547,8 +550,8 @@ def _var(bounds: Interval, name: str | None) -> Var:
 
 # Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
 # digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
-_LITERALS: dict[str, Const] = {}
-_NEGATED: dict[str, Const] = {}
+_LITERALS: dict[str, Const] = register_cache({})
+_NEGATED: dict[str, Const] = register_cache({})
 
 
 def _literal(t: str, table: dict[str, Const], sign: int) -> Const:

@@ -11,14 +11,13 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ParseError, VerifidxError
 from ..hlo.module import HloModule
 from ..hlo.opcodes import check_opcodes
 from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
-from ..smt import Verdict
 from ..syntax import parse_map
 
 EXIT_OK = 0
@@ -101,6 +100,18 @@ def ints(text: str, what: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"--{what} takes comma-separated integers, got {text!r}") from None
+
+
+class Verdict(Protocol):
+    """What `verdict_json` reads of a `verifidx.smt.Verdict` (named here so that the commands
+    that never ask the solver do not load it)."""
+
+    holds: bool | None
+    counterexample: dict[str, int] | None
+    lhs_value: object
+    rhs_value: object
+    message: str
+    seconds: float
 
 
 def verdict_json(v: Verdict) -> dict[str, object]:

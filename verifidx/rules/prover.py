@@ -36,7 +36,7 @@ import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import z3
 
@@ -56,75 +56,25 @@ from .model import (
     TermVar,
     Truth,
     evaluate_condition,
-    rule_exprs,
     side_exprs,
+)
+from .results import (
+    ERROR,
+    INSTALLED_Z3_VERSION,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    ProofResult,
+    ProverConfig,
+    is_bound,
+    nonlinear_constants,
+    rule_leaves,
 )
 
 Z3_VERSION = z3.get_version_string()
-
-PROVED, REFUTED, UNKNOWN, ERROR = "proved", "refuted", "unknown", "error"
-
-
-@dataclass(frozen=True)
-class ProverConfig:
-    """Budgets, in Z3 resource units (`rlimit`, deterministic: about 2-3 million a second on
-    one core), and the enumeration bound. The defaults keep a 30-rule file under a minute on two
-    cores while leaving each strategy a real chance."""
-
-    quick_rlimit: int = 300_000  # the first, short try of each unbounded encoding
-    rlimit: int = 5_000_000  # the full try of each unbounded encoding
-    case_rlimit: int = 3_000_000  # one sign case, one enumerated case
-    bound: int = 64  # constants enumerated in [-bound, bound]
-    min_bound: int = 8  # a bounded proof below this is reported as unknown
-    bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
-    minimize_steps: int = 40  # solver calls spent shrinking a counterexample
-    timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
-
-
-@dataclass
-class ProofResult:
-    """The outcome for one rule; `to_json()` is the DESIGN.md shape (plus a few extras)."""
-
-    name: str
-    file: str
-    line: int
-    verdict: str
-    strength: str | None = None
-    order: str | None = None
-    counterexample: dict[str, int] | None = None
-    lhs_value: int | bool | None = None
-    rhs_value: int | bool | None = None
-    seconds: float = 0.0
-    message: str = ""
-    subterms: dict[str, int | bool | None] | None = None
-    reproducer: str | None = None
-    strategy: str | None = None
-    smtlib: str = field(default="", repr=False)
-    rule: Rule | None = field(default=None, repr=False, compare=False)
-    cached: bool = False  # read from a current certificate, not proven in this run
-    recheck: str | None = None  # check: "z3" (query re-run now) or "cache" (re-run before)
-    seed: int = 0  # Z3's random seed in the proving query (sign splits only)
-    rlimit: int = 0  # the resource limit of each check that proved it (0: the config's)
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == PROVED
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "file": self.file, "line": self.line, "name": self.name, "verdict": self.verdict,
-            "strength": self.strength, "order": self.order,
-            "counterexample": self.counterexample, "lhs_value": self.lhs_value,
-            "rhs_value": self.rhs_value, "seconds": round(self.seconds, 3),
-            "message": self.message,
-        }
-        if self.subterms is not None:
-            out["subterms"] = self.subterms
-        if self.reproducer is not None:
-            out["reproducer"] = self.reproducer
-        if self.strategy is not None:
-            out["strategy"] = self.strategy
-        return out
+if Z3_VERSION != INSTALLED_Z3_VERSION:  # the gate read the installed version without loading Z3
+    raise ImportError(f"Z3 {Z3_VERSION} is loaded, but the installed z3-solver says "
+                      f"{INSTALLED_Z3_VERSION}")
 
 
 # -- the parts of a rule -----------------------------------------------------------------------
@@ -134,70 +84,6 @@ def conjuncts(cond: Condition) -> list[Condition]:
     if isinstance(cond, BoolOp) and cond.op == "and":
         return [c for a in cond.args for c in conjuncts(a)]
     return [] if cond == Truth(True) else [cond]
-
-
-def _is_bound(n: Expr) -> bool:
-    return isinstance(n, Call) and n.fn in ("lo", "hi")
-
-
-def rule_leaves(rule: Rule) -> dict[str, Expr]:
-    """The names a counterexample shows, in DESIGN.md order: term variables (as they appear on
-    the left), constants (by number), then the interval bounds the rule uses."""
-    terms: dict[str, Expr] = {}
-    consts: dict[str, Expr] = {}
-    bounds: dict[str, Expr] = {}
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, TermVar):
-                terms.setdefault(n.name, n)
-            elif isinstance(n, ConstVar):
-                consts.setdefault(n.name, n)
-            elif _is_bound(n):
-                bounds.setdefault(str(n), n)
-    ordered = sorted(consts, key=lambda s: (len(s), s))
-    return {**terms, **{k: consts[k] for k in ordered}, **bounds}
-
-
-def nonlinear_constants(rule: Rule) -> list[str]:
-    """Constants that make the obligation non-linear: divisors, gcd/lcm operands and factors
-    of products with another non-constant factor. Fixing them leaves a linear problem."""
-    found: set[str] = set()
-
-    def consts(e: Expr) -> set[str]:
-        return {n.name for n in e.walk() if isinstance(n, ConstVar)}
-
-    def symbolic(e: Expr) -> bool:
-        return any(isinstance(n, (TermVar, ConstVar)) or _is_bound(n) for n in e.walk())
-
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, (FloorDiv, CeilDiv, Mod)):
-                found |= consts(n.rhs)
-            elif isinstance(n, Mul) and symbolic(n.lhs) and symbolic(n.rhs):
-                found |= consts(n.lhs) | consts(n.rhs)
-            elif isinstance(n, Call) and n.fn in ("gcd", "lcm"):
-                for a in n.args:
-                    found |= consts(a)
-    return sorted(found, key=lambda s: (len(s), s))
-
-
-def logic(rule: Rule) -> str:
-    """`QF_LIA` when the obligation is linear (every product, divisor, gcd and lcm operand is a
-    number once the rule's numbers are in), else `QF_NIA`. Linear queries can be re-checked by
-    any SMT solver of the field; non-linear ones are where solvers differ."""
-
-    def symbolic(e: Expr) -> bool:
-        return any(isinstance(n, (TermVar, ConstVar)) or _is_bound(n) for n in e.walk())
-
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, (FloorDiv, CeilDiv, Mod)) and symbolic(n.rhs):
-                return "QF_NIA"
-            if isinstance(n, Mul) and symbolic(n.lhs) and symbolic(n.rhs):
-                return "QF_NIA"
-            if isinstance(n, Call) and n.fn in ("gcd", "lcm") and any(map(symbolic, n.args)):
-                return "QF_NIA"
-    return "QF_LIA"
 
 
 # -- encoding ----------------------------------------------------------------------------------
@@ -322,7 +208,7 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
     holds, _ = enc.truth(rule.condition)
     assumptions = [holds]
     for name, node in nodes.items():
-        if _is_bound(node):
+        if is_bound(node):
             t = node.args[0]  # type: ignore[attr-defined]
             v, b = enc(t), leaves[name]
             assumptions.append(z3.Implies(enc.definedness(t), b <= v if name.startswith("lo")
@@ -609,7 +495,7 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
     except EvaluationError:
         return None
     for name, node in nodes.items():
-        if _is_bound(node):
+        if is_bound(node):
             t, _ = _value(node.args[0], env)  # type: ignore[attr-defined]
             b = env[node]
             if t is not None and (b > t if name.startswith("lo") else b < t):
@@ -650,7 +536,7 @@ def _subterms(rule: Rule, env: Mapping[Expr, int]) -> dict[str, int | bool | Non
     for side in (rule.lhs, rule.rhs):
         for top in side_exprs(side):
             for n in top.walk():
-                if isinstance(n, (Const, TermVar, ConstVar)) or _is_bound(n):
+                if isinstance(n, (Const, TermVar, ConstVar)) or is_bound(n):
                     continue
                 key = print_expr(n)
                 if key not in out:
@@ -660,7 +546,7 @@ def _subterms(rule: Rule, env: Mapping[Expr, int]) -> dict[str, int | bool | Non
 
 def _instantiate(e: Expr, env: Mapping[Expr, int]) -> Expr | None:
     """`e` with constants and bounds replaced by their values (no folding), for map text."""
-    if isinstance(e, ConstVar) or _is_bound(e):
+    if isinstance(e, ConstVar) or is_bound(e):
         return Const(env[e])
     if isinstance(e, Call):
         if not any(isinstance(n, TermVar) for n in e.walk()):
@@ -699,7 +585,7 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
         hi: int | None = env.get(Call("hi", [t]), env[t])
         domain.append(f"{names[t]} in [{lo}, {hi}]")
     compound = dict.fromkeys(n.args[0] for n in nodes.values()  # type: ignore[attr-defined]
-                             if _is_bound(n) and not isinstance(n.args[0], TermVar))  # type: ignore[attr-defined]
+                             if is_bound(n) and not isinstance(n.args[0], TermVar))  # type: ignore[attr-defined]
     for arg in compound:
         value, _ = _value(arg, env)
         lo = env.get(Call("lo", [arg]), value)

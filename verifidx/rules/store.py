@@ -24,23 +24,21 @@ from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
 from .proof_cache import ProofCache, cache_key
-from .prover import (
+from .results import (
     ERROR,
     PROVED,
     REFUTED,
     UNKNOWN,
-    Z3_VERSION,
     ProofResult,
     ProverConfig,
     logic,
     nonlinear_constants,
-    prove_rules,
-    query_for,
-    recheck_query_for,
     rule_leaves,
-    run_query,
-    z3_binary,
 )
+from .results import INSTALLED_Z3_VERSION as Z3_VERSION
+
+# The prover (and Z3) load only where a query is built or run: reading certificates, as the
+# simplifier's rule gate does at start-up, needs neither.
 
 FORMAT = 3  # 2: the proving query, its resource limit and logic, no timings; 3: a bounded
 # proof stores its base query and the enumerated constants, not every case
@@ -297,6 +295,8 @@ def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
                 ) -> list[ProofResult]:
     """`verifidx prove`: re-prove rules whose certificate is not current (all with `force`),
     keep the rest, and write the certificate files."""
+    from .prover import prove_rules
+
     for rf in files:
         if rf.foreign and write:
             raise CertificateError(str(rf.problem))
@@ -333,6 +333,8 @@ def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
     """`verifidx check`: a rule passes only when its certificate is current and its query,
     rebuilt from the rule's text, answers `unsat` again now (or did on this machine before, as
     the proof cache remembers). With `reprove`, the whole proof search runs again instead."""
+    from .prover import prove_rules
+
     if reprove:
         rules = [r for rf in files for r in rf.rules]
         return [_with_place(res, r) for r, res in zip(rules, prove_rules(rules, config, jobs))]
@@ -369,6 +371,8 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
                  ) -> tuple[str, int, str] | None:
     """What must run to believe the certificate's `proved`; None when nothing must (the
     certificate was refused, or this machine re-checked the same query before)."""
+    from .prover import query_for, recheck_query_for
+
     res.cached = False
     seed = entry.get("seed", 0)
     query = query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int) else -1)
@@ -402,6 +406,8 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
                   jobs: int, cache: ProofCache | None) -> None:
     """Run the queries, `jobs` at a time, each in its own `z3` process (in this process, one at
     a time, when the executable of this Z3 version is not installed)."""
+    from .prover import run_query, z3_binary
+
     from concurrent.futures import ThreadPoolExecutor
 
     if not todo:
