@@ -111,7 +111,7 @@ def test_proof_text_is_printed_only_when_asked(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(z3.Solver, "sexpr", counted)
     f = parse_map("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 3], s0 in [0, 1]")
     g = parse_map("(d0)[s0] -> (s0 + d0), domain: d0 in [0, 3], s0 in [0, 1]")
-    v = equal(f, g)
+    v = equal(f, g, quick=False)  # Z3's path (isl would decide it first)
     assert v.holds is True
     assert printed == []
     assert "(assert" in v.smtlib and printed

@@ -783,7 +783,7 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
     s.add(_MapEncoding(m, env).member)
     r = s.check()
     if r == z3.unsat:
-        return Verdict(True, message="empty for every size in its interval", smtlib=s.sexpr())
+        return Verdict(True, message="empty for every size in its interval", query=s.sexpr)
     if r != z3.sat:
         return _unknown(s, r)
     at = _sizes_of(s.model(), m, sizes)
