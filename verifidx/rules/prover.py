@@ -78,7 +78,7 @@ class ProverConfig:
     min_bound: int = 8  # a bounded proof below this is reported as unknown
     bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
     minimize_steps: int = 40  # solver calls spent shrinking a counterexample
-    timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
+    timeout_ms: int | None = None  # wall-clock net of one solver call (None: `safety_net_ms`)
 
 
 @dataclass
@@ -299,12 +299,14 @@ class _RuleEncoder(Encoder):
 
 @dataclass
 class Obligation:
-    """`formula` is satisfiable exactly when the rule has a counterexample."""
+    """`formula` is satisfiable exactly when the rule has a counterexample; `hypotheses` (the
+    conditions, the bounds and the encoding's definitions) when the rule has an instance."""
 
     rule: Rule
     formula: z3.BoolRef
     leaves: dict[str, z3.ArithRef]
     fixed: dict[str, int]
+    hypotheses: z3.BoolRef
 
 
 def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
@@ -339,8 +341,10 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
         lhs, rhs = rule.lhs, rule.rhs
         assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
         goal = z3.And(enc.definedness(lhs), enc.definedness(rhs), enc(lhs) == enc(rhs))
+    hypotheses = z3.And(*assumptions, *enc.axioms)
     formula = z3.And(*assumptions, *enc.axioms, z3.Not(goal))
-    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed)
+    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed,
+                      hypotheses)
 
 
 def explain(rule: Rule) -> str:
@@ -409,16 +413,26 @@ def render_query(ob: Obligation, strategy: str, tactic: bool,
 _SCRIPT_PARAMETERS = ("rlimit", "timeout", "smt.random_seed")
 
 
+def safety_net_ms(rlimit: int) -> int:
+    """The wall-clock net of a solver run with this resource budget: ten minutes plus one second
+    per 10,000 units, a rate hundreds of times below a busy core's (a loaded two-core machine
+    still does 50,000 a second). It exists for a runaway process (a Z3 defect that stops
+    counting), not as a budget: the budget, not the machine's load, decides every answer."""
+    return 600_000 + max(0, rlimit) // 10
+
+
 class ScriptRun:
     """One Z3 command interpreter (the same front end as the `z3` binary) fed SMT-LIB2 text.
     Each check is capped by a resource limit, which is deterministic (a wall-clock cap is not):
     the same text under the same Z3 gives the same answers on every machine. `timeout_ms` is
-    only a safety net; an answer it cuts short is `unknown`, never `unsat`."""
+    only a safety net (default: `safety_net_ms(rlimit)`, far above the budget); an answer it
+    cuts short is `unknown`, never `unsat`."""
 
-    def __init__(self, rlimit: int, timeout_ms: int) -> None:
+    def __init__(self, rlimit: int, timeout_ms: int | None = None) -> None:
         self.ctx = z3.Context()
         self.text: list[str] = []
-        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {timeout_ms})\n"
+        net = safety_net_ms(rlimit) if timeout_ms is None else timeout_ms
+        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {net})\n"
 
     def _eval(self, text: str, record: bool = True) -> str:
         if record:
@@ -469,11 +483,18 @@ def z3_binary() -> str | None:
     return exe if f"version {Z3_VERSION} " in out.stdout + " " else None
 
 
+def budgeted(query: str, rlimit: int) -> str:
+    """`query` under the resource limit `rlimit` for each of its checks: what proved it, so
+    that re-running it repeats the prover's steps exactly (Z3 counts the same units in the `z3`
+    executable as in this process)."""
+    return f"(set-option :rlimit {rlimit})\n{query}"
+
+
 def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
-    """The answers of a stored query as stock Z3 gives them: the `z3` executable when `exe` is
-    given (a process of its own, so queries run in parallel), else Z3's command interpreter in
-    this process, one at a time. No resource limit: with more resources Z3's deterministic
-    search follows the same path, so a query that proved still answers `unsat`."""
+    """The answers of a stored query (which sets its own resource limit: `budgeted`) as stock
+    Z3 gives them: the `z3` executable when `exe` is given (a process of its own, so queries run
+    in parallel), else Z3's command interpreter in this process, one at a time. `timeout_ms` is
+    the wall-clock net of the whole run (`safety_net_ms` of its total budget)."""
     if exe is not None:
         try:
             out = subprocess.run([exe, f"-T:{max(1, timeout_ms // 1000)}", "-in"], input=text,
@@ -894,9 +915,41 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
     return _bounded_result(rule, covered, names, config, notes, why)
 
 
+def bounded_vacuity(rule: Rule, covered: int, config: ProverConfig) -> str | None:
+    """Why a `bounded: |c| <= covered` proof of `rule` would prove nothing, or None. Its cases
+    must reach the prover's minimum bound, and at least one of them must admit an instance
+    (values of the terms, the other constants and the bounds that satisfy the rule's
+    conditions, checked again with verifidx's evaluator): a bound whose cases are all vacuous
+    proves nothing. The prover never reports, and the gate never accepts, such a proof."""
+    if covered < config.min_bound:
+        return (f"the bound |c| <= {covered} is below the prover's minimum, |c| <= "
+                f"{config.min_bound}")
+    ob = build_obligation(rule, quotients=True)
+    within = [z3.And(ob.leaves[n] >= -covered, ob.leaves[n] <= covered)
+              for n in nonlinear_constants(rule)]
+    decls: dict[str, str] = {}
+    body = _smt2(z3.And(ob.hypotheses, *within), decls)
+    run = ScriptRun(config.case_rlimit)
+    answers = run.run("".join(d + "\n" for d in decls.values()) + f"(assert\n {body})\n"
+                      + TACTIC_CHECK + "\n")
+    values = _values(run, ob.leaves) if answers == ["sat"] else None
+    nodes = rule_leaves(rule)
+    try:
+        if values is not None and evaluate_condition(
+                rule.condition, {nodes[k]: v for k, v in values.items()}):
+            return None
+    except EvaluationError:
+        pass
+    return (f"no instance with the enumerated constants in [-{covered}, {covered}] satisfies "
+            "the rule's conditions: the enumeration proves nothing")
+
+
 def _bounded_result(rule: Rule, covered: int, names: Sequence[str], config: ProverConfig,
                     notes: list[str], why: str) -> _Outcome:
     which = ", ".join(names)
+    vacuous = bounded_vacuity(rule, covered, config) if covered >= config.min_bound else None
+    if vacuous is not None:
+        return _Outcome(UNKNOWN, "bounded", message="; ".join([*notes, f"bounded: {vacuous}"]))
     if covered >= config.min_bound:
         others = " (other constants and all terms unbounded)"
         return _Outcome(PROVED, "bounded", f"bounded: |c| <= {covered}",
