@@ -11,8 +11,8 @@ it rebuilds every instance and query from the substitution's text, requires them
 certificate's and the stated strength to be what they prove, runs the queries again with the
 `z3` executable, each under the resource limit that proved it (so the answers are the prover's,
 on any machine and under any load), and the enumerations in this process, and remembers what
-re-checked in the proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing, stale, tampered,
-refuted or unknown fails CI exactly like a rule would.
+re-checked in the proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing,
+stale, tampered, refuted or unknown fails CI exactly like a rule would.
 """
 
 from __future__ import annotations
