@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import z3
 
 from ..expr import Add, CeilDiv, Const, Expr, FloorDiv, Mod, Mul
+from ..smt_terms import safety_net_ms
 from .model import Call, ConstVar, Membership, Rule, TermVar
 
 REDUCING, EXPANSION, VIOLATES = "reducing", "expansion", "violates"
@@ -183,8 +184,6 @@ EXPANSION_RLIMIT = 2_000_000
 def expansion_phase_decreases(left: Expr, right: Expr, rlimit: int = EXPANSION_RLIMIT
                               ) -> str | None:
     """None when [left] > [right] for all variable values >= 2 (Z3-proven), else why not."""
-    from .prover import safety_net_ms
-
     env: dict[str, z3.ArithRef] = {}
     lhs, rhs = _interpret(left, False, env), _interpret(right, True, env)
     s = z3.Then("simplify", "solve-eqs", "smt").solver()  # no tactic with a wall-clock cap

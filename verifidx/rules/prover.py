@@ -43,6 +43,7 @@ import z3
 from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
+from ..smt_terms import safety_net_ms
 from ..syntax import print_expr
 from .model import (
     BoolOp,
@@ -411,16 +412,6 @@ def render_query(ob: Obligation, strategy: str, tactic: bool,
 
 
 _SCRIPT_PARAMETERS = ("rlimit", "timeout", "smt.random_seed")
-
-
-def safety_net_ms(rlimit: int) -> int:
-    """The wall-clock net of a solver run with this resource budget: ten minutes plus one second
-    per 10,000 units, a rate hundreds of times below a busy core's (a loaded two-core machine
-    still does 50,000 a second), at most a day (a script of thousands of small checks has a
-    large total budget and spends little of it). It exists for a runaway process (a Z3 defect
-    that stops counting), not as a budget: the budget, not the machine's load, decides every
-    answer."""
-    return min(600_000 + max(0, rlimit) // 10, 86_400_000)
 
 
 class ScriptRun:

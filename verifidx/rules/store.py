@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
+from ..smt_terms import safety_net_ms
 from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
@@ -42,7 +43,6 @@ from .prover import (
     recheck_query_for,
     rule_leaves,
     run_query,
-    safety_net_ms,
     z3_binary,
 )
 

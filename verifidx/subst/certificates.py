@@ -28,8 +28,8 @@ from pathlib import Path
 
 from verifidx.errors import VerifidxError
 from verifidx.rules.proof_cache import ProofCache, cache_key
-from verifidx.rules.prover import ProofResult, budgeted, run_query, safety_net_ms, z3_binary
-from verifidx.smt_terms import Z3_VERSION
+from verifidx.rules.prover import ProofResult, budgeted, run_query, z3_binary
+from verifidx.smt_terms import Z3_VERSION, safety_net_ms
 from verifidx.subst.model import Substitution
 from verifidx.subst.parser import load_substitution_file, substitution_files
 from verifidx.subst.prove import (
