@@ -264,3 +264,24 @@ def test_provers_give_the_same_answers_under_load() -> None:
     with _loaded_cpu():
         loaded = _prover_steps()
     assert loaded == idle
+
+
+def test_bounded_cases_written_as_text_are_the_bytes_of_their_z3_terms() -> None:
+    """`check` writes a bounded query's cases as text (thousands for three constants, rebuilt
+    by every warm check to find it in the proof cache); they are the bytes the Z3 terms print."""
+    from verifidx.rules.parser import parse_rules
+    from verifidx.rules.prover import (
+        _bounded_cases,
+        bounded_query,
+        build_obligation,
+        nonlinear_constants,
+        render_query,
+    )
+
+    for text in (HIGH_MOD, "rule two: (x mod c0) mod c1 => x mod c1 if c0 > 0 and c1 > 0 "
+                           "and c0 mod c1 == 0\n"):
+        rule = parse_rules(text)[0]
+        ob = build_obligation(rule, quotients=True)
+        names = nonlinear_constants(rule)
+        cases = [c for m in range(4) for c in _bounded_cases(ob, names, m)]
+        assert bounded_query(rule, 3) == render_query(ob, "bounded", True, cases)

@@ -851,6 +851,21 @@ def _bounded_cases(ob: Obligation, names: Sequence[str], m: int) -> list[z3.Bool
             for combo in _shell(len(names), m)]
 
 
+def _case_checks(names: Sequence[str], m: int) -> list[str]:
+    """The checks of shell `m` as script text: the bytes `_smt2` prints for `_bounded_cases`,
+    written directly (a bounded query of three constants holds thousands of cases, and a warm
+    `check` rebuilds it to look it up in the proof cache)."""
+    def literal(v: int) -> str:
+        return str(v) if v >= 0 else f"(- {-v})"
+
+    out: list[str] = []
+    for combo in _shell(len(names), m):
+        eqs = [f"(= {n} {literal(v)})" for n, v in zip(names, combo)]
+        case = eqs[0] if len(eqs) == 1 else f"(and {' '.join(eqs)})"
+        out.append(f"(push 1)\n(assert {case})\n{TACTIC_CHECK}\n(pop 1)\n")
+    return out
+
+
 def bounded_base(rule: Rule) -> str:
     """What a bounded proof's certificate stores: the obligation without its cases. The cases
     (every value in [-N, N] of the enumerated constants) follow from the strength and are
@@ -863,10 +878,9 @@ def bounded_base(rule: Rule) -> str:
 def bounded_query(rule: Rule, covered: int) -> str:
     """The script of a `bounded: |c| <= covered` proof: the base query, then one check per value
     of the enumerated constants (the other constants and the terms stay symbolic)."""
-    ob = build_obligation(rule, quotients=True)
     names = nonlinear_constants(rule)
-    cases = [c for m in range(covered + 1) for c in _bounded_cases(ob, names, m)]
-    return render_query(ob, "bounded", True, cases)
+    return bounded_base(rule) + "".join(c for m in range(covered + 1)
+                                        for c in _case_checks(names, m))
 
 
 def bounded_limit(strength: str | None) -> int | None:
@@ -892,12 +906,10 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
         if run.spent() - start > config.bounded_rlimit:
             why = "out of resources"
             break
-        cases = _bounded_cases(ob, names, m)
-        body = "".join(f"(push 1)\n(assert {_smt2(c, {})})\n{TACTIC_CHECK}\n(pop 1)\n"
-                       for c in cases)
-        answers = run.run(body)
-        if answers != ["unsat"] * len(cases):
-            for case, answer in zip(cases, answers):
+        checks = _case_checks(names, m)
+        answers = run.run("".join(checks))
+        if answers != ["unsat"] * len(checks):
+            for case, answer in zip(_bounded_cases(ob, names, m), answers):
                 if answer == "sat":
                     a = _check(ob, True, config.case_rlimit, config, [case])
                     if a.result == "sat":
