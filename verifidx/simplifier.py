@@ -1698,16 +1698,18 @@ def _fingerprint(paths: Sequence[str | Path]) -> str:
 
 def simplifier_for(rules: Sequence[str | Path] = (), bundled: bool = True) -> Simplifier:
     """A simplifier over the bundled rule base (unless `bundled=False`) plus the user's rule
-    files or directories `rules`, each rule admitted only with a current, proved certificate
-    (`proofs/` beside a `rules/` directory, as `verifidx prove` writes them)."""
+    files or directories `rules`, each rule admitted only when its certificate (`proofs/`
+    beside a `rules/` directory, as `verifidx prove` writes them) re-checks now, as `verifidx
+    check` would (`rules.base.checked_rule_base`; once per rule text, through the proof cache).
+    A user rule named like a bundled one, or like another of `rules`, is a ParseError."""
     if not rules and bundled:
         return default_simplifier()
     key = (_fingerprint(rules), bundled)
     if key not in _CUSTOM:
-        from .rules.base import package_rule_dir, proven_rule_base
+        from .rules.base import checked_rule_base, package_rule_dir, proven_rule_base
 
+        own = checked_rule_base(rules, bundled)
         base = proven_rule_base([package_rule_dir()]) if bundled else []
-        own = [r for path in rules for r in proven_rule_base([path])]
         _CUSTOM[key] = Simplifier(RuleEngine([*base, *own]))
     return _CUSTOM[key]
 

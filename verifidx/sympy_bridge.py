@@ -33,6 +33,7 @@ from .expr import (
     Min,
     Mod,
     Mul,
+    Variable,
     add,
     ceildiv,
     floordiv,
@@ -42,7 +43,6 @@ from .expr import (
     mul,
 )
 from .indexing_map import IndexingMap, Var
-from .expr import Variable
 from .interval import Interval, range_of
 
 # sympy objects are untyped here (sympy ships no stubs we rely on)

@@ -13,9 +13,11 @@ numpy or the HLO front end); `--help` and unknown words import them all.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
+from typing import TextIO
 
 from ..errors import VerifidxError
 from ..native import build
@@ -61,7 +63,26 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """verifidx's own warnings (a rule left out of the simplifier, ...) as one line, like the
+    errors; other warnings as Python prints them."""
+    if category.__module__.startswith("verifidx."):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         if argv is None:
             argv = sys.argv[1:]

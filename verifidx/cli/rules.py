@@ -51,8 +51,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rlimit", type=int, default=ProverConfig.rlimit, metavar="N",
                    help="Z3 resource limit of each unbounded attempt (deterministic, about "
                         "2-3 million a second; default %(default)s)")
-    p.add_argument("--timeout-ms", type=int, default=ProverConfig.timeout_ms,
-                   help="wall-clock safety net of one Z3 call (default %(default)s)")
+    p.add_argument("--timeout-ms", type=int, default=None,
+                   help="wall-clock safety net of one Z3 run, for a runaway process only "
+                        "(default: ten minutes plus a second per 10,000 resource units of its "
+                        "budget; a net below the budget makes the verdict depend on the "
+                        "machine's load)")
     p.add_argument("--bound", type=int, default=ProverConfig.bound, metavar="N",
                    help="enumerate constants in [-N, N] when Z3 alone cannot decide "
                         "(default %(default)s)")
@@ -85,7 +88,8 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace) -> ProverConfig:
     if args.jobs < 1:
         raise UsageError("-j takes a positive number")
-    if args.timeout_ms < 1 or args.rlimit < 1 or args.bound < 0:
+    if (args.timeout_ms is not None and args.timeout_ms < 1) or args.rlimit < 1 or \
+            args.bound < 0:
         raise UsageError("--timeout-ms and --rlimit must be positive and --bound non-negative")
     return ProverConfig(timeout_ms=args.timeout_ms, rlimit=args.rlimit, bound=args.bound)
 

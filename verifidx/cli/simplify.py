@@ -24,7 +24,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--rules", action="append", default=[], metavar="DIR",
                    help="your own rule file or directory (repeatable), used on top of the "
-                        "bundled rule base; each rule needs a current proof from verifidx prove")
+                        "bundled rule base; each rule needs a proof from verifidx prove, which "
+                        "is re-checked before first use, and a name the bundled base does not "
+                        "use")
     p.add_argument("--no-bundled-rules", action="store_true",
                    help="use only the --rules given, not the bundled rule base")
 

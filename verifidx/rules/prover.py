@@ -43,6 +43,7 @@ import z3
 from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
+from ..smt_terms import safety_net_ms
 from ..syntax import print_expr
 from .model import (
     BoolOp,
@@ -66,6 +67,7 @@ from .results import (
     UNKNOWN,
     ProofResult,
     ProverConfig,
+    bounded_limit,
     is_bound,
     nonlinear_constants,
     rule_leaves,
@@ -185,12 +187,14 @@ class _RuleEncoder(Encoder):
 
 @dataclass
 class Obligation:
-    """`formula` is satisfiable exactly when the rule has a counterexample."""
+    """`formula` is satisfiable exactly when the rule has a counterexample; `hypotheses` (the
+    conditions, the bounds and the encoding's definitions) when the rule has an instance."""
 
     rule: Rule
     formula: z3.BoolRef
     leaves: dict[str, z3.ArithRef]
     fixed: dict[str, int]
+    hypotheses: z3.BoolRef
 
 
 def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
@@ -225,8 +229,10 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
         lhs, rhs = rule.lhs, rule.rhs
         assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
         goal = z3.And(enc.definedness(lhs), enc.definedness(rhs), enc(lhs) == enc(rhs))
+    hypotheses = z3.And(*assumptions, *enc.axioms)
     formula = z3.And(*assumptions, *enc.axioms, z3.Not(goal))
-    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed)
+    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed,
+                      hypotheses)
 
 
 def explain(rule: Rule) -> str:
@@ -299,12 +305,14 @@ class ScriptRun:
     """One Z3 command interpreter (the same front end as the `z3` binary) fed SMT-LIB2 text.
     Each check is capped by a resource limit, which is deterministic (a wall-clock cap is not):
     the same text under the same Z3 gives the same answers on every machine. `timeout_ms` is
-    only a safety net; an answer it cuts short is `unknown`, never `unsat`."""
+    only a safety net (default: `safety_net_ms(rlimit)`, far above the budget); an answer it
+    cuts short is `unknown`, never `unsat`."""
 
-    def __init__(self, rlimit: int, timeout_ms: int) -> None:
+    def __init__(self, rlimit: int, timeout_ms: int | None = None) -> None:
         self.ctx = z3.Context()
         self.text: list[str] = []
-        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {timeout_ms})\n"
+        net = safety_net_ms(rlimit) if timeout_ms is None else timeout_ms
+        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {net})\n"
 
     def _eval(self, text: str, record: bool = True) -> str:
         if record:
@@ -356,10 +364,10 @@ def z3_binary() -> str | None:
 
 
 def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
-    """The answers of a stored query as stock Z3 gives them: the `z3` executable when `exe` is
-    given (a process of its own, so queries run in parallel), else Z3's command interpreter in
-    this process, one at a time. No resource limit: with more resources Z3's deterministic
-    search follows the same path, so a query that proved still answers `unsat`."""
+    """The answers of a stored query (which sets its own resource limit: `budgeted`) as stock
+    Z3 gives them: the `z3` executable when `exe` is given (a process of its own, so queries run
+    in parallel), else Z3's command interpreter in this process, one at a time. `timeout_ms` is
+    the wall-clock net of the whole run (`safety_net_ms` of its total budget)."""
     if exe is not None:
         try:
             out = subprocess.run([exe, f"-T:{max(1, timeout_ms // 1000)}", "-in"], input=text,
@@ -723,6 +731,21 @@ def _bounded_cases(ob: Obligation, names: Sequence[str], m: int) -> list[z3.Bool
             for combo in _shell(len(names), m)]
 
 
+def _case_checks(names: Sequence[str], m: int) -> list[str]:
+    """The checks of shell `m` as script text: the bytes `_smt2` prints for `_bounded_cases`,
+    written directly (a bounded query of three constants holds thousands of cases, and a warm
+    `check` rebuilds it to look it up in the proof cache)."""
+    def literal(v: int) -> str:
+        return str(v) if v >= 0 else f"(- {-v})"
+
+    out: list[str] = []
+    for combo in _shell(len(names), m):
+        eqs = [f"(= {n} {literal(v)})" for n, v in zip(names, combo)]
+        case = eqs[0] if len(eqs) == 1 else f"(and {' '.join(eqs)})"
+        out.append(f"(push 1)\n(assert {case})\n{TACTIC_CHECK}\n(pop 1)\n")
+    return out
+
+
 def bounded_base(rule: Rule) -> str:
     """What a bounded proof's certificate stores: the obligation without its cases. The cases
     (every value in [-N, N] of the enumerated constants) follow from the strength and are
@@ -735,16 +758,9 @@ def bounded_base(rule: Rule) -> str:
 def bounded_query(rule: Rule, covered: int) -> str:
     """The script of a `bounded: |c| <= covered` proof: the base query, then one check per value
     of the enumerated constants (the other constants and the terms stay symbolic)."""
-    ob = build_obligation(rule, quotients=True)
     names = nonlinear_constants(rule)
-    cases = [c for m in range(covered + 1) for c in _bounded_cases(ob, names, m)]
-    return render_query(ob, "bounded", True, cases)
-
-
-def bounded_limit(strength: str | None) -> int | None:
-    """N of `bounded: |c| <= N`, or None."""
-    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength or "")
-    return int(m.group(1)) if m else None
+    return bounded_base(rule) + "".join(c for m in range(covered + 1)
+                                        for c in _case_checks(names, m))
 
 
 def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
@@ -764,12 +780,10 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
         if run.spent() - start > config.bounded_rlimit:
             why = "out of resources"
             break
-        cases = _bounded_cases(ob, names, m)
-        body = "".join(f"(push 1)\n(assert {_smt2(c, {})})\n{TACTIC_CHECK}\n(pop 1)\n"
-                       for c in cases)
-        answers = run.run(body)
-        if answers != ["unsat"] * len(cases):
-            for case, answer in zip(cases, answers):
+        checks = _case_checks(names, m)
+        answers = run.run("".join(checks))
+        if answers != ["unsat"] * len(checks):
+            for case, answer in zip(_bounded_cases(ob, names, m), answers):
                 if answer == "sat":
                     a = _check(ob, True, config.case_rlimit, config, [case])
                     if a.result == "sat":
@@ -780,9 +794,41 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
     return _bounded_result(rule, covered, names, config, notes, why)
 
 
+def bounded_vacuity(rule: Rule, covered: int, config: ProverConfig) -> str | None:
+    """Why a `bounded: |c| <= covered` proof of `rule` would prove nothing, or None. Its cases
+    must reach the prover's minimum bound, and at least one of them must admit an instance
+    (values of the terms, the other constants and the bounds that satisfy the rule's
+    conditions, checked again with verifidx's evaluator): a bound whose cases are all vacuous
+    proves nothing. The prover never reports, and the gate never accepts, such a proof."""
+    if covered < config.min_bound:
+        return (f"the bound |c| <= {covered} is below the prover's minimum, |c| <= "
+                f"{config.min_bound}")
+    ob = build_obligation(rule, quotients=True)
+    within = [z3.And(ob.leaves[n] >= -covered, ob.leaves[n] <= covered)
+              for n in nonlinear_constants(rule)]
+    decls: dict[str, str] = {}
+    body = _smt2(z3.And(ob.hypotheses, *within), decls)
+    run = ScriptRun(config.case_rlimit)
+    answers = run.run("".join(d + "\n" for d in decls.values()) + f"(assert\n {body})\n"
+                      + TACTIC_CHECK + "\n")
+    values = _values(run, ob.leaves) if answers == ["sat"] else None
+    nodes = rule_leaves(rule)
+    try:
+        if values is not None and evaluate_condition(
+                rule.condition, {nodes[k]: v for k, v in values.items()}):
+            return None
+    except EvaluationError:
+        pass
+    return (f"no instance with the enumerated constants in [-{covered}, {covered}] satisfies "
+            "the rule's conditions: the enumeration proves nothing")
+
+
 def _bounded_result(rule: Rule, covered: int, names: Sequence[str], config: ProverConfig,
                     notes: list[str], why: str) -> _Outcome:
     which = ", ".join(names)
+    vacuous = bounded_vacuity(rule, covered, config) if covered >= config.min_bound else None
+    if vacuous is not None:
+        return _Outcome(UNKNOWN, "bounded", message="; ".join([*notes, f"bounded: {vacuous}"]))
     if covered >= config.min_bound:
         others = " (other constants and all terms unbounded)"
         return _Outcome(PROVED, "bounded", f"bounded: |c| <= {covered}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..expr import CeilDiv, Expr, FloorDiv, Mod, Mul
@@ -48,7 +49,7 @@ class ProverConfig:
     min_bound: int = 8  # a bounded proof below this is reported as unknown
     bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
     minimize_steps: int = 40  # solver calls spent shrinking a counterexample
-    timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
+    timeout_ms: int | None = None  # wall-clock net of one call (None: `smt_terms.safety_net_ms`)
 
 
 @dataclass
@@ -160,3 +161,16 @@ def logic(rule: Rule) -> str:
             if isinstance(n, Call) and n.fn in ("gcd", "lcm") and any(map(symbolic, n.args)):
                 return "QF_NIA"
     return "QF_LIA"
+
+
+def budgeted(query: str, rlimit: int) -> str:
+    """`query` under the resource limit `rlimit` for each of its checks: what proved it, so
+    that re-running it repeats the prover's steps exactly (Z3 counts the same units in the `z3`
+    executable as in this process)."""
+    return f"(set-option :rlimit {rlimit})\n{query}"
+
+
+def bounded_limit(strength: str | None) -> int | None:
+    """N of `bounded: |c| <= N`, or None."""
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength or "")
+    return int(m.group(1)) if m else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
+from ..smt_terms import safety_net_ms
 from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
@@ -31,6 +32,8 @@ from .results import (
     UNKNOWN,
     ProofResult,
     ProverConfig,
+    bounded_limit,
+    budgeted,
     logic,
     nonlinear_constants,
     rule_leaves,
@@ -246,7 +249,9 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
             lines.append(f"    subterms: {subs}")
         if r.reproducer:
             lines.append(f"    reproduce: {r.reproducer}")
-        elif r.lhs_value is None or r.rhs_value is None:
+        elif r.counterexample and (r.lhs_value is None or r.rhs_value is None):
+            # only a counterexample evaluated by `prover.recheck` has side values; the gate's
+            # refutation (its query turned out satisfiable) has none to explain
             side = "left" if r.lhs_value is None else "right"
             lines.append(f"    {side} side undefined here (no map reproduces an undefined "
                          "value)")
@@ -384,11 +389,16 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
     full = recheck_query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int)
                              else -1)
     assert full is not None  # query_for answered, so the strategy and strength are known
-    if res.strategy == "bounded" and entry.get("enumerated") != nonlinear_constants(rule):
-        res.verdict, res.strength = ERROR, None
-        res.message = ("the certificate's enumerated constants are not this rule's; "
-                       "run verifidx prove --force")
-        return None
+    if res.strategy == "bounded":
+        from .prover import bounded_vacuity  # a Z3 query: loaded where a bound is re-checked
+
+        why = ("the certificate's enumerated constants are not this rule's"
+               if entry.get("enumerated") != nonlinear_constants(rule) else
+               bounded_vacuity(rule, bounded_limit(res.strength) or 0, config))
+        if why is not None:
+            res.verdict, res.strength = ERROR, None
+            res.message = f"{why}; run verifidx prove --force"
+            return None
     query = full
     rlimit = entry.get("rlimit")
     if not isinstance(rlimit, int) or rlimit <= 0:
@@ -406,17 +416,19 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
                   jobs: int, cache: ProofCache | None) -> None:
     """Run the queries, `jobs` at a time, each in its own `z3` process (in this process, one at
     a time, when the executable of this Z3 version is not installed)."""
-    from .prover import run_query, z3_binary
-
     from concurrent.futures import ThreadPoolExecutor
+
+    from .prover import run_query, z3_binary
 
     if not todo:
         return
     exe = z3_binary()
 
     def one(job: tuple[ProofResult, str, int, str]) -> tuple[list[str], float]:
+        _, query, rlimit, _ = job
+        net = config.timeout_ms or safety_net_ms(rlimit * query.count("(check-sat"))
         start = time.perf_counter()
-        return run_query(job[1], config.timeout_ms, exe), time.perf_counter() - start
+        return run_query(budgeted(query, rlimit), net, exe), time.perf_counter() - start
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         outcomes = list(pool.map(one, todo))
