@@ -317,7 +317,8 @@ def measure_family(texts: list[str]) -> list[str]:
 
 def families_table(n: int) -> None:
     print(f"\ngenerated families ({n} maps each, seeded): reach = verifidx has no more "
-          "divisions and mods than isl; time = first-sight median CPU time (parse + simplify + print "
+          "divisions and mods than isl; time = first-sight median CPU time "
+          "(parse + simplify + print "
           "for verifidx, then the median of each stage alone; isl.Map + as_pw_multi_aff + str "
           "for isl); wrong = results whose relation differs from the input (enumeration, Z3 "
           "beyond 50k points)")

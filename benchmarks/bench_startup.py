@@ -47,7 +47,7 @@ def main() -> None:
             "isl: import, parse, coalesce, print": [py, "-c", ISL]}
     timings = {name: Timing() for name in runs}
     inside: list[float] = []
-    for name, argv in runs.items():  # once, unmeasured: bytecode caches, disk
+    for argv in runs.values():  # once, unmeasured: bytecode caches, disk
         run_process(argv, Timing(), env, args.source)
     for _ in range(args.repeat):
         for name, argv in runs.items():

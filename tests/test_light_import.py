@@ -57,10 +57,10 @@ def test_seams_work_after_a_light_import() -> None:
 import verifidx as vx
 m = vx.parse_map("(d0) -> (d0 floordiv 1 + 0), domain: d0 in [0, 3]")
 assert str(m.simplify()) == "(d0) -> (d0), domain: d0 in [0, 3]", m.simplify()
-module = vx.parse_hlo(open(%r).read())
+module = vx.parse_hlo(open(PATH).read())
 from verifidx.hlo.indexing import output_to_input
 root = module.entry.root
 r = output_to_input(root, module.entry, 0, module=module)
 assert r.maps and all(not m.is_undefined for ms in r.maps for m in ms), r
-""" % str(EXAMPLES / "seed_fusion_chained_reshapes.hlo")
-    _loaded_after(code)
+"""
+    _loaded_after(f"PATH = {str(EXAMPLES / 'seed_fusion_chained_reshapes.hlo')!r}\n" + code)

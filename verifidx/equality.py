@@ -8,8 +8,8 @@ when proven, False with a concrete counterexample, None when undecided) and trie
 1. identical maps, or maps whose results and constraints have the same canonical form;
 2. exact enumeration of both relations when every expression is total, both boxes are
    small and neither map has sizes: numpy evaluates each expression over the whole box at
-   once, and the two relations, as sets of (runtime values, dimensions, results) rows, are compared; a row in one set only
-   is a counterexample;
+   once, and the two relations, as sets of (runtime values, dimensions, results) rows, are
+   compared; a row in one set only is a counterexample;
 3. `smt.quick_equal`: a sampled counterexample checked by evaluation, then isl's decision of
    Presburger arithmetic (`presburger`), for boxes of any size;
 4. maps that become identical under the proven simplifier (maps isl cannot express);

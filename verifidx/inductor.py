@@ -106,7 +106,7 @@ def install(mode: str = "check", *, on_refuted: str = "raise",
         finally:
             _depth -= 1
 
-    SizeVarAllocator._simplify_with_ranges = wrapped
+    SizeVarAllocator._simplify_with_ranges = wrapped  # type: ignore[method-assign]
     _original = original
     return stats
 
@@ -118,7 +118,7 @@ def uninstall() -> None:
         return
     from torch._inductor.sizevars import SizeVarAllocator
 
-    SizeVarAllocator._simplify_with_ranges = _original
+    SizeVarAllocator._simplify_with_ranges = _original  # type: ignore[method-assign]
     _original = None
 
 

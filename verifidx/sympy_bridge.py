@@ -20,7 +20,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import DivisorError, ParseError, UnsupportedError
 from .expr import (
@@ -370,7 +370,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
 
-    def fail(self, expected: str, offset: int | None = None) -> None:
+    def fail(self, expected: str, offset: int | None = None) -> NoReturn:
         col = self.tokens[self.i][2] if offset is None else offset
         raise ParseError(f"expected {expected} in the expression {self.text!r}", self.line,
                          col + 1, self.source)
