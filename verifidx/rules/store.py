@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
-from ..smt_terms import safety_net_ms
 from ..version import __version__
 from .model import Rule
 from .parser import load_rule_file, rule_files
@@ -418,6 +417,7 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
     a time, when the executable of this Z3 version is not installed)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..smt_terms import safety_net_ms  # Z3 loads where a query runs
     from .prover import run_query, z3_binary
 
     if not todo:
