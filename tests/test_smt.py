@@ -115,3 +115,26 @@ def test_proof_text_is_printed_only_when_asked(monkeypatch: pytest.MonkeyPatch) 
     assert v.holds is True
     assert printed == []
     assert "(assert" in v.smtlib and printed
+
+
+def test_solver_budgets_are_resource_units_not_wall_clock() -> None:
+    """A verdict must not depend on machine load: a query stops where its budget of Z3's
+    resource units is spent (the same count on an idle or a busy machine, so two runs stop at
+    the same count), the wall clock being only a far safety net."""
+    import z3
+
+    from verifidx import smt_terms
+
+    def run() -> tuple[str, int]:
+        x, y, z = z3.Ints("x y z")
+        q = smt_terms.Query(20, "QF_NIA")  # 20 ms worth of units
+        q.add(x > 1, y > 1, z > 1, x * x * x + y * y * y == z * z * z)  # no solution; hard
+        answer = q.check()
+        stats = q._solver.statistics()
+        return answer, dict(zip(stats.keys(), (stats.get_key_value(k) for k in stats.keys()),
+                                strict=True))["rlimit count"]
+
+    (a1, c1), (a2, c2) = run(), run()  # Z3's count runs on across the process's solvers
+    assert a1 == a2 == "unknown"
+    assert c2 - c1 == c1 <= 20 * smt_terms.RLIMIT_PER_MS + 10_000
+    assert smt_terms.safety_net_ms(smt_terms.RLIMIT_PER_MS) >= 600_000

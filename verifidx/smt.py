@@ -39,6 +39,7 @@ from .expr import (
 )
 from .indexing_map import IndexingMap
 from .interval import Interval
+from .smt_terms import RLIMIT_PER_MS, safety_net_ms
 
 DEFAULT_TIMEOUT_MS = 2000
 #: Range-variable boxes up to this many points are expanded into disjunctions (complete and
@@ -152,10 +153,9 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
     return env
 
 
-#: Z3 resource units per millisecond of budget (Z3 spends about 2-3 million a second).
-RLIMIT_PER_MS = 2500
-#: The wall-clock timeout is only a backstop against a runaway query on a starved machine.
-BACKSTOP = 10
+#: The wall-clock timeout is only the far backstop against a runaway query (`safety_net_ms`,
+#: ten minutes and more), never a budget: on a starved machine a budget's worth of units can
+#: take many times its nominal milliseconds.
 
 
 def _solver(timeout_ms: int) -> z3.Solver:
@@ -163,7 +163,7 @@ def _solver(timeout_ms: int) -> z3.Solver:
     query gets the same verdict under any machine load."""
     s = z3.Solver()
     s.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
-    s.set("timeout", int(timeout_ms) * BACKSTOP)
+    s.set("timeout", safety_net_ms(int(timeout_ms) * RLIMIT_PER_MS))
     return s
 
 

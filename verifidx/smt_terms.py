@@ -83,14 +83,22 @@ def is_term(x: Any) -> bool:
     return isinstance(x, z3.ExprRef)
 
 
-class Query:
-    """One solver call under a wall-clock cap (`timeout_ms`; `logic` picks Z3's solver for it,
-    e.g. `QF_NIA`). `check()` answers `sat`, `unsat` or `unknown`; a timeout is `unknown`,
-    never `unsat`."""
+#: Z3 resource units per millisecond of a budget given in milliseconds (Z3 spends about 2-3
+#: million a second on one core): budgets are counted in units, so load never changes a verdict.
+RLIMIT_PER_MS = 2500
 
-    def __init__(self, timeout_ms: int, logic: str | None = None) -> None:
+
+class Query:
+    """One solver call under a resource budget (`budget_ms` milliseconds' worth of Z3's
+    deterministic `rlimit` units, `RLIMIT_PER_MS` each; the wall clock only as the far safety
+    net of `safety_net_ms`); `logic` picks Z3's solver for it, e.g. `QF_NIA`. `check()` answers
+    `sat`, `unsat` or `unknown`; a spent budget is `unknown`, never `unsat`."""
+
+    def __init__(self, budget_ms: int, logic: str | None = None) -> None:
         self._solver = z3.SolverFor(logic) if logic else z3.Solver()
-        self._solver.set("timeout", timeout_ms)
+        rlimit = int(budget_ms) * RLIMIT_PER_MS
+        self._solver.set("rlimit", rlimit)
+        self._solver.set("timeout", safety_net_ms(rlimit))
 
     def add(self, *formulas: Any) -> None:
         self._solver.add(*formulas)
