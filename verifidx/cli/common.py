@@ -16,6 +16,7 @@ from ..errors import ParseError, VerifidxError
 from ..indexing_map import IndexingMap
 from ..smt import Verdict
 from ..syntax import parse_map
+from ..work import Engine, engine_for
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check, proof or comparison failed
@@ -111,3 +112,17 @@ def verdicts_exit(holds: list[bool | None]) -> int:
     if any(h is None for h in holds):
         return EXIT_UNKNOWN
     return EXIT_OK
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Where independent work items run (`verifidx.work`): in this process by default."""
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="run the work items on a local Dask cluster of N worker processes "
+                        "(needs verifidx[distributed])")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the work items on the Dask scheduler at ADDRESS (default: "
+                        "$DASK_SCHEDULER_ADDRESS when set; needs verifidx[distributed])")
+
+
+def engine(args: argparse.Namespace) -> Engine:
+    return engine_for(getattr(args, "workers", None), getattr(args, "scheduler", None))

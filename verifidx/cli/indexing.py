@@ -14,29 +14,56 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
+from ..batch import computation_json as _computation_json
+from ..batch import (
+    expand,
+    file_key,
+    index_item,
+    options_of,
+    read_records,
+    summarize,
+    unknown_record,
+)
+from ..batch import operand_json as _operand_json
 from ..computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
     set_proven_dedup,
 )
+from ..errors import ParseError
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..hlo.opcodes import check_opcodes
-from ..hlo.runtime import OperandIndexing
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
-from ..syntax import print_map
-from .common import Subparsers, UsageError, add_command, read_file
+from ..work import Progress, run, show_progress
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    Subparsers,
+    UsageError,
+    add_command,
+    add_engine_flags,
+    decode_utf8,
+    engine,
+    read_file,
+)
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "indexing",
                     "indexing maps of an HLO module: per computation, or per instruction", _run)
-    p.add_argument("file", help="HLO or StableHLO (MLIR) module text (XLA dump, JAX "
-                                ".as_text(), jax.export); - for stdin")
+    p.add_argument("file", nargs="+", metavar="FILE",
+                   help="HLO or StableHLO (MLIR) module text (XLA dump, JAX .as_text(), "
+                        "jax.export); - for stdin. With --batch: files, directories (their "
+                        "*.hlo, *.mlir, *.stablehlo) and @LIST files of paths")
     p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
     p.add_argument("--computation", metavar="NAME", help="only this computation")
     p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
@@ -53,44 +80,16 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
+    p.add_argument("--batch", action="store_true",
+                   help="index every FILE: one JSON Lines record per file in --output, a "
+                        "summary on stdout; a rerun reuses the records that are current")
+    p.add_argument("-o", "--output", metavar="OUT.jsonl",
+                   help="--batch: where the records go (only a file an earlier --batch run "
+                        "wrote is ever replaced)")
+    add_engine_flags(p)
 
 
 # -- JSON --------------------------------------------------------------------------------------
-
-
-def _map_text(m: OperandIndexing) -> str:
-    return print_map(m.map)
-
-
-def _operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {"maps": [_map_text(m) for m in maps]}
-    if any(m.runtime for m in maps):
-        out["runtime_variables"] = [
-            [{"rt": f"rt{k}", "source": rv.label, "instruction": rv.source.name,
-              "map": print_map(rv.map)} for k, rv in enumerate(m.runtime)]
-            for m in maps
-        ]
-    if any(m.replica is not None for m in maps):
-        out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
-    return out
-
-
-def _computation_json(ci: ComputationIndexing) -> dict[str, Any]:
-    comp = ci.computation
-    outputs = []
-    for o, shape in enumerate(ci.outputs):
-        operands = []
-        for p in comp.parameters:
-            number = p.parameter_number or 0
-            leaves = len(p.shape.leaves())
-            for leaf in range(leaves):
-                entry: dict[str, Any] = {"parameter_number": number, "parameter_name": p.name}
-                if p.shape.is_tuple:
-                    entry["tuple_index"] = leaf
-                entry.update(_operand_json(ci.maps_for(o, number, leaf)))
-                operands.append(entry)
-        outputs.append({"output_index": o, "shape": str(shape), "operands": operands})
-    return {"name": comp.name, "root": comp.root.name, "outputs": outputs}
 
 
 def _instruction_json(module: HloModule, comp: HloComputation, inst: HloInstruction,
@@ -153,8 +152,15 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.batch:
+        return _run_batch(args)
+    if len(args.file) != 1:
+        raise UsageError("give one FILE, or --batch to index several")
+    if args.output:
+        raise UsageError("--output is for --batch")
+    engine(args)  # a usage check only: one module is one item, indexed here
     set_proven_dedup(not args.textual_dedup)
-    text, source = read_file(args.file)
+    text, source = read_file(args.file[0])
     if args.refine:
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True)
@@ -253,3 +259,104 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
               f"{failed[0].message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK
+
+
+# -- --batch -----------------------------------------------------------------------------------
+
+
+def _run_batch(args: argparse.Namespace) -> int:
+    """Every file's record, in the order of the files, whatever ran where; the records already
+    in --output (or in its `.partial` file, from an interrupted run) that are current are kept."""
+    if not args.output:
+        raise UsageError("--batch needs --output OUT.jsonl (where the records go)")
+    if args.instruction or args.computation or args.refine:
+        raise UsageError("--batch reports every computation: drop --instruction, "
+                         "--computation and --refine")
+    where = engine(args)
+    files = expand(args.file)
+    if not files:
+        raise UsageError("no module files found")
+    out = Path(args.output)
+    partial = out.with_name(out.name + ".partial")
+    if out.resolve() in {Path(f).resolve() for f in files}:
+        raise UsageError(f"--output {out} is one of the input files")
+    known: dict[str, str] = {}
+    for path in (out, partial):
+        found = read_records(path)
+        if found is None:
+            raise UsageError(f"{path} exists and is not verifidx --batch output; choose "
+                             "another --output or remove it")
+        known.update(found)
+    options = options_of(args.direction, not args.textual_dedup, args.explain_dedup,
+                         args.allow_unknown_opcodes)
+    start = time.perf_counter()
+    lines: list[str | None] = []
+    todo: list[tuple[int, str, str]] = []  # (position, file, key) of the items to run
+    items: list[str] = []
+    reused = 0
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError as err:
+            lines.append(json.dumps({"file": f, "key": None, "status": "error", "error": {
+                "message": f"cannot read: {err.strerror}", "line": None, "column": None}},
+                separators=(",", ":")))
+            continue
+        key = file_key(data, options)
+        cached = known.get(key)
+        if cached is not None and json.loads(cached)["file"] == f:
+            lines.append(cached)
+            reused += 1
+            continue
+        try:
+            text = decode_utf8(data, f)
+        except ParseError as err:
+            lines.append(json.dumps({"file": f, "key": key, "status": "error", "error": {
+                "message": err.message, "line": err.line, "column": err.column}},
+                separators=(",", ":")))
+            continue
+        todo.append((len(lines), f, key))
+        items.append(json.dumps({"file": f, "key": key, "text": text, "options": options}))
+        lines.append(None)
+    text_out = not args.json
+    with Progress(len(items), "indexing", show_progress("text" if text_out else "json")
+                  ) as bar, open(partial, "a", encoding="utf-8") as log:
+        for outcome in run(index_item, items, where, bar):
+            position, f, key = todo[outcome.index]
+            line = outcome.text if outcome.text is not None else \
+                unknown_record(f, key, outcome.error or "no answer")
+            lines[position] = line
+            log.write(line + "\n")
+            log.flush()
+            if text_out:
+                bar.echo(_record_line(json.loads(line)))
+    done = [ln for ln in lines if ln is not None]
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(ln + "\n" for ln in done), encoding="utf-8")
+    os.replace(tmp, out)
+    partial.unlink()
+    summary = summarize(done, time.perf_counter() - start, reused)
+    summary["output"] = str(out)
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        unknown = ", ".join(f"{op} {n}" for op, n in summary["unknown_indexing"].items())
+        print(f"{summary['files']} files: {summary['ok']} indexed, {summary['error']} "
+              f"errors, {summary['unknown']} unknown ({reused} reused); {summary['ops']} ops; "
+              f"unknown indexing: {unknown or 'none'}; {summary['seconds']:.1f}s; records in "
+              f"{out}")
+    if summary["unknown"]:
+        return EXIT_UNKNOWN
+    return EXIT_FAILED if summary["error"] else EXIT_OK
+
+
+def _record_line(rec: dict[str, Any]) -> str:
+    if rec["status"] == "ok":
+        unknown = sum(rec["unknown_indexing"].values())
+        return f"{rec['file']}: {rec['ops']} ops, {unknown} with unknown indexing"
+    if rec["status"] == "error":
+        err = rec["error"]
+        place = f":{err['line']}:{err['column']}" if err["line"] is not None else ""
+        return f"{rec['file']}{place}: error: {err['message']}"
+    return f"{rec['file']}: unknown: {rec['reason']}"
