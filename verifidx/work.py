@@ -118,7 +118,7 @@ def _on_dask(task: Task, items: Sequence[str], engine: Engine) -> Iterator[Outco
         else:
             cluster = LocalCluster(n_workers=engine.workers, threads_per_worker=1,
                                    processes=True, memory_limit=engine.memory_limit,
-                                   dashboard_address=None, silence_logs=logging.CRITICAL)
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = Client(cluster, set_as_default=False)
         try:
             futures = client.map(task, list(items), retries=engine.retries, pure=False)
