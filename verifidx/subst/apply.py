@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from verifidx.errors import UnsupportedError
-from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.module import HloComputation, HloInstruction, PadDim, SliceDim
+from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.shape import Shape
 from verifidx.layout import TiledLayout, as_tiled_shape
