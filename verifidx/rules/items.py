@@ -1,0 +1,78 @@
+"""Proofs and re-checks as work items (`verifidx.work`): text in, text out.
+
+A rule travels as its text with its file and line (the parser rebuilds the same `Rule`, and Z3
+objects are built inside the worker from it); the answer is the `ProofResult` as JSON, whose
+fields are plain values, so the certificate written from it is the one a proof in this process
+writes. A re-check travels as its SMT-LIB2 query. An item that fails on every try (its worker
+lost each time, or the prover raised) is unknown with the reason, never proved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+
+from ..work import Engine, Progress, run
+from .model import Rule
+from .parser import parse_rule
+from .prover import UNKNOWN, ProofResult, ProverConfig, prove_rule, run_query, z3_binary
+
+
+def rule_item(rule: Rule, config: ProverConfig) -> str:
+    return json.dumps({"text": rule.text, "file": rule.file, "line": rule.line,
+                       "config": dataclasses.asdict(config)})
+
+
+def prove_item(item: str) -> str:
+    """Worker side of a proof: the rule from its text, the ProofResult as JSON."""
+    job = json.loads(item)
+    rule = dataclasses.replace(parse_rule(job["text"], job["file"]), line=job["line"])
+    result = prove_rule(rule, ProverConfig(**job["config"]))
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+              if f.name != "rule"}
+    return json.dumps(fields)
+
+
+def result_from_text(text: str, rule: Rule) -> ProofResult:
+    result = ProofResult(**json.loads(text))
+    result.rule = rule
+    return result
+
+
+def unknown_result(rule: Rule, reason: str) -> ProofResult:
+    return ProofResult(rule.name, rule.file, rule.line, UNKNOWN, rule=rule,
+                       message=f"no worker answered: {reason}")
+
+
+def prove_on(rules: Sequence[Rule], config: ProverConfig, engine: Engine,
+             progress: Progress | None = None) -> list[ProofResult]:
+    """Every rule proven on `engine`; results in the order of `rules`."""
+    items = [rule_item(r, config) for r in rules]
+    return [result_from_text(o.text, rules[o.index]) if o.text is not None
+            else unknown_result(rules[o.index], o.error or "no answer")
+            for o in run(prove_item, items, engine, progress)]
+
+
+def recheck_item(item: str) -> str:
+    """Worker side of a re-check: the answers of Z3 to the query, and the time it took."""
+    job = json.loads(item)
+    start = time.perf_counter()
+    answers = run_query(job["query"], job["timeout_ms"], z3_binary())
+    return json.dumps({"answers": answers, "seconds": time.perf_counter() - start})
+
+
+def recheck_on(queries: Sequence[str], timeout_ms: int, engine: Engine,
+               progress: Progress | None = None) -> list[tuple[list[str], float]]:
+    """(answers, seconds) of each query; a query no worker answered has the answer
+    `error: <reason>`, which is no `unsat` (so the rule is not re-proven by it)."""
+    items = [json.dumps({"query": q, "timeout_ms": timeout_ms}) for q in queries]
+    out: list[tuple[list[str], float]] = []
+    for o in run(recheck_item, items, engine, progress):
+        if o.text is None:
+            out.append(([f"error: {o.error or 'no answer'}"], 0.0))
+        else:
+            doc = json.loads(o.text)
+            out.append((list(doc["answers"]), float(doc["seconds"])))
+    return out
