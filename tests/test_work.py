@@ -243,3 +243,35 @@ def test_progress_is_off_for_machine_formats_and_pipes() -> None:
         assert not show_progress("text", null)
     with Progress(3, "x", show=False) as bar:  # a hidden bar still echoes lines
         bar.advance()
+
+
+# -- proofs and re-checks ----------------------------------------------------------------------
+
+
+def test_certificates_are_the_same_bytes_on_the_cluster(scheduler: str, tmp_path: Path) -> None:
+    """Rules proven in this process and on two worker processes write the same certificate
+    file; their re-checks answer the same."""
+    from verifidx.rules.items import prove_on, recheck_on
+    from verifidx.rules.prover import PROVED, ProverConfig, prove_rules, recheck_query_for
+    from verifidx.rules.store import load_files, write_certificates
+
+    (rule_file,) = [f for f in load_files([REPO / "rules" / "mul.rules"], None)]
+    rules = rule_file.rules[:6]
+    config = ProverConfig()
+    runs = {"reference": prove_rules(rules, config),  # the prover's own loop
+            "here": prove_on(rules, config, Engine()),
+            "there": prove_on(rules, config, Engine(scheduler=scheduler))}
+    texts = {}
+    for name, results in runs.items():
+        assert [r.name for r in results] == [r.name for r in rules]
+        assert all(r.verdict == PROVED for r in results)
+        path = tmp_path / f"{name}.json"
+        write_certificates(path, rule_file.path, rules, {r.name: r for r in results}, {},
+                           config)
+        texts[name] = path.read_text().replace(name, "NAME")
+    assert texts["here"] == texts["there"] == texts["reference"]
+    queries = [recheck_query_for(r, res.strategy, res.strength, res.seed)
+               for r, res in zip(rules, runs["here"])]
+    here = [a for a, _ in recheck_on(queries, 60_000, Engine())]
+    there = [a for a, _ in recheck_on(queries, 60_000, Engine(scheduler=scheduler))]
+    assert here == there and all(set(a) == {"unsat"} for a in here)
