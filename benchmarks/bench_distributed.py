@@ -163,7 +163,7 @@ def main() -> None:
         cols = " | ".join(f"{wall[(name, w)]:.2f}s" for w in sizes)
         print(f"| {name} | {len(items)} | {base:.2f}s | {cols} | "
               f"{base / wall[(name, sizes[-1])]:.2f}x | {overhead[name] * 1e3:.0f} ms |")
-    print(f"\ncluster start-up (workers started and verifidx imported): " +
+    print("\ncluster start-up (workers started and verifidx imported): " +
           ", ".join(f"{w} worker{'s' * (w > 1)} {s:.1f}s" for w, s in startup.items()))
 
     print("\nPROJECTION (computed from the per-item times above, not measured):")
