@@ -275,3 +275,17 @@ def test_certificates_are_the_same_bytes_on_the_cluster(scheduler: str, tmp_path
     here = [a for a, _ in recheck_on(queries, 60_000, Engine())]
     there = [a for a, _ in recheck_on(queries, 60_000, Engine(scheduler=scheduler))]
     assert here == there and all(set(a) == {"unsat"} for a in here)
+
+
+def test_coalescing_batch_records_match_the_single_file_json(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    files = [p for p in JAX if p.name.endswith(".opt.hlo")][:3]
+    out = tmp_path / "c.jsonl"
+    code = main(["coalescing", "--batch", *map(str, files), "-o", str(out), "--json"])
+    capsys.readouterr()
+    assert code == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    for p, rec in zip(files, records):
+        assert main(["coalescing", str(p), "--json"]) == 0
+        assert rec["fusions"] == json.loads(capsys.readouterr().out)["fusions"]

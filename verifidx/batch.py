@@ -1,4 +1,5 @@
-"""Indexing maps of many modules (a model zoo, a CI fleet's HLO dumps) as JSON Lines.
+"""Indexing maps (or coalescing) of many modules (a model zoo, a CI fleet's HLO dumps) as
+JSON Lines.
 
 One work item per file, text in and text out (`verifidx.work`): the item is the file's text and
 the options, the answer one JSON record, the same wherever it ran. A record is keyed by the
@@ -75,8 +76,16 @@ def computation_json(ci: ComputationIndexing) -> dict[str, Any]:
 
 def options_of(direction: str = "out2in", proven_dedup: bool = True, merges: bool = False,
                allow_unknown_opcodes: bool = False) -> dict[str, object]:
-    return {"direction": direction, "proven_dedup": proven_dedup, "merges": merges,
-            "allow_unknown_opcodes": allow_unknown_opcodes}
+    """The options of `indexing --batch` (part of every record's key)."""
+    return {"kind": "indexing", "direction": direction, "proven_dedup": proven_dedup,
+            "merges": merges, "allow_unknown_opcodes": allow_unknown_opcodes}
+
+
+def coalescing_options(warp_size: int, transaction_bytes: int, unroll: int
+                       ) -> dict[str, object]:
+    """The options of `coalescing --batch`."""
+    return {"kind": "coalescing", "warp_size": warp_size,
+            "transaction_bytes": transaction_bytes, "unroll": unroll}
 
 
 def file_key(data: bytes, options: dict[str, object]) -> str:
@@ -106,24 +115,43 @@ def unknown_by_opcode(module: HloModule) -> dict[str, int]:
 
 
 def _record(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
-    set_proven_dedup(bool(options["proven_dedup"]))
     try:
-        module = parse_module(text, source, check_shapes=True)
-        if not options["allow_unknown_opcodes"] and not is_mlir_text(text):
-            check_opcodes(module, text, source)
-        results = [computation_indexing(module, c, str(options["direction"]))
-                   for c in reported_computations(module)]
-        unknown = unknown_by_opcode(module)
+        if options["kind"] == "coalescing":
+            return _coalescing(source, text, options)
+        return _indexing(source, text, options)
     except ParseError as err:
         return {"status": "error", "error": {"message": err.message, "line": err.line,
                                              "column": err.column}}
     except VerifidxError as err:  # unsupported input: an error of the file, without a place
         return {"status": "error", "error": {"message": str(err), "line": None,
                                              "column": None}}
+
+
+def _ops(module: HloModule) -> int:
+    return sum(len(c.instructions) for c in module.computations.values())
+
+
+def _coalescing(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
+    from .hlo import parse_hlo
+    from .tiling.coalescing import coalescing, loop_thread_order
+
+    module = parse_hlo(text, source)
+    results = coalescing(module, options["warp_size"], options["transaction_bytes"],
+                         loop_thread_order(options["unroll"]))
+    return {"status": "ok", "module": module.name, "ops": _ops(module),
+            "fusions": [f.to_json() for f in results]}
+
+
+def _indexing(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
+    set_proven_dedup(bool(options["proven_dedup"]))
+    module = parse_module(text, source, check_shapes=True)
+    if not options["allow_unknown_opcodes"] and not is_mlir_text(text):
+        check_opcodes(module, text, source)
+    results = [computation_indexing(module, c, str(options["direction"]))
+               for c in reported_computations(module)]
     doc: dict[str, Any] = {
-        "status": "ok", "module": module.name,
-        "ops": sum(len(c.instructions) for c in module.computations.values()),
-        "unknown_indexing": unknown,
+        "status": "ok", "module": module.name, "ops": _ops(module),
+        "unknown_indexing": unknown_by_opcode(module),
         "computations": [computation_json(ci) for ci in results],
     }
     if options["merges"]:

@@ -14,46 +14,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
 from ..batch import computation_json as _computation_json
-from ..batch import (
-    expand,
-    file_key,
-    index_item,
-    options_of,
-    read_records,
-    summarize,
-    unknown_record,
-)
 from ..batch import operand_json as _operand_json
+from ..batch import (
+    options_of,
+)
 from ..computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
     set_proven_dedup,
 )
-from ..errors import ParseError
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..hlo.opcodes import check_opcodes
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
-from ..work import Progress, run, show_progress
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNKNOWN,
     Subparsers,
     UsageError,
+    add_batch_flags,
     add_command,
-    add_engine_flags,
-    decode_utf8,
     engine,
     read_file,
+    run_batch,
 )
 
 
@@ -80,13 +69,7 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
-    p.add_argument("--batch", action="store_true",
-                   help="index every FILE: one JSON Lines record per file in --output, a "
-                        "summary on stdout; a rerun reuses the records that are current")
-    p.add_argument("-o", "--output", metavar="OUT.jsonl",
-                   help="--batch: where the records go (only a file an earlier --batch run "
-                        "wrote is ever replaced)")
-    add_engine_flags(p)
+    add_batch_flags(p)
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -153,7 +136,11 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 def _run(args: argparse.Namespace) -> int:
     if args.batch:
-        return _run_batch(args)
+        if args.instruction or args.computation or args.refine:
+            raise UsageError("--batch reports every computation: drop --instruction, "
+                             "--computation and --refine")
+        return run_batch(args, args.file, options_of(args.direction, not args.textual_dedup,
+                                          args.explain_dedup, args.allow_unknown_opcodes))
     if len(args.file) != 1:
         raise UsageError("give one FILE, or --batch to index several")
     if args.output:
@@ -220,7 +207,6 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
     refined sizes equal them (exit 1 with the counterexample when refuted, 3 when unknown)."""
     from ..refinement import compare
     from ..stablehlo.refine import argument_sizes, refine, split_types
-    from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN
 
     if args.instruction or args.direction != "out2in" or args.computation:
         raise UsageError("--refine reports the root-to-parameter maps of every computation: "
@@ -259,104 +245,3 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
               f"{failed[0].message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK
-
-
-# -- --batch -----------------------------------------------------------------------------------
-
-
-def _run_batch(args: argparse.Namespace) -> int:
-    """Every file's record, in the order of the files, whatever ran where; the records already
-    in --output (or in its `.partial` file, from an interrupted run) that are current are kept."""
-    if not args.output:
-        raise UsageError("--batch needs --output OUT.jsonl (where the records go)")
-    if args.instruction or args.computation or args.refine:
-        raise UsageError("--batch reports every computation: drop --instruction, "
-                         "--computation and --refine")
-    where = engine(args)
-    files = expand(args.file)
-    if not files:
-        raise UsageError("no module files found")
-    out = Path(args.output)
-    partial = out.with_name(out.name + ".partial")
-    if out.resolve() in {Path(f).resolve() for f in files}:
-        raise UsageError(f"--output {out} is one of the input files")
-    known: dict[str, str] = {}
-    for path in (out, partial):
-        found = read_records(path)
-        if found is None:
-            raise UsageError(f"{path} exists and is not verifidx --batch output; choose "
-                             "another --output or remove it")
-        known.update(found)
-    options = options_of(args.direction, not args.textual_dedup, args.explain_dedup,
-                         args.allow_unknown_opcodes)
-    start = time.perf_counter()
-    lines: list[str | None] = []
-    todo: list[tuple[int, str, str]] = []  # (position, file, key) of the items to run
-    items: list[str] = []
-    reused = 0
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                data = fh.read()
-        except OSError as err:
-            lines.append(json.dumps({"file": f, "key": None, "status": "error", "error": {
-                "message": f"cannot read: {err.strerror}", "line": None, "column": None}},
-                separators=(",", ":")))
-            continue
-        key = file_key(data, options)
-        cached = known.get(key)
-        if cached is not None and json.loads(cached)["file"] == f:
-            lines.append(cached)
-            reused += 1
-            continue
-        try:
-            text = decode_utf8(data, f)
-        except ParseError as err:
-            lines.append(json.dumps({"file": f, "key": key, "status": "error", "error": {
-                "message": err.message, "line": err.line, "column": err.column}},
-                separators=(",", ":")))
-            continue
-        todo.append((len(lines), f, key))
-        items.append(json.dumps({"file": f, "key": key, "text": text, "options": options}))
-        lines.append(None)
-    text_out = not args.json
-    with Progress(len(items), "indexing", show_progress("text" if text_out else "json")
-                  ) as bar, open(partial, "a", encoding="utf-8") as log:
-        for outcome in run(index_item, items, where, bar):
-            position, f, key = todo[outcome.index]
-            line = outcome.text if outcome.text is not None else \
-                unknown_record(f, key, outcome.error or "no answer")
-            lines[position] = line
-            log.write(line + "\n")
-            log.flush()
-            if text_out:
-                bar.echo(_record_line(json.loads(line)))
-    done = [ln for ln in lines if ln is not None]
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(ln + "\n" for ln in done), encoding="utf-8")
-    os.replace(tmp, out)
-    partial.unlink()
-    summary = summarize(done, time.perf_counter() - start, reused)
-    summary["output"] = str(out)
-    if args.json:
-        print(json.dumps(summary, indent=1))
-    else:
-        unknown = ", ".join(f"{op} {n}" for op, n in summary["unknown_indexing"].items())
-        print(f"{summary['files']} files: {summary['ok']} indexed, {summary['error']} "
-              f"errors, {summary['unknown']} unknown ({reused} reused); {summary['ops']} ops; "
-              f"unknown indexing: {unknown or 'none'}; {summary['seconds']:.1f}s; records in "
-              f"{out}")
-    if summary["unknown"]:
-        return EXIT_UNKNOWN
-    return EXIT_FAILED if summary["error"] else EXIT_OK
-
-
-def _record_line(rec: dict[str, Any]) -> str:
-    if rec["status"] == "ok":
-        unknown = sum(rec["unknown_indexing"].values())
-        return f"{rec['file']}: {rec['ops']} ops, {unknown} with unknown indexing"
-    if rec["status"] == "error":
-        err = rec["error"]
-        place = f":{err['line']}:{err['column']}" if err["line"] is not None else ""
-        return f"{rec['file']}{place}: error: {err['message']}"
-    return f"{rec['file']}: unknown: {rec['reason']}"
