@@ -21,6 +21,7 @@ from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from ..tiling.propagation import propagate
 from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+from ..work import show_progress
 from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_file, read_text
 
 
@@ -98,7 +99,8 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
     module = parse_hlo(text, source)
     try:
         tiled = propagate(module, args.computation, _sizes(args.tile_sizes),
-                          prove=not args.no_prove, timeout_ms=args.timeout_ms)
+                          prove=not args.no_prove, timeout_ms=args.timeout_ms,
+                          progress=show_progress("json" if args.json else "text"))
     except KeyError as err:
         raise UsageError(f"{source}: no computation {err.args[0]!r}") from None
     if args.json:

@@ -247,8 +247,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
                     outcomes.append(o)
                     bar.advance()
         else:
-            for t in tasks:
-                outcomes.append(work(t))
+            for task in tasks:
+                outcomes.append(work(task))
                 bar.advance()
     found: list[tuple[Substitution, list[Pair], int]] = []
     slow = sorted(zip(outcomes, tasks), key=lambda ot: -ot[0].seconds)[:5]

@@ -26,6 +26,7 @@ from ..hlo.indexing import output_to_input as instruction_output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..indexing_map import IndexingMap, Var, compose
 from ..interval import Interval
+from ..work import Progress
 from .constraints import ConstraintExpression
 from .proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from .symbolic_tile import NoTile, SymbolicTile, symbolic_tile
@@ -287,12 +288,35 @@ def _resolve(module: HloModule, computation: str | None) -> HloComputation:
     return module.computation(root.called_computations[0])
 
 
+def _tile_entry(e: SymbolicEntry, space: tuple[int, ...], n_out: int, pid_map: IndexingMap,
+                inner_pid: IndexingMap, prove: bool, timeout_ms: int,
+                seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]],
+                tiled: list[TiledInstruction]) -> None:
+    """One value's tile at these sizes, proven, unless an equal one is there already."""
+    sizes_here = space if e.contraction else space[:n_out]
+    offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing, sizes_here)
+    t_sizes = e.tile.evaluate_sizes(sizes_here)
+    t_strides = e.tile.evaluate_strides(sizes_here)
+    key = (e.name, t_sizes, t_strides, str(offsets))
+    if key in seen:
+        return
+    seen.add(key)
+    if prove:
+        sound, exact = prove_sound(e.tile, timeout_ms), prove_exact(e.tile, timeout_ms)
+    else:
+        sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
+    tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
+                                  e.tile, sound, exact))
+
+
 def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[int],
               prove: bool = True, timeout_ms: int = 5000, check_constraints: bool = True,
-              analysis: SymbolicTiling | None = None) -> TiledComputation:
+              analysis: SymbolicTiling | None = None, progress: bool = False
+              ) -> TiledComputation:
     """Tiles of every value of `computation` (default: the fused computation of the entry's root
     fusion) for the tile sizes (XLA's order: a dot root's contracting sizes, then the root's
-    output sizes). Raises TilingError when it cannot be tiled with them."""
+    output sizes). Raises TilingError when it cannot be tiled with them. `progress`: a bar of
+    the values done on stderr (`verifidx.work.Progress`)."""
     sym = analysis if analysis is not None else analyze(module, computation)
     comp = module.computation(sym.computation)
     given = tuple(tile_sizes)
@@ -307,22 +331,10 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     inner_pid = program_id_map(sym.output_dims + sym.contracting_dims, space)
     tiled: list[TiledInstruction] = []
     seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]] = set()
-    for e in sym.entries:
-        sizes_here = space if e.contraction else space[:n_out]
-        offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing,
-                               sizes_here)
-        t_sizes = e.tile.evaluate_sizes(sizes_here)
-        t_strides = e.tile.evaluate_strides(sizes_here)
-        key = (e.name, t_sizes, t_strides, str(offsets))
-        if key in seen:
-            continue
-        seen.add(key)
-        if prove:
-            sound, exact = prove_sound(e.tile, timeout_ms), prove_exact(e.tile, timeout_ms)
-        else:
-            sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
-        tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
-                                      e.tile, sound, exact))
+    with Progress(len(sym.entries), "tile", progress) as bar:
+        for e in sym.entries:
+            _tile_entry(e, space, n_out, pid_map, inner_pid, prove, timeout_ms, seen, tiled)
+            bar.advance()
     constraints = sym.constraints
     total = pid_map.dims[0].bounds.hi + 1
     for extra in sym.roots[1:]:
