@@ -289,3 +289,9 @@ def test_coalescing_batch_records_match_the_single_file_json(tmp_path: Path,
     for p, rec in zip(files, records):
         assert main(["coalescing", str(p), "--json"]) == 0
         assert rec["fusions"] == json.loads(capsys.readouterr().out)["fusions"]
+
+
+def test_a_local_process_pool_answers_in_input_order() -> None:
+    outcomes = list(run(always_fails, ["a", "bad", "c"], Engine(processes=2)))
+    assert [o.text for o in outcomes] == ["A", None, "C"]
+    assert outcomes[1].error == "ValueError: this item never works"

@@ -39,23 +39,31 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Engine:
-    """Where items run: in this process (no workers, no scheduler), on a local cluster of
-    `workers` processes, or on the Dask scheduler at `scheduler`."""
+    """Where items run: in this process (nothing set), in a local pool of `processes` (the
+    commands' `-j N`; no retries: an item whose process dies is unknown), on a local Dask
+    cluster of `workers` processes, or on the Dask scheduler at `scheduler`."""
 
     workers: int = 0
     scheduler: str | None = None
+    processes: int = 0
     retries: int = 2  # tries after the first, for an item that raised or lost its worker
     memory_limit: str = "auto"  # per local worker; beyond it the nanny restarts the worker
 
     @property
     def in_process(self) -> bool:
-        return not self.workers and not self.scheduler
+        return not self.workers and not self.scheduler and self.processes <= 1
+
+    @property
+    def on_dask(self) -> bool:
+        return bool(self.workers or self.scheduler)
 
     def describe(self) -> str:
         if self.scheduler:
             return f"Dask scheduler {self.scheduler}"
         if self.workers:
             return f"{self.workers} local Dask worker{'s' if self.workers != 1 else ''}"
+        if self.processes > 1:
+            return f"{self.processes} local processes"
         return "this process"
 
 
@@ -68,7 +76,7 @@ def engine_for(workers: int | None = None, scheduler: str | None = None,
     if workers is not None and workers < 0:
         raise UnsupportedError("--workers takes a number of worker processes (0: in process)")
     engine = Engine(workers=workers or 0, scheduler=address)
-    if not engine.in_process:
+    if engine.on_dask:
         require_dask()
     return engine
 
@@ -101,6 +109,21 @@ def _checked(i: int, answer: object) -> Outcome:
     if not isinstance(answer, str):
         return Outcome(i, None, f"the worker answered {type(answer).__name__}, not text")
     return Outcome(i, answer)
+
+
+def _in_pool(task: Task, items: Sequence[str], processes: int) -> Iterator[Outcome]:
+    """Completion order, in spawned processes (a forked copy of a process that already ran Z3
+    is not safe)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(processes, len(items)), mp_context=ctx) as pool:
+        where = {pool.submit(task, item): i for i, item in enumerate(items)}
+        for fut in as_completed(where):
+            err = fut.exception()
+            yield _checked(where[fut], fut.result()) if err is None else \
+                Outcome(where[fut], None, _reason(err))
 
 
 def _on_dask(task: Task, items: Sequence[str], engine: Engine) -> Iterator[Outcome]:
@@ -140,7 +163,12 @@ def run(task: Task, items: Sequence[str], engine: Engine = Engine(),
         progress: Progress | None = None) -> Iterator[Outcome]:
     """`task(item)` for every item; outcomes in input order, each yielded as soon as it and
     every earlier item are done. `task` must be a module-level function (workers import it)."""
-    source = _in_process(task, items) if engine.in_process else _on_dask(task, items, engine)
+    if engine.on_dask:
+        source = _on_dask(task, items, engine)
+    elif engine.processes > 1 and len(items) > 1:
+        source = _in_pool(task, items, engine.processes)
+    else:
+        source = _in_process(task, items)
     waiting: dict[int, Outcome] = {}
     next_index = 0
     for outcome in source:
