@@ -63,11 +63,11 @@ def recheck_item(item: str) -> str:
     return json.dumps({"answers": answers, "seconds": time.perf_counter() - start})
 
 
-def recheck_on(queries: Sequence[str], timeout_ms: int, engine: Engine,
+def recheck_on(jobs: Sequence[tuple[str, int]], engine: Engine,
                progress: Progress | None = None) -> list[tuple[list[str], float]]:
-    """(answers, seconds) of each query; a query no worker answered has the answer
-    `error: <reason>`, which is no `unsat` (so the rule is not re-proven by it)."""
-    items = [json.dumps({"query": q, "timeout_ms": timeout_ms}) for q in queries]
+    """(answers, seconds) of each (query, wall-clock safety net in ms); a query no worker
+    answered has the answer `error: <reason>`, which is no `unsat` (so it proves nothing)."""
+    items = [json.dumps({"query": q, "timeout_ms": ms}) for q, ms in jobs]
     out: list[tuple[list[str], float]] = []
     for o in run(recheck_item, items, engine, progress):
         if o.text is None:
