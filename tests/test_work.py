@@ -259,8 +259,8 @@ def test_certificates_are_the_same_bytes_on_the_cluster(scheduler: str, tmp_path
     rules = rule_file.rules[:6]
     config = ProverConfig()
     runs = {"reference": prove_rules(rules, config),  # the prover's own loop
-            "here": prove_on(rules, config, Engine()),
-            "there": prove_on(rules, config, Engine(scheduler=scheduler))}
+            "here": list(prove_on(rules, config, Engine())),
+            "there": list(prove_on(rules, config, Engine(scheduler=scheduler)))}
     texts = {}
     for name, results in runs.items():
         assert [r.name for r in results] == [r.name for r in rules]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ..work import Engine, Progress, run
 from .model import Rule
@@ -47,12 +47,13 @@ def unknown_result(rule: Rule, reason: str) -> ProofResult:
 
 
 def prove_on(rules: Sequence[Rule], config: ProverConfig, engine: Engine,
-             progress: Progress | None = None) -> list[ProofResult]:
-    """Every rule proven on `engine`; results in the order of `rules`."""
+             progress: Progress | None = None) -> Iterator[ProofResult]:
+    """Every rule proven on `engine`; results in the order of `rules`, each as soon as it and
+    every rule before it are done."""
     items = [rule_item(r, config) for r in rules]
-    return [result_from_text(o.text, rules[o.index]) if o.text is not None
+    for o in run(prove_item, items, engine, progress):
+        yield result_from_text(o.text, rules[o.index]) if o.text is not None \
             else unknown_result(rules[o.index], o.error or "no answer")
-            for o in run(prove_item, items, engine, progress)]
 
 
 def recheck_item(item: str) -> str:
