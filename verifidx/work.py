@@ -217,6 +217,14 @@ class Progress:
         self.close()
 
 
+def echo(line: str) -> None:
+    """A line on stdout that does not tear a bar on the terminal (none shown: plain print)."""
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+    sys.stdout.flush()
+
+
 def show_progress(form: str = "text", stream: IO[str] | None = None) -> bool:
     """Progress is for people: text output, stderr a terminal."""
     err = stream or sys.stderr
