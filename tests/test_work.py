@@ -189,15 +189,16 @@ def test_batch_never_overwrites_a_file_it_did_not_write(tmp_path: Path,
 # -- progress ----------------------------------------------------------------------------------
 
 
-def _batch_stderr(tmp_path: Path, terminal: bool) -> tuple[str, str]:
+def _batch_stderr(tmp_path: Path, terminal: bool, argv: list[str] | None = None
+                  ) -> tuple[str, str]:
     """Run the command with stderr on a pseudo-terminal or a pipe; (stdout, stderr)."""
     import fcntl
     import pty
     import struct
     import termios
 
-    argv = [sys.executable, "-m", "verifidx.cli", "indexing", "--batch",
-            *map(str, JAX[:2]), "-o", str(tmp_path / f"{terminal}.jsonl")]
+    argv = [sys.executable, "-m", "verifidx.cli", *(argv or [
+        "indexing", "--batch", *map(str, JAX[:2]), "-o", str(tmp_path / f"{terminal}.jsonl")])]
     if not terminal:
         p = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
         return p.stdout, p.stderr
@@ -229,6 +230,18 @@ def test_progress_shows_on_a_terminal_and_not_on_a_pipe(tmp_path: Path) -> None:
     # stdout is the same either way: the bar never lands there
     assert out_tty.splitlines()[:-1] == out_pipe.splitlines()[:-1]
     assert len(out_pipe.splitlines()) == 3
+
+
+def test_check_shows_progress_on_a_terminal_except_for_machine_formats(tmp_path: Path
+                                                                      ) -> None:
+    rules = _small_rules(tmp_path)
+    assert main(["prove", str(rules), "--proofs", str(tmp_path / "p")]) == 0
+    base = ["check", str(rules), "--proofs", str(tmp_path / "p"), "--no-cache"]
+    out, err = _batch_stderr(tmp_path, True, base)
+    assert "check:" in err and "5/5" in err
+    for form in ("json", "junit", "github"):
+        out, err = _batch_stderr(tmp_path, True, [*base, "--format", form])
+        assert err == "", form
 
 
 def test_progress_is_off_for_machine_formats_and_pipes() -> None:
@@ -295,3 +308,65 @@ def test_a_local_process_pool_answers_in_input_order() -> None:
     outcomes = list(run(always_fails, ["a", "bad", "c"], Engine(processes=2)))
     assert [o.text for o in outcomes] == ["A", None, "C"]
     assert outcomes[1].error == "ValueError: this item never works"
+
+
+# -- verifidx prove / check on the engine ------------------------------------------------------
+
+
+def _small_rules(tmp_path: Path) -> Path:
+    from verifidx.rules.store import load_files
+
+    (rf,) = load_files([REPO / "rules" / "mul.rules"], None)
+    path = tmp_path / "small.rules"
+    path.write_text("\n".join(r.text for r in rf.rules[:5]) + "\n")
+    return path
+
+
+def _without_times(doc: dict) -> dict:
+    for r in doc["rules"]:
+        r.pop("seconds")
+    return doc
+
+
+def test_prove_and_check_are_the_same_on_the_cluster(scheduler: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    rules = _small_rules(tmp_path)
+    runs = {}
+    for name, extra in (("here", []), ("there", ["--scheduler", scheduler])):
+        proofs = tmp_path / name
+        assert main(["prove", str(rules), "--proofs", str(proofs), "--format", "json",
+                     *extra]) == 0
+        proved = _without_times(json.loads(capsys.readouterr().out))
+        assert main(["check", str(rules), "--proofs", str(proofs), "--no-cache", "--format",
+                     "json", *extra]) == 0
+        checked = _without_times(json.loads(capsys.readouterr().out))
+        runs[name] = (proved, checked, (proofs / "small.json").read_bytes())
+    assert runs["here"] == runs["there"]
+    assert runs["here"][1]["summary"]["accepted"] == 5
+
+
+def test_prove_prints_each_rule_as_it_is_done(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The text lines are those of the results, in the file's order, then the summary."""
+    rules = _small_rules(tmp_path)
+    seen: list[str] = []
+    import verifidx.cli.rules as rules_cli
+
+    original = rules_cli.echo
+
+    def spy(line: str) -> None:
+        seen.append(line)
+        original(line)
+
+    rules_cli.echo = spy  # type: ignore[assignment]
+    try:
+        assert main(["prove", str(rules), "--proofs", str(tmp_path / "p")]) == 0
+    finally:
+        rules_cli.echo = original  # type: ignore[assignment]
+    out = capsys.readouterr().out.splitlines()
+    assert out[:-1] == "\n".join(seen).splitlines() and out[-1] == "5 rules: 5 proved"
+    from verifidx.rules.parser import parse_rules
+
+    names = [r.name for r in parse_rules(rules.read_text())]
+    assert [ln.split(": ")[1] for ln in seen if not ln.startswith(" ")] == names
