@@ -43,7 +43,7 @@ def result_from_text(text: str, rule: Rule) -> ProofResult:
 
 def unknown_result(rule: Rule, reason: str) -> ProofResult:
     return ProofResult(rule.name, rule.file, rule.line, UNKNOWN, rule=rule,
-                       message=f"no worker answered: {reason}")
+                       message=f"the proof did not finish (every try failed): {reason}")
 
 
 def prove_on(rules: Sequence[Rule], config: ProverConfig, engine: Engine,
