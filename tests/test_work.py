@@ -370,3 +370,22 @@ def test_prove_prints_each_rule_as_it_is_done(tmp_path: Path,
 
     names = [r.name for r in parse_rules(rules.read_text())]
     assert [ln.split(": ")[1] for ln in seen if not ln.startswith(" ")] == names
+
+
+def test_a_rule_whose_proof_always_fails_is_unknown_never_proved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import verifidx.rules.items as items
+
+    def broken(rule: object, config: object) -> object:
+        raise MemoryError("the worker ran out of memory")
+
+    monkeypatch.setattr(items, "prove_rule", broken)
+    rules = _small_rules(tmp_path)
+    code = main(["prove", str(rules), "--proofs", str(tmp_path / "p"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert {r["verdict"] for r in doc["rules"]} == {"unknown"}
+    assert all("MemoryError: the worker ran out of memory" in r["message"] for r in doc["rules"])
+    certificate = json.loads((tmp_path / "p" / "small.json").read_text())
+    assert {e["verdict"] for e in certificate["rules"].values()} == {"unknown"}
