@@ -61,6 +61,15 @@ def die_once(item: str) -> str:
     return f"{kind} done"
 
 
+def hog(item: str) -> str:
+    """`hog` holds 800 MiB (written, so resident) for a while; the rest answer at once."""
+    if item == "hog":
+        block = b"x" * (800 * 2**20)
+        time.sleep(20)
+        return str(len(block))
+    return item
+
+
 def always_fails(item: str) -> str:
     if item == "bad":
         raise ValueError("this item never works")
@@ -88,6 +97,18 @@ def test_a_worker_killed_mid_item_leaves_the_run_complete(scheduler: str,
     assert marker.read_text() == "died"  # a worker did exit
     assert [o.text for o in outcomes] == ["a done", "die done", "b done", "c done"]
     assert all(o.error is None for o in outcomes)
+
+
+def test_a_worker_over_its_memory_limit_is_restarted_and_its_item_unknown(scheduler: str
+                                                                           ) -> None:
+    """Dask's nanny restarts the worker past its limit; the item that took it there runs on
+    every try until it is given up (unknown, with the reason), and the items queued behind it
+    still answer."""
+    # its own cluster, the limit is small (`scheduler` only sends this file by value)
+    engine = Engine(workers=1, memory_limit="400MiB")
+    outcomes = list(run(hog, ["a", "hog", "b"], engine))
+    assert [o.text for o in outcomes] == ["a", None, "b"]
+    assert outcomes[1].error is not None and outcomes[1].error.startswith("KilledWorker")
 
 
 @pytest.mark.parametrize("where", ["in process", "cluster"])

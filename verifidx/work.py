@@ -134,7 +134,10 @@ def _on_dask(task: Task, items: Sequence[str], engine: Engine) -> Iterator[Outco
     import dask
     from distributed import Client, LocalCluster, as_completed
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": engine.retries}):
+    # a worker holds only the item it runs (saturation 1.0), so that a worker that dies takes
+    # no innocent queued item down with it (Dask counts those as suspects too)
+    with dask.config.set({"distributed.scheduler.allowed-failures": engine.retries,
+                          "distributed.scheduler.worker-saturation": 1.0}):
         cluster = None
         if engine.scheduler:
             client = Client(engine.scheduler, set_as_default=False)
