@@ -410,3 +410,7 @@ def test_a_rule_whose_proof_always_fails_is_unknown_never_proved(
     assert all("MemoryError: the worker ran out of memory" in r["message"] for r in doc["rules"])
     certificate = json.loads((tmp_path / "p" / "small.json").read_text())
     assert {e["verdict"] for e in certificate["rules"].values()} == {"unknown"}
+
+
+def test_no_items_start_no_cluster() -> None:
+    assert list(run(always_fails, [], Engine(scheduler="tcp://192.0.2.1:1"))) == []

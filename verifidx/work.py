@@ -166,6 +166,8 @@ def run(task: Task, items: Sequence[str], engine: Engine = Engine(),
         progress: Progress | None = None) -> Iterator[Outcome]:
     """`task(item)` for every item; outcomes in input order, each yielded as soon as it and
     every earlier item are done. `task` must be a module-level function (workers import it)."""
+    if not items:
+        return  # no cluster is started for nothing
     if engine.on_dask:
         source = _on_dask(task, items, engine)
     elif engine.processes > 1 and len(items) > 1:
