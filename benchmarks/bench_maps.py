@@ -1,23 +1,30 @@
-"""Issue 2 benchmark: parse+print, compose, interval evaluation and Z3 equality on the conformance
+"""Issue 2 benchmark: parse+print, compose, interval evaluation and equality on the conformance
 maps, with islpy (parse+print, equality) as the peer when it is installed.
 
-Run: .venv/bin/python benchmarks/bench_maps.py
+Run: .venv/bin/python benchmarks/bench_maps.py [--repeat N]
 Targets: parse+print of a typical map under 100 us; equality of two range-free maps under 20 ms.
+
+Conformance maps the parser refuses (symbolic divisors, which maps may not hold) are skipped
+and counted. Per map, verifidx and isl run in turn in every round (`common.interleaved`); a
+row is the median over maps of the per-map medians of CPU time (this thread), with the wall
+time beside it. Each row prints as soon as it is measured.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fmt_us, median_seconds, print_table  # noqa: E402
+from common import Timing, fmt_us, interleaved  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
-from verifidx import compose, parse_map  # noqa: E402
+from verifidx import ParseError, compose, parse_map  # noqa: E402
 from verifidx.equality import equal as vx_equal  # noqa: E402
 from verifidx.expr import Add, Const, Mul  # noqa: E402
 from verifidx.smt import equal  # noqa: E402
@@ -27,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def conformance_maps() -> list[str]:
-    path = ROOT.parent / "shared" / "conformance" / "xla" / "cases.json"
+    path = ROOT / "tests" / "data" / "conformance" / "xla" / "cases.json"
     texts: list[str] = []
     for case in json.loads(path.read_text()):
         for t in [case.get("input_map"), *(case.get("input_maps") or {}).values()]:
@@ -45,66 +52,84 @@ def rewritten(m):
     return m.replace(results=tuple(other(r) for r in m.results))
 
 
+def _row(name: str, cases: list[dict[str, Callable[[], object]]], repeat: int, number: int,
+         target: str) -> None:
+    """Measure every case (tools interleaved), print the row at once."""
+    per_tool: dict[str, list[Timing]] = {}
+    for tools in cases:
+        for tool, t in interleaved(tools, repeat, number).items():
+            per_tool.setdefault(tool, []).append(t)
+
+    def cell(tool: str) -> str:
+        ts = per_tool.get(tool)
+        if not ts:
+            return "n/a"
+        cpu = statistics.median(t.median_cpu for t in ts)
+        wall = statistics.median(t.median_wall for t in ts)
+        spread = statistics.median(t.spread for t in ts)
+        return f"{fmt_us(cpu)} cpu ±{spread:.0%} ({fmt_us(wall)} wall)"
+
+    ratio = ""
+    if per_tool.get("isl") and per_tool.get("vx"):
+        vx = statistics.median(t.median_cpu for t in per_tool["vx"])
+        ratio = f"  vx/isl {vx / statistics.median(t.median_cpu for t in per_tool['isl']):.2f}"
+    print(f"{name:38s} {len(cases):4d}  vx {cell('vx'):40s} isl {cell('isl'):40s}"
+          f"{ratio}  target {target}", flush=True)
+
+
 def main() -> None:
-    texts = conformance_maps()
-    maps = [parse_map(t) for t in texts]
-    rows = []
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="rounds per case")
+    args = ap.parse_args()
+    texts, maps, refused = [], [], 0
+    for t in conformance_maps():
+        try:
+            maps.append(parse_map(t))
+            texts.append(t)
+        except ParseError:
+            refused += 1
+    print(f"verifidx map layer on {len(texts)} conformance maps ({refused} skipped: the parser "
+          f"refuses them, e.g. symbolic divisors); median over maps of per-map medians",
+          flush=True)
+    if isl is None:
+        print("islpy is not installed: peer column n/a (pip install islpy)", flush=True)
+    r = args.repeat
 
-    pp = [median_seconds(lambda t=t: print_map(parse_map(t)), repeat=5, number=20) for t in texts]
-    isl_pp = None
-    if isl is not None:
-        isl_texts = [s for s in (isl_text(m) for m in maps) if s]
-        isl_pp = statistics.median(
-            median_seconds(lambda s=s: str(isl.Map(s)), repeat=5, number=20) for s in isl_texts)
-    rows.append(["parse + print", str(len(texts)), fmt_us(statistics.median(pp)), fmt_us(isl_pp),
-                 "< 100 us"])
+    def with_isl(tools: dict[str, Callable[[], object]], *isl_texts: str | None
+                 ) -> dict[str, Callable[[], object]]:
+        if isl is not None and all(isl_texts):
+            if len(isl_texts) == 1:
+                tools["isl"] = lambda s=isl_texts[0]: str(isl.Map(s))
+            else:
+                tools["isl"] = lambda a=isl_texts[0], b=isl_texts[1]: \
+                    isl.Map(a).is_equal(isl.Map(b))
+        return tools
 
-    pairs = [(m, m) for m in maps if m.num_results == m.num_dims and not m.is_known_empty]
-    comp = [median_seconds(lambda a=a, b=b: compose(a, b), number=20) for a, b in pairs]
-    rows.append(["compose (m with itself)", str(len(pairs)), fmt_us(statistics.median(comp)),
-                 "", ""])
+    _row("parse + print", [with_isl({"vx": lambda t=t: print_map(parse_map(t))}, isl_text(m))
+                           for t, m in zip(texts, maps)], r, 20, "< 100 us")
 
-    ranges = [median_seconds(lambda m=m: [m.range_of(r) for r in m.results], number=50)
-              for m in maps if not m.is_known_empty]
-    rows.append(["interval evaluation", str(len(ranges)), fmt_us(statistics.median(ranges)),
-                 "", ""])
+    pairs = [m for m in maps if m.num_results == m.num_dims and not m.is_known_empty]
+    _row("compose (m with itself)", [{"vx": lambda m=m: compose(m, m)} for m in pairs], r, 20,
+         "")
+    _row("interval evaluation", [{"vx": lambda m=m: [m.range_of(e) for e in m.results]}
+                                 for m in maps if not m.is_known_empty], r, 50, "")
 
     free = [m for m in maps if m.num_range_vars == 0 and not m.is_known_empty and m.results]
-    eq = []
-    for m in free:
-        other = rewritten(m)
-        assert equal(m, other).holds is True
-        eq.append(median_seconds(lambda m=m, o=other: equal(m, o), repeat=3))
-    isl_eq = None
-    if isl is not None:
-        isl_pairs = [(isl_text(m), isl_text(rewritten(m))) for m in free]
-        isl_eq = statistics.median(
-            median_seconds(lambda a=a, b=b: isl.Map(a).is_equal(isl.Map(b)), repeat=3)
-            for a, b in isl_pairs if a and b)
-    rows.append(["Z3 equality, range-free", str(len(free)), fmt_us(statistics.median(eq)),
-                 fmt_us(isl_eq), "< 20 ms"])
     same = [(m, rewritten(m)) for m in free]
-    cheap = [median_seconds(lambda a=a, b=b: vx_equal(a, b), repeat=3) for a, b in same]
-    rows.append(["vx.equal (cheap first), range-free", str(len(free)),
-                 fmt_us(statistics.median(cheap)), fmt_us(isl_eq), "< isl"])
-    # a pair that differs only after evaluation: canonical forms differ, so the decision is
-    # enumeration (small boxes) or Z3
-    shifted = [(m, m.replace(results=tuple(Add((r, Const(0 if i else 1)))
-                                           for i, r in enumerate(m.results)))) for m in free]
-    differ = [median_seconds(lambda a=a, b=b: vx_equal(a, b), repeat=3) for a, b in shifted]
-    isl_differ = None
-    if isl is not None:
-        isl_pairs2 = [(isl_text(a), isl_text(b)) for a, b in shifted]
-        isl_differ = statistics.median(
-            median_seconds(lambda a=a, b=b: isl.Map(a).is_equal(isl.Map(b)), repeat=3)
-            for a, b in isl_pairs2 if a and b)
-    rows.append(["vx.equal, maps that differ", str(len(shifted)),
-                 fmt_us(statistics.median(differ)), fmt_us(isl_differ), "< isl"])
-
-    print(f"verifidx map layer on {len(texts)} conformance maps (medians per map)")
-    print_table(["operation", "maps", "verifidx", "islpy (peer)", "target"], rows)
-    if isl is None:
-        print("islpy is not installed: peer column n/a (pip install islpy)")
+    for a, b in same:
+        assert equal(a, b).holds is True
+    _row("Z3 equality, range-free", [with_isl({"vx": lambda a=a, b=b: equal(a, b)},
+                                              isl_text(a), isl_text(b)) for a, b in same],
+         max(3, r // 2), 1, "< 20 ms")
+    _row("vx.equal (cheap first), range-free",
+         [with_isl({"vx": lambda a=a, b=b: vx_equal(a, b)}, isl_text(a), isl_text(b))
+          for a, b in same], max(3, r // 2), 1, "< isl")
+    # differs only after evaluation: canonical forms differ, so enumeration or Z3 decides
+    shifted = [(m, m.replace(results=tuple(Add((e, Const(0 if i else 1)))
+                                           for i, e in enumerate(m.results)))) for m in free]
+    _row("vx.equal, maps that differ",
+         [with_isl({"vx": lambda a=a, b=b: vx_equal(a, b)}, isl_text(a), isl_text(b))
+          for a, b in shifted], max(3, r // 2), 1, "< isl")
 
 
 if __name__ == "__main__":

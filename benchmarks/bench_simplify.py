@@ -270,19 +270,21 @@ def measure_family(texts: list[str]) -> list[str]:
     """Each tool in its own pass over the family, in the same process: interleaving them map
     by map would hand each tool the other's cold processor caches and garbage (measured:
     verifidx's reshape median 30% slower right after an isl call), which is the other tool's
-    cost, not this one's. Reach and the check against the input come after the timings."""
+    cost, not this one's. Times are CPU time of this thread (`time.thread_time`), which the
+    load of a shared machine leaves alone. Reach and the check against the input come after
+    the timings."""
     ours_t, isl_t, reached, wrong, unknown = [], [], 0, 0, 0
     stages: tuple[list[float], list[float], list[float]] = ([], [], [])
     simp = default_simplifier()
     outputs: list[tuple[str, IndexingMap, str]] = []
     for text in texts:
-        start = time.perf_counter()
+        start = time.thread_time()
         parsed = parse_map(text)
-        parse_end = time.perf_counter()
+        parse_end = time.thread_time()
         out = simp.simplify(parsed)
-        simplify_end = time.perf_counter()
+        simplify_end = time.thread_time()
         printed = print_map(out)
-        end = time.perf_counter()
+        end = time.thread_time()
         ours_t.append(end - start)
         for stage, seconds in zip(stages, (parse_end - start, simplify_end - parse_end,
                                            end - simplify_end)):
@@ -294,9 +296,9 @@ def measure_family(texts: list[str]) -> list[str]:
         if t is None:
             isl_divs.append(None)
             continue
-        start = time.perf_counter()
+        start = time.thread_time()
         isl_out = str(isl.Map(t).as_pw_multi_aff())
-        isl_t.append(time.perf_counter() - start)
+        isl_t.append(time.thread_time() - start)
         isl_divs.append(count_divisions(isl_out))
     for (text, out, printed), theirs in zip(outputs, isl_divs):
         ours_divs = count_divisions(_results_text(out)) if not out.is_known_empty else 0
@@ -315,7 +317,8 @@ def measure_family(texts: list[str]) -> list[str]:
 
 def families_table(n: int) -> None:
     print(f"\ngenerated families ({n} maps each, seeded): reach = verifidx has no more "
-          "divisions and mods than isl; time = first-sight median (parse + simplify + print "
+          "divisions and mods than isl; time = first-sight median CPU time "
+          "(parse + simplify + print "
           "for verifidx, then the median of each stage alone; isl.Map + as_pw_multi_aff + str "
           "for isl); wrong = results whose relation differs from the input (enumeration, Z3 "
           "beyond 50k points)")

@@ -305,7 +305,7 @@ def _random_chain(seed: int) -> str:
         return "HloModule m\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
     # the chain as a fused computation whose result the caller bitcasts
     param, root = lines[0].split()[2], lines[-1].split()[3]
-    return (f"HloModule m\nf {{\n" + "\n".join(lines) + "\n}\nENTRY e {\n"
+    return ("HloModule m\nf {\n" + "\n".join(lines) + "\n}\nENTRY e {\n"
             f"  p = {param} parameter(0)\n  r = {root} fusion(p), kind=kLoop, calls=f\n"
             f"  ROOT b = f32[{int(np.prod(dims))}]{{0}} bitcast(r)\n}}\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,17 +87,264 @@ def test_no_prove_reports_unknown(capsys: pytest.CaptureFixture[str], softmax: P
     assert not any(i["exact"] for i in doc["instructions"])
 
 
-def test_untileable_fusion_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:
+def test_untileable_fusion_lists_each_value_with_its_reason(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A valid fusion that cannot be tiled with these sizes is an answer, not bad input: every
+    value that gets no tile is listed with its reason (exit 1), the others keep their tiles."""
     p = tmp_path / "split.hlo"
     p.write_text(SPLIT)
     # p0's rows are d0 * 12 + d1: two output rows of a partial 5 columns are not one strided
     # range, so the tile needs d0 = 1 or d1 in {1, 12}
-    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "2,5,4")
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: ") and "constraints" in err
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "2,5,4", "--json", "--no-prove")
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert [i["name"] for i in doc["instructions"]] == ["reshape"]
+    (untiled,) = doc["untiled"]
+    assert untiled["name"] == "p0" and untiled["shape"] == "f32[48,4]"
+    assert "violate its constraints" in untiled["reason"]
+    code, out, _ = run(capsys, "tile", str(p), "--tile-sizes", "2,5,4", "--no-prove")
+    assert code == 1 and "p0 = parameter f32[48,4]: no tile: " in out
     code, out, _ = run(capsys, "tile", str(p), "--tile-sizes", "2,12,4", "--json")
-    assert code == 0 and json.loads(out)["constraints"] != "always satisfied"
+    doc = json.loads(out)
+    assert code == 0 and doc["constraints"] != "always satisfied" and doc["untiled"] == []
+
+
+REVERSED_RESHAPE = """HloModule m
+
+fusion {
+  p0 = f32[4,6] parameter(0)
+  r = f32[24] reshape(p0)
+  ROOT rev = f32[24] reverse(r), dimensions={0}
+}
+
+ENTRY main {
+  p0 = f32[4,6] parameter(0)
+  ROOT fusion = f32[24] fusion(p0), kind=kLoop, calls=fusion
+}
+"""
+
+
+def test_value_without_symbolic_tile_is_no_tile(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    p = tmp_path / "rev.hlo"
+    p.write_text(REVERSED_RESHAPE)
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "4", "--json", "--no-prove")
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert {i["name"] for i in doc["instructions"]} == {"rev", "r"}
+    (untiled,) = doc["untiled"]
+    assert untiled["name"] == "p0" and "floordiv of something other than a dimension" in \
+        untiled["reason"]
+
+
+SCALAR_ROOT = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+fusion {
+  p0 = f32[8] parameter(0)
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(p0, zero), dimensions={0}, to_apply=add
+}
+
+ENTRY main {
+  p0 = f32[8] parameter(0)
+  ROOT fusion = f32[] fusion(p0), kind=kLoop, calls=fusion
+}
+"""
+
+
+@pytest.mark.parametrize("sizes", [[], ["--tile-sizes", ""]])
+def test_scalar_root_takes_no_tile_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                         sizes: list[str]) -> None:
+    p = tmp_path / "scalar.hlo"
+    p.write_text(SCALAR_ROOT)
+    code, out, err = run(capsys, "tile", str(p), *sizes, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["tile_sizes"] == []
+    (p0,) = [i for i in doc["instructions"] if i["name"] == "p0"]
+    assert p0["tile_sizes"] == [8] and p0["exact"] and p0["proof"] == "proved"
+    code, _, err = run(capsys, "tile", str(p), "--tile-sizes", "1")
+    assert code == 2 and "needs 0 tile sizes" in err
+
+
+ROOT_1_2_1_4 = """HloModule m
+
+fusion {
+  p0 = f32[2,4] parameter(0)
+  ROOT r = f32[1,2,1,4] reshape(p0)
+}
+
+ENTRY main {
+  p0 = f32[2,4] parameter(0)
+  ROOT fusion = f32[1,2,1,4] fusion(p0), kind=kLoop, calls=fusion
+}
+"""
+
+
+def test_tile_sizes_past_the_dimensions_are_not_claimed_exact(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Tile sizes 1,3,1,5 on a [1,2,1,4] root: p0's [3, 5] tile holds (2, 4), which no output
+    element reads (p0 is f32[2,4]); the proofs must cover those sizes, not stop at 2 and 4."""
+    p = tmp_path / "r.hlo"
+    p.write_text(ROOT_1_2_1_4)
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "1,3,1,5", "--json")
+    assert code == 0, err
+    (p0,) = [i for i in json.loads(out)["instructions"] if i["name"] == "p0"]
+    assert p0["tile_sizes"] == [3, 5]
+    held = {(r, c) for r in range(3) for c in range(5)}
+    read = {(r, c) for r in range(2) for c in range(4)}  # the whole of p0, by its shape
+    assert held - read  # the tile is not exact ...
+    assert p0["exact"] is False and p0["proof"] == "proved"  # ... and is not claimed to be
+    code, out, _ = run(capsys, "tile", str(p), "--tile-sizes", "1,2,1,4", "--json")
+    (p0,) = [i for i in json.loads(out)["instructions"] if i["name"] == "p0"]
+    assert p0["tile_sizes"] == [2, 4] and p0["exact"] is True
+
+
+@pytest.mark.parametrize("text, size, unread", [
+    ("(d0) -> (d0 * 2 + 3), domain: d0 in [0, 8], d0 * 2 + 3 in [0, 11]", 6, 13),
+    ("(d0) -> (-d0), domain: d0 in [0, 1], -d0 in [0, 1]", 2, -1),
+])
+def test_map_exactness_covers_the_declared_extent(capsys: pytest.CaptureFixture[str],
+                                                  text: str, size: int, unread: int) -> None:
+    code, out, _ = run(capsys, "tile", text, "--json")
+    assert code == 0
+    tile = json.loads(out)["tile"]
+    assert tile["exact"] is False and tile["exactness"]["verdict"] == "refuted"
+    assert tile["soundness"]["verdict"] == "proved"
+    # the witness of the issue, by hand: the tile of `size` holds `unread`, which is never read
+    offset, stride = (3, 2) if "* 2" in text else (0, -1)
+    held = {offset + stride * k for k in range(size)}
+    reads = {offset + stride * d for d in range(size)
+             if 0 <= offset + stride * d <= (11 if "* 2" in text else 1)}
+    assert unread in held - reads
+
+
+def test_huge_extent_is_no_crash(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "tile", "--timeout-ms", "100", "--json",
+                         "(d0) -> (d0), domain: d0 in [0, 9223372036854775807]")
+    assert code == 0, err
+    tile = json.loads(out)["tile"]
+    assert tile["size_map"] == "(d0) -> (d0)"
+    assert tile["soundness"]["verdict"] in ("proved", "unknown")
+
+
+PRIMES = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71]
+
+
+@pytest.fixture
+def counted_merges(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the merges of constraint conjunctions (work, not time) and stops a runaway."""
+    from verifidx.tiling import constraints
+
+    count = [0]
+    real = constraints._merge
+
+    def merge(a: Any, b: Any) -> Any:
+        count[0] += 1
+        assert count[0] < 100_000, "the constraint disjunction grew without bound"
+        return real(a, b)
+
+    monkeypatch.setattr(constraints, "_merge", merge)
+    return count
+
+
+def test_sum_of_twenty_mods_is_quick(capsys: pytest.CaptureFixture[str],
+                                     counted_merges: list[int]) -> None:
+    text = "(d0) -> (" + " + ".join(f"d0 mod {p}" for p in PRIMES) + "), domain: d0 in [0, 99]"
+    code, out, _ = run(capsys, "tile", "--no-prove", text)
+    assert code == 1 and out.startswith("no tile: ")
+    assert counted_merges[0] < 10_000
+
+
+def test_twenty_mod_results_are_too_complex(capsys: pytest.CaptureFixture[str],
+                                            counted_merges: list[int]) -> None:
+    text = "(d0) -> (" + ", ".join(f"d0 mod {p}" for p in PRIMES) + "), domain: d0 in [0, 99]"
+    code, out, _ = run(capsys, "tile", "--no-prove", "--json", text)
+    assert code == 1
+    assert json.loads(out)["reason"].startswith("constraints too complex: ")
+    assert counted_merges[0] < 10_000
+
+
+def test_hlo_with_leading_comments_is_hlo(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    code, out, err = run(capsys, "tile", str(root / "examples" / "seed_fusion_softmax.hlo"),
+                         "--tile-sizes", "1,1,125", "--json", "--no-prove")
+    assert code == 0, err
+    assert json.loads(out)["computation"] == "softmax"
+    # the same text given as @file (no .hlo suffix) is recognised by its content
+    p = tmp_path / "softmax.txt"
+    p.write_text("/* a block comment */\n// a line comment\n" + SOFTMAX)
+    code, out, err = run(capsys, "tile", "@" + str(p), "--tile-sizes", "1,10", "--no-prove")
+    assert code == 0, err
+    assert out.startswith("computation fusion")
+
+
+NOT_A_FUSION = """HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT a = f32[4] negate(p)
+}
+"""
+
+
+def test_root_not_a_fusion_error_has_its_place(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    p = tmp_path / "nf.hlo"
+    p.write_text(NOT_A_FUSION)
+    code, _, err = run(capsys, "tile", str(p), "--tile-sizes", "2")
+    assert code == 2
+    assert err == f"error: {p}:4:3: the entry's root a is not a fusion; name the computation " \
+                  "to tile with --computation\n"
+
+
+MALFORMED_OUTSIDE_THE_FUSION = """HloModule m
+fusion {
+  p0 = f32[4,6] parameter(0)
+  ROOT n = f32[4,6] negate(p0)
+}
+ENTRY e {
+  p0 = f32[4,6] parameter(0)
+  t = f32[4,6] transpose(p0), dimensions={1,0}
+  ROOT fusion = f32[4,6] fusion(t), kind=kLoop, calls=fusion
+}
+"""
+
+
+@pytest.mark.parametrize("command", [["coalescing"], ["tile", "--tile-sizes", "1,2"],
+                                     ["indexing"]])
+@pytest.mark.parametrize("text, place, what", [
+    (MALFORMED_OUTSIDE_THE_FUSION, "8:3", "is declared as f32[4,6]"),
+    (MALFORMED_OUTSIDE_THE_FUSION.replace("transpose(p0), dimensions={1,0}", "negat(p0)"),
+     "8:16", "'negat' is not an HLO opcode"),
+])
+def test_malformed_module_is_refused_like_indexing(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path, command: list[str],
+                                                   text: str, place: str, what: str) -> None:
+    p = tmp_path / "bad.hlo"
+    p.write_text(text)
+    code, out, err = run(capsys, command[0], str(p), *command[1:])
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {p}:{place}: ") and what in err and err.count("\n") == 1
+
+
+def test_coalescing_undefined_map_error_has_its_place() -> None:
+    import verifidx as vx
+    from verifidx.errors import UnsupportedError
+    from verifidx.tiling import coalescing
+
+    # read without the shape check, the transpose's map is undefined
+    module = vx.parse_hlo(MALFORMED_OUTSIDE_THE_FUSION.replace(
+        "ROOT n = f32[4,6] negate(p0)", "ROOT n = f32[4,6] transpose(p0), dimensions={1,0}"),
+        "m.hlo")
+    with pytest.raises(UnsupportedError, match=r"^m\.hlo:9:3: operand 0 \(p0\) of fusion: "):
+        coalescing(module)
 
 
 @pytest.mark.parametrize("argv", [

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import verifidx as vx
@@ -229,3 +229,86 @@ def test_mixed_sign_sum_has_no_tile() -> None:
     m = vx.parse_map("(d0, d1) -> (d0 * 4 - d1), domain: d0 in [0, 1], d1 in [0, 3]")
     tile = symbolic_tile(m)
     assert isinstance(tile, NoTile) and "both signs" in tile.reason
+
+
+# -- exactness over every declared tile size (issue 22) ------------------------------------------
+
+
+@st.composite
+def small_maps(draw: Any) -> tuple[str, str, list[int]]:
+    """Map text with a constraint on one result (so simplification may narrow the domain), the
+    same results and constraint as Python source, and the declared extents."""
+    rank = draw(st.integers(1, 2))
+    extents = [draw(st.integers(1, 8)) for _ in range(rank)]
+    dims = [f"d{i}" for i in range(rank)]
+
+    def result() -> tuple[str, str]:
+        form = draw(st.sampled_from(["linear", "floordiv", "mod", "divmod", "merge"]))
+        d = draw(st.sampled_from(dims))
+        c = draw(st.integers(2, 4))
+        if form == "floordiv":
+            return f"{d} floordiv {c}", f"({d} // {c})"
+        if form == "mod":
+            return f"{d} mod {c}", f"({d} % {c})"
+        if form == "divmod":
+            m = draw(st.integers(2, 3))
+            return f"({d} floordiv {c}) mod {m}", f"(({d} // {c}) % {m})"
+        if form == "merge" and rank == 2:
+            return f"d0 * {extents[1]} + d1", f"(d0 * {extents[1]} + d1)"
+        coef = draw(st.sampled_from([-2, -1, 1, 2, 3]))
+        const = draw(st.integers(-3, 4))
+        text = f"{d} * {coef} + {const}" if coef > 0 else f"{const} - {d} * {-coef}"
+        return text, f"({text})"
+
+    results = [result() for _ in range(draw(st.integers(1, 2)))]
+    domain = [f"d{i} in [0, {n - 1}]" for i, n in enumerate(extents)]
+    py_cond = "True"
+    if draw(st.booleans()):
+        text, py = results[draw(st.integers(0, len(results) - 1))]
+        hi = draw(st.integers(0, 12))
+        domain.append(f"{text} in [0, {hi}]")
+        py_cond = f"0 <= {py} <= {hi}"
+    map_text = f"({', '.join(dims)}) -> ({', '.join(t for t, _ in results)}), " \
+               f"domain: {', '.join(domain)}"
+    py = f"lambda {', '.join(dims)}: ({', '.join(p for _, p in results)},) if {py_cond} else None"
+    return map_text, py, extents
+
+
+def _read_by_python(py: str, sizes: tuple[int, ...], extents: list[int]) -> set[tuple[int, ...]]:
+    """The elements the output tile of `sizes` at the origin reads, by Python's own arithmetic
+    (floor division and a non-negative remainder, as in XLA's maps)."""
+    f = eval(py)  # noqa: S307 - test-generated source
+    out = set()
+    for point in itertools.product(*(range(min(t, n)) for t, n in zip(sizes, extents))):
+        r = f(*point)
+        if r is not None:
+            out.add(r)
+    return out
+
+
+@settings(max_examples=max(EXAMPLES, 40), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(small_maps())
+@example(("(d0) -> (d0 * 2 + 3), domain: d0 in [0, 8], d0 * 2 + 3 in [0, 11]",
+          "lambda d0: (d0 * 2 + 3,) if 0 <= d0 * 2 + 3 <= 11 else None", [9]))
+@example(("(d0) -> (0 - d0 * 1), domain: d0 in [0, 1], 0 - d0 * 1 in [0, 1]",
+          "lambda d0: (0 - d0,) if 0 <= 0 - d0 <= 1 else None", [2]))
+def test_claimed_exact_tile_holds_only_read_elements(case: tuple[str, str, list[int]]) -> None:
+    """For every tile size up to the declared extents (not the simplified map's), a tile proven
+    exact holds only elements the output tile reads, and a tile proven sound holds them all."""
+    text, py, extents = case
+    tile = symbolic_tile(vx.parse_map(text))
+    if isinstance(tile, NoTile):
+        return
+    sound, exact = prove_sound(tile, TIMEOUT_MS), prove_exact(tile, TIMEOUT_MS)
+    for sizes in itertools.product(*(range(1, n + 1) for n in extents)):
+        if not tile.satisfied_by(sizes):
+            continue
+        reads = _read_by_python(py, sizes, extents)
+        held = tile.elements(sizes)
+        if exact.proved:
+            assert held <= reads, (text, sizes, sorted(held - reads))
+        if sound.proved:
+            assert reads <= held, (text, sizes, sorted(reads - held))
+    # the proofs range over the declared extents
+    assert [b.hi for b in tile.tile_size_bounds] == extents

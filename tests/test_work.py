@@ -396,12 +396,12 @@ def test_prove_prints_each_rule_as_it_is_done(tmp_path: Path,
 def test_a_rule_whose_proof_always_fails_is_unknown_never_proved(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import verifidx.rules.items as items
+    import verifidx.rules.prover as prover
 
     def broken(rule: object, config: object) -> object:
         raise MemoryError("the worker ran out of memory")
 
-    monkeypatch.setattr(items, "prove_rule", broken)
+    monkeypatch.setattr(prover, "prove_rule", broken)
     rules = _small_rules(tmp_path)
     code = main(["prove", str(rules), "--proofs", str(tmp_path / "p"), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)

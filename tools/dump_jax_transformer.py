@@ -17,6 +17,7 @@ import inspect
 import json
 import os
 import platform
+import time
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -58,20 +59,30 @@ def transformer(x, params):
     return layer_norm(x, jnp.ones((WIDTH,)), jnp.zeros((WIDTH,)))
 
 
-def _params():
+def _params(layers: int = LAYERS):
     f32 = jnp.float32
     spec = jax.ShapeDtypeStruct
     one = {"ln1_s": (WIDTH,), "ln1_b": (WIDTH,), "wq": (WIDTH, WIDTH), "wk": (WIDTH, WIDTH),
            "wv": (WIDTH, WIDTH), "wo": (WIDTH, WIDTH), "ln2_s": (WIDTH,), "ln2_b": (WIDTH,),
            "w1": (WIDTH, HIDDEN), "b1": (HIDDEN,), "w2": (HIDDEN, WIDTH), "b2": (WIDTH,)}
-    return [{k: spec(s, f32) for k, s in one.items()} for _ in range(LAYERS)]
+    return [{k: spec(s, f32) for k, s in one.items()} for _ in range(layers)]
+
+
+def compiled(layers: int = LAYERS) -> tuple[str, float, float]:
+    """The optimized HLO text of the model with `layers` blocks, and the CPU seconds (all
+    threads of this process) that `lower` and XLA's `compile` took."""
+    x = jax.ShapeDtypeStruct((SEQ, WIDTH), jnp.float32)
+    start = time.process_time()
+    lowered = jax.jit(transformer).lower(x, _params(layers))
+    lowered_at = time.process_time()
+    text = lowered.compile().as_text()
+    return text, lowered_at - start, time.process_time() - lowered_at
 
 
 def main() -> None:
     out = REPO / "benchmarks" / "data"
     out.mkdir(parents=True, exist_ok=True)
-    x = jax.ShapeDtypeStruct((SEQ, WIDTH), jnp.float32)
-    text = jax.jit(transformer).lower(x, _params()).compile().as_text()
+    text = compiled()[0]
     (out / "transformer12.opt.hlo").write_text(text)
     meta = {
         "generator": "tools/dump_jax_transformer.py",

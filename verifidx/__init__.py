@@ -3,11 +3,16 @@
 The public API (DESIGN.md): parse/print/compose maps, simplify them with proven rules only,
 decide equality (cheap checks and enumeration first, then Z3) and emptiness with Z3, derive
 maps from HLO, prove rules.
+
+Importing the package loads only the values (expressions, intervals, maps and their text) and
+switches on the constructor laws whose certificates are current. Everything else (the
+simplifier, Z3, numpy, the HLO front end, networkx) loads when a name that needs it is first
+used (`_LAZY`), so a compiler or a one-shot command pays only for what it calls.
 """
 
+from importlib import import_module as _import_module
+
 from . import native as native  # first: decides compiled or pure source (verifidx/native.py)
-from .computation_maps import input_to_output, output_to_input, set_simplifier
-from .equality import equal as _equal_maps
 from .errors import (
     DepthError,
     DivisorError,
@@ -16,13 +21,11 @@ from .errors import (
     UnsupportedError,
     VerifidxError,
 )
-from .expr import Const, Dim, Expr, RtVar, Symbol
-from .hlo import parse_hlo
-from .indexing_map import AffineMap, IndexingMap, Var, compose
+from .expr import Const, Dim, Expr, RtVar, Size, Symbol
+from .indexing_map import AffineMap, IndexingMap, SizeVar, Var, compose
+from .indexing_map import register_simplifier as _register_simplifier
 from .interval import Interval, range_of
 from .rules.base import gate_laws as _gate_laws
-from .simplifier import simplify
-from .smt import Verdict, equal_relations, is_empty
 from .syntax import parse_affine_map, parse_expr, parse_map, print_affine_map, print_map
 from .version import __version__ as __version__
 
@@ -30,22 +33,62 @@ from .version import __version__ as __version__
 _gate_laws()
 
 
+def _simplify_on_first_use(m: IndexingMap, point_dims: str) -> IndexingMap:
+    """`IndexingMap.simplify()` before the simplifier is loaded: loading it registers the
+    simplifier itself in this seam (`indexing_map.register_simplifier`)."""
+    _import_module("verifidx.simplifier")
+    return m.simplify(point_dims)
+
+
+_register_simplifier(_simplify_on_first_use)
+
+#: Names of the API that load their module on first use: name -> (module, attribute).
+#: The HLO names load `computation_maps`, which registers the maps of `fusion` and `call`.
+_LAZY = {
+    "simplify": ("verifidx.simplifier", "simplify"),
+    "Verdict": ("verifidx.smt", "Verdict"),
+    "equal_relations": ("verifidx.smt", "equal_relations"),
+    "is_empty": ("verifidx.smt", "is_empty"),
+    "parse_hlo": ("verifidx.hlo", "parse_hlo"),
+    "input_to_output": ("verifidx.computation_maps", "input_to_output"),
+    "output_to_input": ("verifidx.computation_maps", "output_to_input"),
+    "set_simplifier": ("verifidx.computation_maps", "set_simplifier"),
+}
+
+
+def __getattr__(name: str) -> object:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'verifidx' has no attribute {name!r}")
+    if where[0] == "verifidx.hlo":
+        _import_module("verifidx.computation_maps")
+    value = getattr(_import_module(where[0]), where[1])
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
 def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
     """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
     `verifidx[stablehlo]` (jax, jaxlib)."""
+    _import_module("verifidx.computation_maps")  # the maps of fusion and call
     from .stablehlo import parse_module as _parse_module
 
     return _parse_module(text, source, check_shapes=check_shapes)
 
 
-def equal(f, g, timeout_ms: int = 2000) -> Verdict:  # type: ignore[no-untyped-def]
-    """Whether two maps denote the same relation; lists (or tuples) of maps are compared as the
-    unions of their relations (`smt.equal_relations`), as concatenate and pad need."""
+def equal(f, g, timeout_ms: int = 2000):  # type: ignore[no-untyped-def]
+    """Whether two maps denote the same relation (a `Verdict`); lists (or tuples) of maps are
+    compared as the unions of their relations (`smt.equal_relations`), as concatenate and pad
+    need."""
     if isinstance(f, (list, tuple)) or isinstance(g, (list, tuple)):
+        from .smt import equal_relations
+
         fs = list(f) if isinstance(f, (list, tuple)) else [f]
         gs = list(g) if isinstance(g, (list, tuple)) else [g]
         return equal_relations(fs, gs, timeout_ms)
-    return _equal_maps(f, g, timeout_ms)
+    from .equality import equal as equal_maps
+
+    return equal_maps(f, g, timeout_ms)
 
 
 def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
@@ -58,12 +101,9 @@ def prove(path_or_rule, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "AffineMap", "Const", "DepthError", "Dim", "DivisorError", "EvaluationError", "Expr",
     "IndexingMap", "Interval",
-    "ParseError", "RtVar", "Symbol", "UnsupportedError", "Var", "Verdict", "VerifidxError",
-    "compose", "equal", "input_to_output", "is_empty", "output_to_input", "parse_affine_map",
-    "parse_expr", "parse_hlo", "parse_map", "parse_module", "print_affine_map", "print_map",
-
-
+    "ParseError", "RtVar", "Size", "SizeVar", "Symbol", "UnsupportedError", "Var", "Verdict",
+    "VerifidxError",
     "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input",
-    "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "print_affine_map", "print_map",
-    "prove", "range_of", "set_simplifier", "simplify",
+    "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "parse_module",
+    "print_affine_map", "print_map", "prove", "range_of", "set_simplifier", "simplify",
 ]

@@ -50,6 +50,9 @@ def operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
         ]
     if any(m.replica is not None for m in maps):
         out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
+    if any(m.is_undefined for m in maps):
+        out["reasons"] = [("; ".join(m.notes) or "no reason recorded") if m.is_undefined
+                          else None for m in maps]
     return out
 
 
@@ -81,11 +84,12 @@ def options_of(direction: str = "out2in", proven_dedup: bool = True, merges: boo
             "merges": merges, "allow_unknown_opcodes": allow_unknown_opcodes}
 
 
-def coalescing_options(warp_size: int, transaction_bytes: int, unroll: int
-                       ) -> dict[str, object]:
+def coalescing_options(warp_size: int, transaction_bytes: int, unroll: int,
+                       allow_unknown_opcodes: bool = False) -> dict[str, object]:
     """The options of `coalescing --batch`."""
     return {"kind": "coalescing", "warp_size": warp_size,
-            "transaction_bytes": transaction_bytes, "unroll": unroll}
+            "transaction_bytes": transaction_bytes, "unroll": unroll,
+            "allow_unknown_opcodes": allow_unknown_opcodes}
 
 
 def file_key(data: bytes, options: dict[str, object]) -> str:
@@ -135,7 +139,9 @@ def _coalescing(source: str, text: str, options: dict[str, Any]) -> dict[str, An
     from .hlo import parse_hlo
     from .tiling.coalescing import coalescing, loop_thread_order
 
-    module = parse_hlo(text, source)
+    module = parse_hlo(text, source, check_shapes=True)  # validated as `coalescing FILE` does
+    if not options["allow_unknown_opcodes"]:
+        check_opcodes(module, text, source)
     results = coalescing(module, options["warp_size"], options["transaction_bytes"],
                          loop_thread_order(options["unroll"]))
     return {"status": "ok", "module": module.name, "ops": _ops(module),

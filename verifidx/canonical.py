@@ -28,15 +28,17 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
     mul,
+    register_cache,
 )
 
 _RANK = {Mul: 0, Mod: 1, FloorDiv: 2, CeilDiv: 3, Min: 4, Max: 5, Add: 7}
 _VAR_RANK = {Dim: 0, Symbol: 1, RtVar: 2}
-_KEYS: dict[Expr, tuple[object, ...]] = {}
-_CANON: dict[Expr, Expr] = {}
+_KEYS: dict[Expr, tuple[object, ...]] = register_cache({})
+_CANON: dict[Expr, Expr] = register_cache({})
 laws.on_change(_CANON.clear)
 
 
@@ -48,7 +50,10 @@ def order_key(e: Expr) -> tuple[object, ...]:
     if isinstance(e, Const):
         key: tuple[object, ...] = (8, e.value)
     elif isinstance(e, Variable):
-        key = (6, _VAR_RANK.get(type(e), 3), e.index)
+        if type(e) is Size:  # after the index variables, by name
+            key = (6, 4, e.name)  # type: ignore[attr-defined]
+        else:
+            key = (6, _VAR_RANK.get(type(e), 3), e.index)
     elif isinstance(e, Add):
         key = (7, tuple(order_key(t) for t in e.terms))
     elif type(e) in _RANK:
@@ -75,7 +80,7 @@ def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     return dict(hit[0]), hit[1]
 
 
-_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = {}
+_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = register_cache({})
 _LINEAR_LIMIT = 200_000
 
 

@@ -20,9 +20,12 @@ the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
@@ -196,20 +199,20 @@ class ComputationWalker:
         self.merges: list[Merge] = []
         self._o2i: dict[tuple[str, int], HloInstructionIndexing] = {}
         self._i2o: dict[tuple[str, int], HloInstructionIndexing] = {}
+        self._users: dict[str, list[tuple[HloInstruction, int]]] | None = None
 
     def shape_of(self, name: str) -> Shape:
         return self.comp.instruction(name).shape
 
     # output -> input edges: (operand position, operand leaf, maps)
     def edges_o2i(self, inst: HloInstruction, leaf: int) -> Iterator[tuple[int, int, Maps]]:
-        shapes = [self.shape_of(n) for n in inst.operands]
         out_leaf_shape = inst.shape.leaves()[leaf]
         if inst.opcode == "tuple":
-            offsets = _leaf_offsets(shapes)
-            for j, start in enumerate(offsets):
-                if start <= leaf < start + _leaves(shapes[j]):
-                    yield j, leaf - start, [_identity(out_leaf_shape)]
+            j, start = self._tuple_operand(inst, leaf)
+            if j is not None:
+                yield j, leaf - start, [_identity(out_leaf_shape)]
             return
+        shapes = [self.shape_of(n) for n in inst.operands]
         if inst.opcode == "get-tuple-element" and shapes and shapes[0].is_tuple:
             index = inst.tuple_index
             elements = shapes[0].tuple_shapes
@@ -236,14 +239,36 @@ class ComputationWalker:
             else:
                 yield j, 0, list(maps)
 
+    _offsets: dict[str, list[int]] | None = None
+
+    def _tuple_operand(self, inst: HloInstruction, leaf: int) -> tuple[int | None, int]:
+        """(operand position, its first leaf) of the tuple operand holding `leaf`: a bisection
+        in leaf offsets computed once per tuple, so a root of n elements costs O(n) for all its
+        leaves, not O(n) each."""
+        offsets = self._tuple_offsets(inst)
+        j = bisect.bisect_right(offsets, leaf) - 1
+        if not 0 <= j < len(offsets) - 1 or offsets[j] == offsets[j + 1]:
+            return None, 0
+        return j, offsets[j]
+
+    def _tuple_offsets(self, inst: HloInstruction) -> list[int]:
+        """The first leaf of each operand of a tuple, then its number of leaves (kept)."""
+        if self._offsets is None:
+            self._offsets = {}
+        offsets = self._offsets.get(inst.name)
+        if offsets is None:
+            offsets = self._offsets[inst.name] = _leaf_offsets(
+                [self.shape_of(n) for n in inst.operands]) + [_leaves(inst.shape)]
+        return offsets
+
     # input -> output edges for operand position `j` of `user`: (user leaf, maps)
     def edges_i2o(self, user: HloInstruction, j: int, leaf: int) -> Iterator[tuple[int, Maps]]:
-        shapes = [self.shape_of(n) for n in user.operands]
-        src = shapes[j]
+        src = self.shape_of(user.operands[j])
         leaf_shape = src.leaves()[leaf]
         if user.opcode == "tuple":
-            yield _leaf_offsets(shapes)[j] + leaf, [_identity(leaf_shape)]
+            yield self._tuple_offsets(user)[j] + leaf, [_identity(leaf_shape)]
             return
+        shapes = [self.shape_of(n) for n in user.operands]
         if user.opcode == "get-tuple-element" and src.is_tuple:
             index = user.tuple_index
             elements = list(src.tuple_shapes)
@@ -320,6 +345,15 @@ class ComputationWalker:
             if p == j and pl == leaf:
                 yield o, list(maps)
 
+    def users(self) -> dict[str, list[tuple[HloInstruction, int]]]:
+        """Who reads each value, `{name: [(user, operand position)]}`, computed once."""
+        if self._users is None:
+            self._users = {}
+            for inst in self.comp.instructions:
+                for j, name in enumerate(inst.operands):
+                    self._users.setdefault(name, []).append((inst, j))
+        return self._users
+
     def bucket(self, where: str) -> _Bucket:
         return _Bucket(where, self.merges)
 
@@ -334,29 +368,57 @@ class ComputationWalker:
         is expanded once, with its deduplicated maps, so the work follows the number of
         distinct maps, not the number of paths."""
         pending: dict[tuple[str, int], _Bucket] = {}
-        first = self.bucket(start.name)
-        first.add(_start(start, start_leaf))
-        pending[(start.name, start_leaf)] = first
+        heap: list[tuple[int, int]] = []
+        position = self._positions() if order is None else None
+
+        def bucket_of(name: str, leaf: int) -> _Bucket:
+            found = pending.get((name, leaf))
+            if found is None:
+                found = pending[(name, leaf)] = self.bucket(name)
+                if position is not None:
+                    heapq.heappush(heap, (-position[name], leaf))
+            return found
+
+        bucket_of(start.name, start_leaf).add(_start(start, start_leaf))
         reached: dict[tuple[str, int], list[OperandIndexing]] = {}
-        for inst in order if order is not None else reversed(self.comp.instructions):
-            for leaf in range(_leaves(inst.shape)):
-                bucket = pending.pop((inst.name, leaf), None)
-                if bucket is None:
-                    continue
-                arrived = bucket.values()
-                reached[(inst.name, leaf)] = arrived
-                inside = members is None or inst.name in members or inst is start
-                if inst.parameter_number is not None or not inside:
-                    continue
-                for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
-                    target = pending.get((inst.operands[j], opleaf))
-                    if target is None:
-                        target = pending[(inst.operands[j], opleaf)] = self.bucket(
-                            inst.operands[j])
-                    for f in arrived:
-                        for g in op_maps:
-                            target.add(simplify_indexing(compose_indexing(f, g)))
+        for inst, leaf in self._users_first(heap, order):
+            bucket = pending.pop((inst.name, leaf), None)
+            if bucket is None:
+                continue
+            arrived = bucket.values()
+            reached[(inst.name, leaf)] = arrived
+            inside = members is None or inst.name in members or inst is start
+            if inst.parameter_number is not None or not inside:
+                continue
+            for j, opleaf, op_maps in self.edges_o2i(inst, leaf):
+                target = bucket_of(inst.operands[j], opleaf)
+                for f in arrived:
+                    for g in op_maps:
+                        target.add(simplify_indexing(compose_indexing(f, g)))
         return reached
+
+    _position: dict[str, int] | None = None
+
+    def _positions(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {inst.name: k for k, inst in enumerate(self.comp.instructions)}
+        return self._position
+
+    def _users_first(self, heap: list[tuple[int, int]], order: Sequence[HloInstruction] | None
+                     ) -> Iterator[tuple[HloInstruction, int]]:
+        """The (instruction, leaf) pairs to expand, users before operands. In text order
+        (topological) only the pending pairs are visited, taken from a heap of their positions
+        that the walk fills: a walk from one leaf of a wide tuple costs what it reaches, not
+        the size of the computation (n walks, one per leaf, would otherwise be O(n^2))."""
+        if order is not None:
+            for inst in order:
+                for leaf in range(_leaves(inst.shape)):
+                    yield inst, leaf
+            return
+        instructions = self.comp.instructions
+        while heap:
+            at, leaf = heapq.heappop(heap)
+            yield instructions[-at], leaf
 
     def output_to_input(self, out_leaf: int) -> dict[tuple[int, int], list[OperandIndexing]]:
         found: dict[tuple[int, int], list[OperandIndexing]] = {}
@@ -368,10 +430,7 @@ class ComputationWalker:
 
     def input_to_output(self, param: HloInstruction, leaf: int
                         ) -> dict[int, list[OperandIndexing]]:
-        users: dict[str, list[tuple[HloInstruction, int]]] = {}
-        for inst in self.comp.instructions:
-            for j, name in enumerate(inst.operands):
-                users.setdefault(name, []).append((inst, j))
+        users = self.users()
         pending: dict[tuple[str, int], _Bucket] = {}
         start = self.bucket(param.name)
         start.add(_start(param, leaf))
@@ -404,16 +463,38 @@ _CACHE: dict[tuple[int, int, str, str],
                    ComputationIndexing]] = {}
 
 
+def _forget(table: dict[Any, Any], key: Hashable) -> Callable[[object], None]:
+    """A weakref callback that drops `table[key]` when its object dies (ids are reused)."""
+    def forget(_ref: object) -> None:
+        table.pop(key, None)
+    return forget
+
+
+_ROLES: dict[int, tuple[weakref.ref[HloModule], dict[str, str]]] = {}
+
+
+def _roles(module: HloModule) -> dict[str, str]:
+    """Who calls whom, once per module: each called computation's role is the opcode of its
+    first caller in text order ("fusion", "call", ...), the entry's is "entry"."""
+    hit = _ROLES.get(id(module))
+    if hit is not None and hit[0]() is module:
+        return hit[1]
+    roles: dict[str, str] = {}
+    for c in module.computations.values():
+        for inst in c.instructions:
+            for name in inst.called_computations:
+                roles.setdefault(name, inst.opcode)
+    roles[module.entry.name] = "entry"
+    _ROLES[id(module)] = (weakref.ref(module, _forget(_ROLES, id(module))), roles)
+    return roles
+
+
 def _role(module: HloModule | None, comp: HloComputation) -> str:
     if module is None:
         return "computation"
     if module.entry is comp:
         return "entry"
-    for c in module.computations.values():
-        for inst in c.instructions:
-            if comp.name in inst.called_computations:
-                return "fusion" if inst.opcode == "fusion" else inst.opcode
-    return "computation"
+    return _roles(module).get(comp.name, "computation")
 
 
 def computation_indexing(module: HloModule | None, computation: HloComputation | str,
@@ -438,7 +519,10 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
         result = _compute(module, computation, direction)
     finally:
         _IN_PROGRESS.discard(key)
-    _CACHE[key] = (weakref.ref(owner), weakref.ref(computation), _simplifier, result)
+    # the entry goes when the module (or the computation) dies, with the maps it holds
+    forget = _forget(_CACHE, key)
+    _CACHE[key] = (weakref.ref(owner, forget), weakref.ref(computation, forget), _simplifier,
+                   result)
     return result
 
 

@@ -1,9 +1,10 @@
-"""Distinct access patterns: maps deduplicated structurally, then by a Z3 proof of equality.
+"""Distinct access patterns: maps deduplicated structurally, then by a proof of equality.
 
 XLA merges two indexing maps only when their text is identical after simplification. verifidx
-also merges maps that Z3 proves denote the same relation (range variables existential), and
-keeps a record of every merge with the solver's answer, so that `--explain-dedup` can show why
-two access patterns were counted once. A solver answer of unknown or a timeout never merges.
+also merges maps that `smt.equal` proves denote the same relation (range variables existential;
+isl's Presburger decision, or Z3), and keeps a record of every merge with the prover's answer,
+so that `--explain-dedup` can show why two access patterns were counted once. A solver answer
+of unknown or a spent budget never merges.
 
 Only maps over the same domain are compared (same dimension bounds, result count and runtime
 variables, and the same provenance): the solver is the slow path, so cheap filters and a cache
@@ -17,13 +18,14 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from .expr import register_cache
 from .indexing_map import IndexingMap
 
 T = TypeVar("T")
 
 #: Per-comparison solver budget; an unknown answer keeps both maps.
 DEDUP_TIMEOUT_MS = 2000
-_VERDICTS: dict[tuple[IndexingMap, IndexingMap], bool | None] = {}
+_VERDICTS: dict[tuple[IndexingMap, IndexingMap], tuple[bool | None, str]] = register_cache({})
 _VERDICT_CACHE_LIMIT = 100_000
 
 
@@ -45,16 +47,22 @@ class Merge:
 def proven_equal(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEDUP_TIMEOUT_MS
                  ) -> bool | None:
     """Cached `smt.equal(a, b).holds`."""
+    return _verdict(a, b, timeout_ms)[0]
+
+
+def _verdict(a: IndexingMap, b: IndexingMap, timeout_ms: int) -> tuple[bool | None, str]:
+    """Cached (`holds`, `message`) of `smt.equal(a, b)`."""
     key = (a, b) if hash(a) <= hash(b) else (b, a)
-    if key in _VERDICTS:
-        return _VERDICTS[key]
+    hit = _VERDICTS.get(key)
+    if hit is not None:
+        return hit
     from .smt import equal  # Z3 loads on the first proof, not on `import verifidx`
 
-    holds = equal(a, b, timeout_ms).holds
+    v = equal(a, b, timeout_ms)
     if len(_VERDICTS) > _VERDICT_CACHE_LIMIT:
         _VERDICTS.clear()
-    _VERDICTS[key] = holds
-    return holds
+    _VERDICTS[key] = (v.holds, v.message)
+    return v.holds, v.message
 
 
 def _same_domain(a: IndexingMap, b: IndexingMap) -> bool:
@@ -92,12 +100,13 @@ class MapSet(Generic[T]):
                 if ctx != context or not _same_domain(m, om):
                     continue
                 start = time.perf_counter()
-                if proven_equal(m, om, self.timeout_ms) is not True:
+                holds, why = _verdict(m, om, self.timeout_ms)
+                if holds is not True:
                     continue
                 took = time.perf_counter() - start
                 keep_new = _size(m) < _size(om)
                 kept, dropped = (m, om) if keep_new else (om, m)
-                self.merges.append(Merge(str(kept), str(dropped), "Z3 proved the relations equal",
+                self.merges.append(Merge(str(kept), str(dropped), f"proved equal: {why}",
                                          self.where, took))
                 if keep_new:
                     self._items[i] = (item, m, context)

@@ -1,4 +1,4 @@
-"""Map equality, cheapest decision first: structure, enumeration of small domains, Z3.
+"""Map equality, cheapest decision first: structure, enumeration of small domains, isl, Z3.
 
 Layer: with the simplifier (it asks the proven simplifier whether two maps become identical),
 above `smt`, whose `equal` stays the solver path.
@@ -6,12 +6,14 @@ above `smt`, whose `equal` stays the solver path.
 `equal(f, g)` keeps the contract of `verifidx.smt.equal` (a Verdict whose `holds` is True only
 when proven, False with a concrete counterexample, None when undecided) and tries, in order:
 1. identical maps, or maps whose results and constraints have the same canonical form;
-2. exact enumeration of both relations when every expression is total and both boxes are
-   small: numpy evaluates each expression over the whole box at once, and the two relations,
-   as sets of (runtime values, dimensions, results) rows, are compared; a row in one set only
-   is a counterexample;
-3. maps that become identical under the proven simplifier;
-4. Z3 (`smt.equal`), which also owns the undefined-operation and shape-mismatch answers.
+2. exact enumeration of both relations when every expression is total, both boxes are
+   small and neither map has sizes: numpy evaluates each expression over the whole box at
+   once, and the two relations, as sets of (runtime values, dimensions, results) rows, are
+   compared; a row in one set only is a counterexample;
+3. `smt.quick_equal`: a sampled counterexample checked by evaluation, then isl's decision of
+   Presburger arithmetic (`presburger`), for boxes of any size;
+4. maps that become identical under the proven simplifier (maps isl cannot express);
+5. Z3 (`smt.equal`), which also owns the undefined-operation and shape-mismatch answers.
 """
 
 from __future__ import annotations
@@ -21,13 +23,18 @@ import time
 import numpy as np
 
 from .canonical import canon
-from .expr import Add, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, Variable
+from .expr import Expr
 from .indexing_map import IndexingMap
 from .smt import DEFAULT_TIMEOUT_MS, Verdict
 from .smt import equal as smt_equal
+from .smt import quick_equal as smt_quick_equal
+from .vectorised import evaluate as _evaluate
 
-#: Largest box (points per map) decided by enumeration.
+#: Largest box (points per map) decided by enumeration: range-free maps are compared point by
+#: point (cheap); with range variables the relations are projected and compared as sets, which
+#: costs more than isl's decision beyond a few hundred points.
 ENUMERATION_POINTS = 1 << 16
+ENUMERATION_POINTS_WITH_RANGE = 64
 
 
 def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
@@ -37,7 +44,10 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         return smt_equal(f, g, timeout_ms)
     if f == g or _canonical(f) == _canonical(g):
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
-    verdict = _by_enumeration(f, g)
+    # sizes are universally quantified: no enumeration (a box of points is one size's)
+    verdict = None if f.sizes or g.sizes else _by_enumeration(f, g)
+    if verdict is None:
+        verdict = smt_quick_equal(f, g, timeout_ms)
     if verdict is None:
         from .simplifier import default_simplifier  # same layer; loaded only when needed
 
@@ -45,7 +55,7 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         if simp.simplify(f) == simp.simplify(g):
             verdict = Verdict(True, message="identical after proven simplification")
         else:
-            return smt_equal(f, g, timeout_ms)
+            return smt_equal(f, g, timeout_ms, quick=False)
     verdict.seconds = time.perf_counter() - start
     return verdict
 
@@ -63,7 +73,8 @@ def _canonical(m: IndexingMap) -> IndexingMap:
 def _enumerable(m: IndexingMap) -> bool:
     if m.is_known_empty:
         return True
-    if m.domain_size() > ENUMERATION_POINTS:
+    limit = ENUMERATION_POINTS_WITH_RANGE if m.num_range_vars else ENUMERATION_POINTS
+    if m.domain_size() > limit:
         return False
     return all(e.is_total for e in (*m.results, *m.constraints))
 
@@ -150,34 +161,6 @@ def _rows(m: IndexingMap) -> np.ndarray:
     return np.unique(table, axis=0)
 
 
-def _evaluate(e: Expr, env: dict[Expr, np.ndarray], n: int) -> np.ndarray:
-    """Vectorised evaluation with the semantics of the map language (floor rounding, mod in
-    [0, b - 1]); only called on total expressions, so no divisor is 0 or a bad modulus."""
-    if isinstance(e, Const):
-        return np.full(n, e.value, dtype=np.int64)
-    if isinstance(e, Variable):
-        return env[e]
-    if isinstance(e, Add):
-        out = _evaluate(e.terms[0], env, n)
-        for t in e.terms[1:]:
-            out = out + _evaluate(t, env, n)
-        return out
-    a, b = _evaluate(e.lhs, env, n), _evaluate(e.rhs, env, n)  # type: ignore[attr-defined]
-    if isinstance(e, Mul):
-        return a * b
-    if isinstance(e, FloorDiv):
-        return np.floor_divide(a, b)
-    if isinstance(e, CeilDiv):
-        return -np.floor_divide(-a, b)
-    if isinstance(e, Mod):
-        return np.mod(a, b)
-    if isinstance(e, Min):
-        return np.minimum(a, b)
-    if isinstance(e, Max):
-        return np.maximum(a, b)
-    raise TypeError(f"cannot evaluate {type(e).__name__}")
-
-
 def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """A row of `a` that is not in `b`, or None."""
     if len(a) == 0:
@@ -218,4 +201,4 @@ def _counterexample(a: IndexingMap, b: IndexingMap, row: np.ndarray, which: str)
     return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
 
 
-__all__ = ["ENUMERATION_POINTS", "equal"]
+__all__ = ["ENUMERATION_POINTS", "ENUMERATION_POINTS_WITH_RANGE", "equal"]

@@ -21,8 +21,10 @@ back as it was written. Everything else is the simplifier's job.
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import ClassVar, SupportsInt, Union
+from typing import Any, ClassVar, SupportsInt, TypeVar, Union
 
 from . import laws as _laws
 from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
@@ -35,6 +37,77 @@ ExprLike = Union["Expr", int]
 MAX_DEPTH = 64
 
 _TABLE: dict[tuple[object, ...], Expr] = {}
+
+# -- bounded memory ------------------------------------------------------------------------
+# The intern table would keep every node ever built (a compiler that keeps verifidx loaded
+# would grow without bound), and the caches keyed by nodes keep them too. Nodes cannot be
+# weakly referenced (compiled classes have no __weakref__), so `release_unused` does what weak
+# references would: it empties the registered caches and drops from the table every node that
+# nothing else refers to, found by its reference count. A node someone still holds stays, so
+# building the same expression again still gives that very node (equality is identity), and a
+# dropped node can never meet its rebuilt twin. `release_if_grown` runs it at safe points (the
+# start of a map simplification, a map parse) once the table has grown by TABLE_GROWTH nodes.
+
+_CACHES: list[dict[Any, Any]] = []
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+#: The table is swept when it holds this many nodes more than after the last sweep.
+TABLE_GROWTH = 1 << 17
+_next_sweep: int = TABLE_GROWTH
+
+
+def register_cache(cache: dict[_K, _V]) -> dict[_K, _V]:
+    """Declare a module-level cache that holds expressions (as keys or values): pure memo
+    tables only, which `release_unused` may empty at any time."""
+    _CACHES.append(cache)
+    return cache
+
+
+def set_table_growth(nodes: int) -> None:
+    """How many nodes the table may gain between sweeps (memory against re-building)."""
+    global TABLE_GROWTH, _next_sweep
+    TABLE_GROWTH = nodes
+    _next_sweep = len(_TABLE) + nodes
+
+
+def table_size() -> int:
+    return len(_TABLE)
+
+
+def release_if_grown() -> None:
+    """Sweep when the table has grown past its bound (one comparison otherwise)."""
+    if len(_TABLE) > _next_sweep:
+        release_unused()
+
+
+def _references(table: Mapping[tuple[object, ...], object], key: tuple[object, ...]) -> int:
+    node = table[key]
+    return sys.getrefcount(node)
+
+
+def release_unused() -> int:
+    """Empty the registered caches and drop every node nobody refers to; returns how many."""
+    global _next_sweep
+    for cache in _CACHES:
+        cache.clear()
+    gc.collect()  # dead objects in reference cycles still hold their nodes
+    # What `_references` counts for a node that only the table holds (measured, not assumed:
+    # compiled and interpreted code count their temporaries differently).
+    probe: dict[tuple[object, ...], object] = {("probe",): object()}
+    alone = _references(probe, ("probe",))
+    keys = list(_TABLE)  # in building order: every node after its children
+    dropped = 0
+    while keys:
+        key = keys.pop()  # parents first, so that dropping one frees its children for the test
+        if isinstance(_TABLE[key], Variable):
+            continue  # a handful, and each refers to itself (its variable set)
+        if _references(_TABLE, key) <= alone:
+            del _TABLE[key]
+            dropped += 1
+    _next_sweep = len(_TABLE) + TABLE_GROWTH
+    return dropped
+
 
 _printer: Callable[[Expr], str] | None = None
 
@@ -347,6 +420,83 @@ class RtVar(Variable):
     kind = "rt"
     prefix = "rt"
     map_variable = True
+
+
+#: Words of the map grammar that can never name a size.
+RESERVED_NAMES = frozenset(("domain", "in", "min", "max", "floordiv", "floorDiv", "ceildiv", "mod",
+                            "KNOWN", "EMPTY", "UNDEFINED"))
+
+
+def is_size_name(name: str) -> bool:
+    """A size is named by an ASCII identifier that is not one of XLA's variable names
+    (`d3`, `s0`, `rt1`) nor a word of the grammar."""
+    if not (name.isascii() and name.isidentifier()) or name in RESERVED_NAMES:
+        return False
+    for prefix in ("d", "s", "rt"):
+        if name.startswith(prefix) and name[len(prefix):].isdecimal():
+            return False
+    return True
+
+
+class Size(Variable):
+    """A size: a named, positive integer parameter (a dynamic dimension, a `jax.export`
+    dimension variable), universally quantified over the interval the map gives it
+    (docs/semantics.md, Sizes). Interned by name: the same name is the same parameter in
+    every map. Not a map variable of XLA's (`_in_map` is False), so a map that holds one
+    checks its expressions against its sizes' intervals (`indexing_map.check_sized_expr`)."""
+
+    __slots__ = ("name",)
+    kind = "size"
+    prefix = ""
+    name: str
+
+    def __new__(cls, name: str) -> Size:
+        key = ("size", name)
+        node = _TABLE.get(key)
+        if node is not None:
+            return node  # type: ignore[return-value]
+        if not isinstance(name, str) or not is_size_name(name):
+            raise ValueError(f"not a size name: {name!r}")
+        new = object.__new__(cls)
+        new.name = name
+        new.index = 0
+        new._size, new._total, new._depth, new._in_map = 1, True, 1, False
+        new._vars = None
+        _TABLE[key] = new
+        return new
+
+    def _eval(self, kids: list[int], env: Mapping[Expr, int]) -> int:
+        try:
+            return env[self]
+        except KeyError:
+            raise EvaluationError(f"no value for size {self.name}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Size, (self.name,))
+
+
+def is_size_expr(e: Expr) -> bool:
+    """True when every leaf of `e` is a size or an integer constant, and it has a size."""
+    found = False
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Size):
+            found = True
+        elif isinstance(node, Variable):
+            return False
+        elif not isinstance(node, (Const, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)):
+            return False
+        stack.extend(node.children)
+    return found
+
+
+def has_index_variable(e: Expr) -> bool:
+    """True when `e` mentions a variable other than a size (d, s, rt, or a rule's)."""
+    for v in e.variable_set():
+        if not isinstance(v, Size):
+            return True
+    return False
 
 
 class Add(Expr):

@@ -32,16 +32,22 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
     add,
     as_expr,
+    has_index_variable,
+    is_size_expr,
     mul,
 )
 from .interval import Interval, range_of
 
 #: Enumeration budget (points) for checks that are exact by brute force.
 ENUMERATION_LIMIT = 200_000
+
+#: The upper end of an unbounded size's interval (docs/semantics.md, Sizes): 2^31 - 1.
+SIZE_MAX = 2**31 - 1
 
 # -- seams: printing and simplifying live in higher layers, which register here on import -----
 
@@ -107,6 +113,90 @@ def _report_non_map(e: object) -> None:
             _report_non_map(child)
 
 
+def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval]) -> None:
+    """Raises DivisorError/ValueError unless `e` may appear in a map whose sizes have the
+    intervals `sizes` (docs/semantics.md, Sizes): XLA's nodes and variables, declared sizes,
+    products with at most one factor that mentions an index variable, and divisors that are
+    valid integer constants (checked when the node was built) or size expressions whose
+    interval starts at 1 or more."""
+    stack = [e]
+    seen: set[Expr] = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        kind = type(node)
+        if kind is Size:
+            if node not in sizes:
+                raise ValueError(f"size {node} is not declared in the map")
+            continue
+        if kind not in _MAP_NODES:
+            raise ValueError(f"{node} is not part of the map language (a rule pattern?)")
+        if kind is Mul:
+            lhs, rhs = node.children
+            if has_index_variable(lhs) and has_index_variable(rhs):
+                raise ValueError(f"a product of two index variables ({node}) in a map with "
+                                 f"sizes: one factor must be a size expression or a constant")
+        elif kind in _DIVISIONS:
+            divisor = node.children[1]
+            if not isinstance(divisor, Const):
+                if not is_size_expr(divisor):
+                    raise DivisorError(f"the divisor of {node.tag} must be an integer "  # type: ignore[attr-defined]
+                                       f"constant or a size expression, not {divisor}")
+                iv = range_of(divisor, sizes)
+                if iv.lo < 1:
+                    raise DivisorError(f"the divisor {divisor} of {node.tag} lies in {iv}: "  # type: ignore[attr-defined]
+                                       f"it must be positive for every size in its interval")
+        stack.extend(node.children)
+
+
+def _size_name(z: SizeVar) -> str:
+    return z.name
+
+
+def merge_sizes(a: tuple[SizeVar, ...], b: tuple[SizeVar, ...]) -> tuple[SizeVar, ...]:
+    """The sizes of two maps read together: the same name is the same parameter, its
+    intervals intersected (an empty intersection leaves an empty interval: KNOWN EMPTY)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    table = {z.name: z for z in a}
+    for z in b:
+        old = table.get(z.name)
+        if old is None:
+            table[z.name] = z
+        else:
+            table[z.name] = SizeVar(z.name, old.bounds.intersect(z.bounds),
+                                    old.provenance or z.provenance)
+    return tuple(sorted(table.values(), key=_size_name))
+
+
+@dataclass(frozen=True, slots=True)
+class SizeVar:
+    """One size of a map: its name, its interval (`lo >= 1`) and where it comes from
+    (`provenance`: presentation only, not part of the map's value, like custom names)."""
+
+    name: str
+    bounds: Interval
+    provenance: str | None = field(default=None, compare=False)
+
+    def __init__(self, name: str, bounds: Interval | None = None,
+                 provenance: str | None = None) -> None:
+        if bounds is None:
+            bounds = Interval(1, SIZE_MAX)
+        if bounds.lo < 1:
+            raise ValueError(f"size {name} must be positive: its interval {bounds} admits "
+                             f"{bounds.lo}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "bounds", bounds)
+        object.__setattr__(self, "provenance", provenance)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (SizeVar, (self.name, self.bounds, self.provenance))
+
+
 @dataclass(frozen=True, slots=True)
 class Var:
     """Bounds of one variable and its optional custom name (presentation only)."""
@@ -155,6 +245,8 @@ class IndexingMap:
     constraints: Mapping[Expr, Interval] = field(default_factory=dict)
     is_known_empty: bool = False
     is_undefined: bool = False
+    #: sizes (docs/semantics.md, Sizes), sorted by name; () for a static map
+    sizes: tuple[SizeVar, ...] = ()
 
     # what the map computes about itself once (it is immutable): not part of its value
     _variables: tuple[Variable, ...] | None = field(default=None, init=False, repr=False)
@@ -164,11 +256,23 @@ class IndexingMap:
     def __init__(self, results: tuple[Expr, ...], dims: tuple[Var, ...],
                  range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
                  constraints: Mapping[Expr, Interval] | None = None,
-                 is_known_empty: bool = False, is_undefined: bool = False) -> None:
-        _check_map_exprs(results)
+                 is_known_empty: bool = False, is_undefined: bool = False,
+                 sizes: tuple[SizeVar, ...] = ()) -> None:
         if constraints is None:
             constraints = {}
-        _check_map_exprs(constraints)
+        if sizes:
+            sizes = tuple(sorted(sizes, key=_size_name))
+            names = [z.name for z in sizes]
+            if len(set(names)) != len(names):
+                raise ValueError(f"a size is declared twice: {', '.join(names)}")
+            declared: dict[Variable, Interval] = {Size(z.name): z.bounds for z in sizes}
+            for e in results:
+                check_sized_expr(e, declared)
+            for e in constraints:
+                check_sized_expr(e, declared)
+        else:
+            _check_map_exprs(results)
+            _check_map_exprs(constraints)
         # a frozen dataclass's fields are written through object.__setattr__ (its own __init__
         # does the same); compiled (mypyc), the instance has native slots and no __dict__
         _set = object.__setattr__
@@ -179,13 +283,15 @@ class IndexingMap:
         _set(self, "constraints", constraints)
         _set(self, "is_known_empty", is_known_empty)
         _set(self, "is_undefined", is_undefined)
+        _set(self, "sizes", sizes)
         _set(self, "_variables", None)
         _set(self, "_bounds", None)
         _set(self, "_key", None)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (IndexingMap, (self.results, self.dims, self.range_vars, self.rt_vars,
-                              self.constraints, self.is_known_empty, self.is_undefined))
+                              self.constraints, self.is_known_empty, self.is_undefined,
+                              self.sizes))
 
     # -- construction -------------------------------------------------------------------------
     @staticmethod
@@ -195,15 +301,18 @@ class IndexingMap:
         range_vars: Sequence[Var | Interval | tuple[int, int]] = (),
         rt_vars: Sequence[Var | Interval | tuple[int, int]] = (),
         constraints: Iterable[tuple[Expr, Interval | tuple[int, int]]] = (),
+        sizes: Sequence[SizeVar | str] = (),
     ) -> IndexingMap:
         """Checks that every variable used exists, then adds constraints one by one (XLA's
-        AddConstraint): constant ones are decided, ones on a bare variable tighten its bounds."""
+        AddConstraint): constant ones are decided, ones on a bare variable tighten its bounds.
+        `sizes`: the map's sizes (a bare name gets the interval [1, SIZE_MAX])."""
         m = IndexingMap(
             tuple(as_expr(r) for r in results),
             tuple(_var(v) for v in dims),
             tuple(_var(v) for v in range_vars),
             tuple(_var(v) for v in rt_vars),
             {},
+            sizes=tuple([z if isinstance(z, SizeVar) else SizeVar(z) for z in sizes]),
         )
         m._check_variables(m.results)
         return m.add_constraints(constraints)
@@ -241,6 +350,10 @@ class IndexingMap:
         limits = {Dim: len(self.dims), Symbol: len(self.range_vars), RtVar: len(self.rt_vars)}
         for e in exprs:
             for v in e.variables():
+                if type(v) is Size:
+                    if not any(z.name == v.name for z in self.sizes):  # type: ignore[attr-defined]
+                        raise ValueError(f"size {v} is not declared in the map")
+                    continue
                 if v.index >= limits[type(v)]:  # type: ignore[index]
                     raise ValueError(f"variable {v.prefix}{v.index} is not declared in the map")
 
@@ -253,6 +366,9 @@ class IndexingMap:
         for iv in self.constraints.values():
             if iv.lo > iv.hi:
                 return self.replace(is_known_empty=True)
+        for z in self.sizes:
+            if z.bounds.lo > z.bounds.hi:
+                return self.replace(is_known_empty=True)
         return self
 
     def replace(self, **changes: object) -> IndexingMap:
@@ -264,6 +380,7 @@ class IndexingMap:
             "constraints": self.constraints,
             "is_known_empty": self.is_known_empty,
             "is_undefined": self.is_undefined,
+            "sizes": self.sizes,
         }
         fields.update(changes)
         return IndexingMap(**fields)  # type: ignore[arg-type]
@@ -307,6 +424,8 @@ class IndexingMap:
         found = self._bounds
         if found is None:
             found = {v: info.bounds for v, info in zip(self.variables, self.all_vars)}
+            for z in self.sizes:
+                found[Size(z.name)] = z.bounds
             object.__setattr__(self, "_bounds", found)
         return found
 
@@ -345,6 +464,8 @@ class IndexingMap:
                 tuple([v.bounds for v in self.rt_vars]),
                 frozenset(self.constraints.items()),
             )
+            if self.sizes:
+                key += (self.sizes,)
         object.__setattr__(self, "_key", key)
         return key
 
@@ -383,7 +504,7 @@ class IndexingMap:
         self._check_variables([e])
         if isinstance(e, Const):
             return self if e.value in iv else self.replace(is_known_empty=True)
-        if isinstance(e, Variable):
+        if isinstance(e, Variable) and type(e) is not Size:  # a size's own: a constraint
             info = self.var_info(e)
             new = Var(info.bounds.intersect(iv), info.name)
             return self._with_var(e, new)._mark_empty()
@@ -410,7 +531,7 @@ class IndexingMap:
             m._check_variables([expr])
             if isinstance(expr, Const):
                 empty = empty or expr.value not in iv
-            elif isinstance(expr, Variable):
+            elif isinstance(expr, Variable) and type(expr) is not Size:
                 table = tables[type(expr)]  # type: ignore[index]
                 info = table[expr.index]
                 table[expr.index] = Var(info.bounds.intersect(iv), info.name)
@@ -421,7 +542,7 @@ class IndexingMap:
                 cons[expr] = iv if old is None else old.intersect(iv)
         return IndexingMap(m.results, tuple(dims), tuple(range_vars), tuple(rt_vars),
                            m.constraints if cons is None else cons, empty,
-                           m.is_undefined)._mark_empty()
+                           m.is_undefined, m.sizes)._mark_empty()
 
     def _with_var(self, v: Variable, info: Var) -> IndexingMap:
         if isinstance(v, Dim):
@@ -436,25 +557,60 @@ class IndexingMap:
         rts[v.index] = info
         return self.replace(rt_vars=tuple(rts))
 
-    def constraints_satisfied(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> bool:
+    def constraints_satisfied(self, dims: Sequence[int], symbols: Sequence[int] = (),
+                              sizes: Mapping[str, int] | None = None) -> bool:
         """Whether the extra constraints hold at a point (variable bounds are not checked, as in
-        XLA). `symbols` lists range variables, then runtime variables."""
-        env = self._env(dims, symbols)
+        XLA). `symbols` lists range variables, then runtime variables; `sizes` gives each
+        size's value (maps with sizes)."""
+        env = self._env(dims, symbols, sizes)
         return all(e.evaluate(env) in iv for e, iv in self.constraints.items())
 
     # -- evaluation ---------------------------------------------------------------------------
-    def _env(self, dims: Sequence[int], symbols: Sequence[int]) -> dict[Expr, int]:
+    def _env(self, dims: Sequence[int], symbols: Sequence[int],
+             sizes: Mapping[str, int] | None = None) -> dict[Expr, int]:
         if len(dims) != self.num_dims or len(symbols) != self.num_range_vars + self.num_rt_vars:
             raise ValueError(
                 f"expected {self.num_dims} dims and "
                 f"{self.num_range_vars + self.num_rt_vars} symbols"
             )
-        return dict(zip(self.variables, [*dims, *symbols]))
+        env: dict[Expr, int] = dict(zip(self.variables, [*dims, *symbols]))
+        if sizes:
+            declared = {z.name for z in self.sizes}
+            for name, value in sizes.items():
+                if name not in declared:
+                    raise ValueError(f"the map has no size {name!r}")
+                env[Size(name)] = value
+        return env
 
-    def evaluate(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> tuple[int, ...]:
-        """Results at a point, ignoring the domain (as XLA's Evaluate)."""
-        env = self._env(dims, symbols)
+    def evaluate(self, dims: Sequence[int], symbols: Sequence[int] = (),
+                 sizes: Mapping[str, int] | None = None) -> tuple[int, ...]:
+        """Results at a point, ignoring the domain (as XLA's Evaluate); a map with sizes needs
+        each size's value in `sizes` (EvaluationError names a missing one)."""
+        env = self._env(dims, symbols, sizes)
         return tuple(r.evaluate(env) for r in self.results)
+
+    def with_sizes(self, values: Mapping[str, int] | None = None, **named: int) -> IndexingMap:
+        """The map at the given sizes (`m.with_sizes(N=16)` or `m.with_sizes({"N": 16})`):
+        each value, which must lie in its size's interval, replaces the size; a map with every
+        size given is static. Constraints that become constant are decided."""
+        given: dict[str, int] = dict(values) if values is not None else {}
+        given.update(named)
+        if not given or self.is_undefined or self.is_known_empty:
+            return self  # KNOWN EMPTY is empty at every size (its text names none)
+        table = {z.name: z for z in self.sizes}
+        subst: dict[Expr, Expr] = {}
+        for name, value in given.items():
+            z = table.get(name)
+            if z is None:
+                raise ValueError(f"the map has no size {name!r}")
+            if type(value) is not int or value not in z.bounds:
+                raise ValueError(f"size {name} = {value!r} is outside its interval {z.bounds}")
+            subst[Size(name)] = Const(value)
+        rest = tuple([z for z in self.sizes if z.name not in given])
+        m = IndexingMap(tuple([r.substitute(subst) for r in self.results]), self.dims,
+                        self.range_vars, self.rt_vars, {}, self.is_known_empty, False, rest)
+        return m.add_constraints([(e.substitute(subst), iv)
+                                  for e, iv in self.constraints.items()])
 
     def domain_size(self) -> int:
         n = 1
@@ -471,6 +627,9 @@ class IndexingMap:
             raise ValueError("an UNDEFINED map has no relation")
         if self.is_known_empty:
             return
+        if self.sizes:
+            raise UnsupportedError("enumeration needs a static map: instantiate the sizes "
+                                   "first (with_sizes)")
         if self.domain_size() > limit:
             raise ValueError(f"domain has {self.domain_size()} points, over the limit {limit}")
         ranges = [range(v.bounds.lo, v.bounds.hi + 1) for v in self.all_vars]
@@ -509,6 +668,8 @@ class IndexingMap:
             tuple(self.rt_vars[i] for i in keep_rt),
             {e.substitute(mapping): iv for e, iv in cons.items()},
             self.is_known_empty,
+            False,
+            self.sizes,
         )
 
     def linked_variables(self, seed: set[Variable]) -> set[Variable]:
@@ -541,10 +702,14 @@ class IndexingMap:
         return leaving, dropped
 
     def _satisfiable(self, cons: Mapping[Expr, Interval], vars_: set[Variable]) -> bool:
+        """True only when the constraints can be satisfied (for every size, in a map with
+        sizes: there, only the interval test decides)."""
         bounds = self.bounds
         if all(range_of(e, bounds).lo >= iv.lo and range_of(e, bounds).hi <= iv.hi
                for e, iv in cons.items()):
             return all(not bounds[v].is_empty for v in vars_)
+        if any(type(v) is Size for e in cons for v in e.variables()):
+            return False  # a point for some sizes is not a point for every size
         involved = sorted({v for e in cons for v in e.variables()}, key=self.variables.index)
         size = 1
         for v in involved:
@@ -605,6 +770,8 @@ class IndexingMap:
             self.rt_vars,
             {e.substitute(mapping): iv for e, iv in self.constraints.items()},
             self.is_known_empty,
+            False,
+            self.sizes,
         )
 
     def convert_symbols_to_dimensions(self) -> IndexingMap:
@@ -619,6 +786,8 @@ class IndexingMap:
             (),
             {e.substitute(mapping): iv for e, iv in self.constraints.items()},
             self.is_known_empty,
+            False,
+            self.sizes,
         )
 
     def _point_mods(self, s: Symbol) -> list[tuple[Expr, int, int]]:
@@ -663,6 +832,8 @@ class IndexingMap:
                 m.rt_vars,
                 {},
                 m.is_known_empty,
+                False,
+                m.sizes,
             )
             for ce, civ in cons.items():
                 m = m.add_constraint(ce, civ)
@@ -696,6 +867,8 @@ def compose(first: IndexingMap, second: IndexingMap) -> IndexingMap:
         second.rt_vars + first.rt_vars,
         {},
         first.is_known_empty or second.is_known_empty,
+        False,
+        merge_sizes(first.sizes, second.sizes),
     )
     for e, iv in first.constraints.items():
         m = m.add_constraint(e.substitute(shift_first), iv)

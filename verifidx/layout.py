@@ -48,9 +48,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Union, overload
+from typing import TYPE_CHECKING, Any, Union, overload
 
-from . import smt
 from .errors import ParseError, UnsupportedError, locate
 from .expr import (
     Const,
@@ -65,7 +64,9 @@ from .expr import (
 from .indexing_map import IndexingMap, compose
 from .interval import Interval
 from .simplifier import default_simplifier
-from .smt import Verdict
+
+if TYPE_CHECKING:  # Z3 loads only when a layout question goes to the solver
+    from .smt import Verdict
 
 COMBINE = -1
 """A tile entry printed as `*`: combine this dimension with the next more minor one."""
@@ -827,6 +828,8 @@ def map_is_injective(m: IndexingMap, timeout_ms: int = 2000) -> Verdict:
     equality of results is symmetric), satisfy the constraints, and give equal results. Each is
     decided by `smt.is_empty` (exact floordiv/mod encoding). True only when every one is unsat;
     False with a counterexample `{d0: .., d0': ..}` re-evaluated here; None on a timeout."""
+    from . import smt
+
     if m.num_range_vars or m.num_rt_vars:
         raise UnsupportedError("injectivity is decided for maps with dimensions only")
     n = m.num_dims
@@ -869,6 +872,8 @@ def map_is_injective(m: IndexingMap, timeout_ms: int = 2000) -> Verdict:
 def map_within(m: IndexingMap, lo: int, hi: int, timeout_ms: int = 2000) -> Verdict:
     """Verdict: every result of every point of the domain lies in [lo, hi] (two emptiness
     questions per result: below lo, above hi). False comes with the offending point."""
+    from . import smt
+
     seconds = 0.0
     big = 1 << 62
     for r in m.results:
@@ -896,6 +901,8 @@ def prove_injective(shape: str | TiledShape | Any, timeout_ms: int = 2000,
     is injective on the tiled shape; offset = linearization . physical index, so (1)-(3) imply
     the claim. If a part does not come out True, the direct question is asked instead, so a
     False verdict always carries two indices with the same offset."""
+    from . import smt
+
     s = as_tiled_shape(shape)
     if direct:
         return map_is_injective(s.offset_map(), timeout_ms)
@@ -937,6 +944,8 @@ def layouts_equivalent(a: str | TiledShape | Any, b: str | TiledShape | Any,
 
     False comes with a counterexample index (`d0`, `d1`, ...) and the two offsets in
     `lhs_value` / `rhs_value`. Buffer sizes may still differ (e.g. `L(n)`); the message says so."""
+    from . import smt
+
     x, y = as_tiled_shape(a), as_tiled_shape(b)
     if x.dims != y.dims:
         return smt.Verdict(False, message=f"different logical shapes {list(x.dims)} and "

@@ -5,18 +5,32 @@ refined static program.
 For each (output, parameter) of the entry computation, each map of one side must be proven equal
 (`vx.equal`, Z3) to a map of the other. A refutation comes with the solver's counterexample; an
 unknown answer, or unknown indexing on either side, is never reported as a proof.
+
+The two programs number their runtime variables independently, and the dynamic one may keep
+sizes the refinement does not determine, so the maps are compared as relations over one list
+of runtime variables, not position by position (`align`): a variable of one map is the same
+variable as one of the other only when both read the same value (same source value, the same
+element of it, the same interval); every other variable is quantified on its own. Equality
+proven so holds whatever values the unpaired variables take. A difference is reported (with a
+counterexample) when every variable is paired, or when the unpaired ones are data and one map
+reads an element the other never reads whatever values they take; an unpaired size (one the
+refinement leaves open) never refutes. Otherwise the answer is unknown, naming the variables
+without counterpart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from verifidx.computation_maps import computation_indexing
-from verifidx.hlo.module import HloModule
-from verifidx.indexing_map import IndexingMap
-from verifidx.smt import Verdict, equal
-from verifidx.stablehlo.refine import instantiate
+from verifidx.expr import Expr, RtVar, Symbol
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, leaf_sizes, size_var_of
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.runtime import OperandIndexing
+from verifidx.indexing_map import IndexingMap, Var
+from verifidx.smt import Verdict, equal, includes
+from verifidx.stablehlo.convert import LITERAL_KEPT
 
 
 @dataclass(frozen=True)
@@ -30,10 +44,217 @@ class Check:
     counterexample: Mapping[str, int] | None = None
 
 
-def _find_equal(m: IndexingMap, others: Sequence[IndexingMap]) -> Verdict:
+_NOT_A_FUNCTION_OF_OPERANDS = frozenset({
+    "rng", "rng-bit-generator", "rng-get-and-update-state", "custom-call", "infeed", "recv",
+    "recv-done", "stablehlo.rng", "stablehlo.rng_bit_generator"})
+"""Ops whose value is not determined by their operands and attributes: never paired."""
+
+
+class ValueKeys:
+    """Names the value an instruction computes by its structure, so that an instruction of the
+    dynamic program and one of the refined program can be recognised as the same value: opcode,
+    element type, sizes (symbolic sizes instantiated), attributes, literal and the keys of its
+    operands; a parameter of the entry by its number; a parameter of another computation by the
+    operand of its only call site (None with several: the value depends on the call). Names of
+    instructions and computations do not enter (the two programs number them differently)."""
+
+    def __init__(self, module: HloModule, values: Mapping[str, int],
+                 names: dict[Hashable, int]) -> None:
+        self.module = module
+        self.values = values
+        self.names = names  # shared by the two programs: one number per structure
+        self.home: dict[int, HloComputation] = {}
+        self.callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
+        for comp in module.computations.values():
+            for inst in comp.instructions:
+                self.home[id(inst)] = comp
+                for name in inst.called_computations:
+                    self.callers.setdefault(name, []).append((comp, inst))
+        self.memo: dict[int, int | None] = {}
+
+    def _sizes(self, inst: HloInstruction) -> Hashable | None:
+        """Element type and sizes of each leaf, symbolic sizes at the refined values."""
+        out: list[tuple[str | int, ...]] = []
+        for k, leaf in enumerate(inst.shape.leaves()):
+            dims = list(leaf.dims)
+            for d, s in enumerate(leaf_sizes(inst, k) or ()):
+                if s is not None:
+                    if any(v.key not in self.values for v, _c in s.terms):
+                        return None  # a size the refinement does not fix
+                    dims[d] = s.const + sum(c * self.values[v.key] for v, c in s.terms)
+            out.append((leaf.element_type, *dims))
+        return tuple(out)
+
+    def key(self, inst: HloInstruction) -> int | None:
+        """The value's structural name (a number), or None when the structure does not tell."""
+        if id(inst) in self.memo:
+            return self.memo[id(inst)]
+        self.memo[id(inst)] = None  # a cycle (never in valid HLO) names nothing
+        found = self._key(inst)
+        number = None if found is None else self.names.setdefault(found, len(self.names))
+        self.memo[id(inst)] = number
+        return number
+
+    def _key(self, inst: HloInstruction) -> Hashable | None:
+        comp = self.home.get(id(inst))
+        sizes = self._sizes(inst)
+        if comp is None or sizes is None or inst.opcode in _NOT_A_FUNCTION_OF_OPERANDS:
+            return None
+        if inst.literal is not None and len(inst.literal) >= LITERAL_KEPT:
+            return None  # the StableHLO reader keeps only the start of a large constant
+        if inst.opcode == "parameter":
+            if comp is self.module.entry:
+                return ("parameter", inst.parameter_number, sizes)
+            sites = self.callers.get(comp.name, [])
+            if len(sites) != 1 or inst.parameter_number is None:
+                return None
+            caller, call = sites[0]
+            if inst.parameter_number >= len(call.operands):
+                return None
+            outer = self.key(caller.instruction(call.operands[inst.parameter_number]))
+            return None if outer is None else ("operand", outer)
+        operands: list[Hashable] = []
+        for name in inst.operands:
+            k = self.key(comp.instruction(name))
+            if k is None:
+                return None
+            operands.append(k)
+        attributes: list[Hashable] = []
+        called = set(inst.called_computations)
+        for name, value in sorted(inst.attributes.items()):
+            if name == SIZES_ATTRIBUTE:
+                continue
+            if isinstance(value, str) and value in called:
+                root = self.key(self.module.computation(value).root)
+                if root is None:
+                    return None
+                attributes.append((name, root))
+            else:
+                attributes.append((name, repr(value)))
+        return (inst.opcode, sizes, tuple(attributes), inst.literal, tuple(operands))
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One map with what each of its runtime variables reads."""
+
+    indexing: OperandIndexing
+    keys: ValueKeys
+
+    def label(self, k: int) -> str:
+        return self.indexing.runtime[k].label
+
+    def is_data(self, k: int) -> bool:
+        return size_var_of(self.indexing.runtime[k]) is None
+
+
+def _same_value(a: _Side, i: int, b: _Side, j: int) -> bool:
+    """Runtime variable i of `a` and j of `b` always hold the same value: both are data read
+    from values with the same structural name, at the same element, with the same interval."""
+    ra, rb = a.indexing.runtime[i], b.indexing.runtime[j]
+    if size_var_of(ra) is not None or size_var_of(rb) is not None:
+        return False  # a size left symbolic after refinement is nobody's counterpart
+    if a.indexing.map.rt_vars[i].bounds != b.indexing.map.rt_vars[j].bounds:
+        return False
+    ka, kb = a.keys.key(ra.source), b.keys.key(rb.source)
+    if ka is None or ka != kb:
+        return False
+    pa, pb = _index_function(ra.map, rb.map), _index_function(rb.map, ra.map)
+    return pa is not None and pb is not None and equal(pa, pb).holds is True
+
+
+def _index_function(p: IndexingMap, other: IndexingMap) -> IndexingMap | None:
+    """Provenance map `p` as a function on the box both maps' dimensions share, without
+    constraints: where it equals the other side's, both variables read the same element at
+    every point the two maps have in common (the box holds them all; a superset only makes
+    the question harder). None when the element read depends on range or runtime variables."""
+    if p.is_undefined or other.is_undefined or p.num_range_vars or p.num_dims != other.num_dims \
+            or any(isinstance(v, RtVar) for r in p.results for v in r.variables()):
+        return None
+    dims = tuple(Var(a.bounds.intersect(b.bounds)) for a, b in zip(p.dims, other.dims))
+    if any(d.bounds.is_empty for d in dims):
+        return None
+    return IndexingMap(p.results, dims)
+
+
+def _renumbered(m: IndexingMap, where: Sequence[int], rt_vars: tuple[Var, ...]) -> IndexingMap:
+    """`m` over the runtime variables `rt_vars`, its variable k moved to position where[k]."""
+    subst: dict[Expr, Expr] = {RtVar(k): RtVar(p) for k, p in enumerate(where)}
+    out = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims, m.range_vars,
+                      rt_vars, {}, m.is_known_empty)
+    for e, iv in m.constraints.items():
+        out = out.add_constraint(e.substitute(subst), iv)
+    return out
+
+
+def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[tuple[bool, str]]]:
+    """Both maps over one list of runtime variables: the pairs that read the same value first,
+    then a's unpaired variables, then b's (each map ignores the other's). Also, for each
+    unpaired variable, whether it is data (not a size) and its label."""
+    ma, mb = a.indexing.map, b.indexing.map
+    pairs: dict[int, int] = {}
+    taken: set[int] = set()
+    for i in range(ma.num_rt_vars):
+        for j in range(mb.num_rt_vars):
+            if j not in taken and _same_value(a, i, b, j):
+                pairs[i] = j
+                taken.add(j)
+                break
+    only_a = [i for i in range(ma.num_rt_vars) if i not in pairs]
+    only_b = [j for j in range(mb.num_rt_vars) if j not in taken]
+    rt_vars = tuple(ma.rt_vars[i] for i in pairs) + tuple(ma.rt_vars[i] for i in only_a) \
+        + tuple(mb.rt_vars[j] for j in only_b)
+    where_a = [0] * ma.num_rt_vars
+    where_b = [0] * mb.num_rt_vars
+    for p, (i, j) in enumerate(pairs.items()):
+        where_a[i], where_b[j] = p, p
+    for p, i in enumerate(only_a, start=len(pairs)):
+        where_a[i] = p
+    for p, j in enumerate(only_b, start=len(pairs) + len(only_a)):
+        where_b[j] = p
+    unpaired = [(a.is_data(i), a.label(i)) for i in only_a] + \
+        [(b.is_data(j), b.label(j)) for j in only_b]
+    return _renumbered(ma, where_a, rt_vars), _renumbered(mb, where_b, rt_vars), unpaired
+
+
+def equal_as_relations(a: _Side, b: _Side) -> Verdict:
+    """Whether the two maps denote the same relation; runtime variables paired by what they
+    read (`align`), never by position."""
+    x, y, unpaired = align(a, b)
+    v = equal(x.simplify(), y.simplify())
+    if v.holds is not False or not unpaired:
+        return v
+    if all(n for n, _label in unpaired):
+        # every unpaired variable is data: each of its values is a run of the program
+        keep = x.num_rt_vars - len(unpaired)
+        for first, second, which in ((x, y, "parametric"), (y, x, "refined")):
+            w = includes(_existential(first, keep), _existential(second, keep))
+            if w.holds is False:
+                return Verdict(False, w.counterexample, message=(
+                    f"the {which} map reads an element the other never reads, whatever "
+                    f"values their unpaired runtime variables take"))
+    return Verdict(None, message="the maps differ for some values of runtime variables "
+                                 "that have no counterpart in the other program ("
+                   + "; ".join(label for _n, label in unpaired) + "): not decided")
+
+
+def _existential(m: IndexingMap, keep: int) -> IndexingMap:
+    """`m` with its runtime variables from `keep` on made range variables (existential): the
+    relation of everything `m` may read, whatever values those take."""
+    nr = m.num_range_vars
+    subst: dict[Expr, Expr] = {RtVar(k): Symbol(nr + k - keep)
+                               for k in range(keep, m.num_rt_vars)}
+    out = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims,
+                      m.range_vars + m.rt_vars[keep:], m.rt_vars[:keep], {}, m.is_known_empty)
+    for e, iv in m.constraints.items():
+        out = out.add_constraint(e.substitute(subst), iv)
+    return out
+
+
+def _find_equal(m: _Side, others: Sequence[_Side]) -> Verdict:
     last = Verdict(None, message="no map to compare with")
     for o in others:
-        v = equal(m, o)
+        v = equal_as_relations(m, o)
         if v.holds:
             return v
         if v.holds is False or last.holds is None:
@@ -45,12 +266,14 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
     """Parametric maps of `dynamic`'s entry at `values` against `static`'s entry maps."""
     dyn = computation_indexing(dynamic, dynamic.entry, "out2in")
     sta = computation_indexing(static, static.entry, "out2in")
+    names: dict[Hashable, int] = {}
+    dyn_keys, sta_keys = ValueKeys(dynamic, values, names), ValueKeys(static, {}, names)
     keys = sorted({(o, p) for o, p, _l in dyn.maps} | {(o, p) for o, p, _l in sta.maps})
     checks: list[Check] = []
     for o, p in keys:
-        a = instantiate(dyn.maps_for(o, p), values)
-        b = [m.map for m in sta.maps_for(o, p)]
-        if any(m.is_undefined for m in (*a, *b)):
+        a = [_Side(instantiate_sizes(m, values), dyn_keys) for m in dyn.maps_for(o, p)]
+        b = [_Side(m, sta_keys) for m in sta.maps_for(o, p)]
+        if any(s.indexing.is_undefined for s in (*a, *b)):
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))
             continue
         verdict: Verdict | None = None

@@ -48,12 +48,25 @@ from .expr import (
     Min,
     Mod,
     Mul,
+    Size,
     Variable,
     add,
+    is_size_expr,
+    maximum,
+    minimum,
     mul,
+    neg,
+    register_cache,
+    release_if_grown,
 )
 from .implied_bounds import LinearConstraint, implied_bounds, linear_constraints, linear_range
-from .indexing_map import IndexingMap, Var, merge_residues, register_simplifier
+from .indexing_map import (
+    IndexingMap,
+    Var,
+    check_sized_expr,
+    merge_residues,
+    register_simplifier,
+)
 from .interval import Interval, range_of
 from .rules.guard import Guard, compile_function, condition_source, conjuncts, guard_for
 from .rules.matcher import (
@@ -90,14 +103,17 @@ class Step:
     before: Expr
     after: Expr
     bounds: dict[str, Interval]
+    #: how a condition over sizes was decided (maps with sizes), else ""
+    note: str = ""
 
     def __reduce__(self) -> tuple[object, ...]:
         # see Interval.__reduce__
-        return (Step, (self.rule, self.before, self.after, self.bounds))
+        return (Step, (self.rule, self.before, self.after, self.bounds, self.note))
 
     def __str__(self) -> str:
         why = ", ".join(f"{k} = {v}" for k, v in self.bounds.items())
-        return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "")
+        return f"{self.rule}: {self.before}  =>  {self.after}" + (f"   [{why}]" if why else "") \
+            + (f"   {{{self.note}}}" if self.note else "")
 
 
 class _NoValue(Exception):
@@ -298,7 +314,7 @@ def _shape(e: Expr) -> tuple[type, ...]:
     return ()
 
 
-_SHAPES: dict[Expr, list[tuple[type, ...]]] = {}
+_SHAPES: dict[Expr, list[tuple[type, ...]]] = register_cache({})
 
 
 _NO_SHAPES: list[tuple[type, ...]] = []
@@ -344,7 +360,7 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
-_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = {}
+_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = register_cache({})
 
 
 def _signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -447,7 +463,7 @@ class _Prediction:
                  neutral: frozenset[int], guard: Guard | None) -> None:
         self.shape, self.constant, self.divisor = shape, constant, divisor
         self.neutral, self.guard = neutral, guard
-        self._allows: dict[tuple[int, Expr], bool] = {}
+        self._allows: dict[tuple[int, Expr], bool] = register_cache({})
 
     def allows(self, value: int, divisor: Expr) -> bool:
         """Whether cA = value may rewrite at a term with this divisor: not a neutral value,
@@ -522,7 +538,8 @@ def _predicted_match_may_rewrite(pred: _Prediction, facts: dict[str, tuple[int, 
     return False
 
 
-_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = {}
+_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = \
+    register_cache({})
 
 
 def _divisor_facts(e: Expr) -> tuple[bool, bool]:
@@ -675,18 +692,19 @@ class RuleEngine:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self._matches: dict[tuple[object, ...], list[_Candidate]] = {}
+        self._matches: dict[tuple[object, ...], list[_Candidate]] = register_cache({})
         #: The candidates of guided matches (`_decompositions`), by left side and position.
-        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = {}
+        self._shared: dict[tuple[Expr, Expr, bool], dict[int, _Candidate]] = register_cache({})
         #: Simplified terms shared across calls, keyed by `_ExprSimplifier._shared_key`.
-        self.results: dict[tuple[object, ...], Expr] = {}
+        self.results: dict[tuple[object, ...], Expr] = register_cache({})
         #: Outcomes of one rewrite at a root with the intervals they read, by (rule list,
         #: term): see `_ExprSimplifier._rewrite_by_reads`.
         self.tracked: dict[tuple[int, Expr],
-                           list[tuple[tuple[tuple[Expr, int, int], ...], Expr | None]]] = {}
+                           list[tuple[tuple[tuple[Expr, int, int], ...], Expr | None]]] = \
+            register_cache({})
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
-        self.rewrites: dict[tuple[object, ...], Expr | None] = {}
+        self.rewrites: dict[tuple[object, ...], Expr | None] = register_cache({})
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[object, ...], list[_Plan]] = {}
         #: Its first level: (rule list, structure part of a signature) -> rules that fit it.
@@ -1036,6 +1054,9 @@ class _ExprSimplifier:
     keys: dict[Expr, tuple[object, ...]] = field(default_factory=dict)
     #: The constraints that are linear sums of variables (`implied_bounds.linear_constraints`).
     linear: list[LinearConstraint] | None = None
+    #: A map with sizes: rules may bind size expressions to their constants
+    #: (`_rewrite_with_sizes`); None for a static map.
+    sizes: Mapping[Variable, Interval] | None = None
 
     def __init__(self, engine: RuleEngine, bounds: Mapping[Variable, Interval],
                  constraints: Mapping[Expr, Interval] | None = None,
@@ -1055,6 +1076,7 @@ class _ExprSimplifier:
         self.raw_ranges = {} if raw_ranges is None else raw_ranges
         self.keys = {} if keys is None else keys
         self.linear = linear
+        self.sizes = None
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -1194,10 +1216,73 @@ class _ExprSimplifier:
             out = self._rewrite(node, rules, self.trace) if rules else None
             if out is None and isinstance(node, Add):
                 out = self._expand_and_cancel(node, fuel)
+            if out is None and self.sizes is not None and rules:
+                out = self._rewrite_with_sizes(node, rules)
             if out is None:
                 break
             node = canon(out.map_children(self._simplify_with(fuel)))
         return node
+
+    def _rewrite_with_sizes(self, node: Expr, rules: Sequence[Rule]) -> Expr | None:
+        """A rule proven for every constant, with a size expression bound to a constant, when
+        its condition holds for every size (`verifidx.rules.sizes`); the result must stay in
+        the grammar of maps with sizes. Refusals show in the trace with their reason."""
+        sizes = self.sizes
+        assert sizes is not None
+        if not any(type(v) is Size for v in node.variable_set()):
+            return None
+        # loaded with the first map with sizes (it brings the solver bridge)
+        from .rules.sizes import condition_for_all_sizes as _for_all_sizes
+        from .rules.sizes import sized_matches as _sized_matches
+        for rule in rules:
+            if rule.max_constant is not None or rule.split:
+                continue  # a bounded proof never binds a size; splits need integer coefficients
+            lhs, rhs = rule.lhs, rule.rhs
+            assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
+            for env in _sized_matches(lhs, node):
+                try:
+                    if canon(_instantiate(lhs, env, self.bound)) is not node:
+                        continue
+                    values = self._size_bounds(rule, env)
+                    holds, how = _for_all_sizes(rule.condition, env, values, sizes)
+                    if not holds:
+                        # refusals that depend on the sizes show; a condition that fails at
+                        # every size is a rule that does not apply, as for a static map
+                        if self.trace is not None and not how.endswith("every size (intervals)"):
+                            self.trace.append(Step(rule.name, node, node,
+                                                   _justification(rule, env, self.bound), how))
+                        continue
+                    # the right side reads the same lo/hi as the condition did
+                    out = canon(_instantiate(rhs.substitute(values), env, self.bound))
+                    if not _cost(out) < _cost(node):
+                        continue  # only reducing instances: no cycle without the rule's order
+                    check_sized_expr(out, sizes)
+                except (_NoValue, EvaluationError, ValueError):
+                    continue
+                if self.trace is not None:
+                    self.trace.append(Step(rule.name, node, out,
+                                           _justification(rule, env, self.bound), how))
+                return out
+        return None
+
+    def _size_bounds(self, rule: Rule, env: Mapping[Expr, Expr]) -> dict[Expr, Expr]:
+        """`lo(t)`/`hi(t)` of a rule at a match in a map with sizes: the interval's bound,
+        and where t is a variable that a constraint bounds by a size expression
+        (`d1 - N in [-64, -1]`: d1 <= N - 1), the tighter of both (`min(63, N - 1)`). Both
+        hold at every point of the domain for every size; a rule's proof takes any bounds
+        of t, and the condition and the right side read the same ones."""
+        out: dict[Expr, Expr] = {}
+        for call, value in _condition_env(rule, env, self.bound).items():
+            if not isinstance(call, Call):
+                continue
+            bound: Expr = Const(value)
+            term = env.get(call.args[0])
+            if isinstance(term, Variable) and type(term) is not Size:
+                for symbolic in _sized_bounds_of(term, self.constraints, call.fn == "hi"):
+                    bound = minimum(bound, symbolic) if call.fn == "hi" else \
+                        maximum(bound, symbolic)
+            out[call] = bound
+        return out
 
     def _rules_for(self, node: Expr) -> Sequence[Rule]:
         """The engine's rules for the node's operator, without those that need a remainder
@@ -1353,8 +1438,36 @@ class Simplifier:
 
     def simplify(self, m: IndexingMap, point_dims: str = "replace",
                  trace: list[Step] | None = None) -> IndexingMap:
+        release_if_grown()  # a safe point to bound memory (verifidx.expr)
         if m.is_undefined or m.is_known_empty:
             return m
+        if m.sizes:
+            return self._simplify_with_sizes(m, point_dims, trace)
+        return self._simplify(m, point_dims, trace)
+
+    def _simplify_with_sizes(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
+                             ) -> IndexingMap:
+        """A map with sizes (docs/semantics.md, Sizes): a size's interval enters every
+        interval the conditions read, and a size expression binds a rule's constant only
+        where the condition holds for every size (`_rewrite_with_sizes`), so each instance
+        holds for every size. A result outside the grammar of maps with sizes (a rule that
+        multiplies two index variables, a divisor not shown positive) leaves the map as it
+        was, and the trace says so."""
+        steps: list[Step] | None = [] if trace is not None else None
+        try:
+            out = self._simplify(m, point_dims, steps)
+        except ValueError as err:  # DivisorError too: the map check of the result
+            if trace is not None:
+                why = {z.name: z.bounds for z in m.sizes}
+                trace.extend(Step(f"{SIZES_NOT_SIMPLIFIED} ({err})", r, r, why)
+                             for r in m.results)
+            return m
+        if trace is not None and steps is not None:
+            trace.extend(steps)
+        return out
+
+    def _simplify(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
+                  ) -> IndexingMap:
         for _ in range(8):  # tightened bounds can make points, points simplify constraints
             before = m
             m, settled = self._constraints_to_fixpoint(m, trace)
@@ -1369,6 +1482,8 @@ class Simplifier:
                 break
         simp = _ExprSimplifier(self.engine, _result_bounds(m), dict(m.constraints), trace,
                                root_first=self.root_first)
+        if m.sizes:
+            simp.sizes = simp.bounds
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
         if out.constraints and self.decide_emptiness and self._surely_empty(out):
@@ -1385,7 +1500,10 @@ class Simplifier:
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
-            new = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty)
+            if m.sizes:
+                simp.sizes = simp.bounds
+            new = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty,
+                              False, m.sizes)
             for e, iv in m.constraints.items():
                 e2, iv2 = simp(e), iv
                 for _fuel in range(_FUEL):
@@ -1452,7 +1570,7 @@ class Simplifier:
                 if now is None or not now.is_point:
                     continue
                 residue = now.lo
-            if isinstance(x, Variable):
+            if isinstance(x, Variable) and type(x) is not Size:  # a size's interval stays
                 info = out.var_info(x)
                 tight = checked_residue_bounds(info.bounds, modulus, residue)
                 if tight is not None and tight != info.bounds:
@@ -1495,6 +1613,31 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+def _sized_bounds_of(v: Variable, constraints: Mapping[Expr, Interval], upper: bool
+                     ) -> list[Expr]:
+    """Bounds of the variable `v` by size expressions, from constraints `v * a + S in [lo, hi]`
+    with a = 1 or -1 and S a sum of size expressions: the upper (or lower) ends of
+    `[lo - S, hi - S]`, or of `[S - hi, S - lo]` for a = -1."""
+    found: list[Expr] = []
+    for e, iv in constraints.items():
+        if v not in e.variable_set():
+            continue
+        coeffs, constant = linear_form(e)
+        a = coeffs.pop(v, 0)
+        if a not in (1, -1) or not all(is_size_expr(b) for b in coeffs):
+            continue
+        rest = add(constant, *[mul(b, c) for b, c in coeffs.items()])
+        if a == 1:
+            found.append(add(neg(rest), iv.hi) if upper else add(neg(rest), iv.lo))
+        else:
+            found.append(add(rest, -iv.lo) if upper else add(rest, -iv.hi))
+    return found
+
+
+#: The trace entry of a map with sizes that the simplifier gave back as it was.
+SIZES_NOT_SIMPLIFIED = "left as is: the result is outside the grammar of maps with sizes"
 
 
 def _result_bounds(m: IndexingMap) -> Mapping[Variable, Interval]:
@@ -1555,16 +1698,18 @@ def _fingerprint(paths: Sequence[str | Path]) -> str:
 
 def simplifier_for(rules: Sequence[str | Path] = (), bundled: bool = True) -> Simplifier:
     """A simplifier over the bundled rule base (unless `bundled=False`) plus the user's rule
-    files or directories `rules`, each rule admitted only with a current, proved certificate
-    (`proofs/` beside a `rules/` directory, as `verifidx prove` writes them)."""
+    files or directories `rules`, each rule admitted only when its certificate (`proofs/`
+    beside a `rules/` directory, as `verifidx prove` writes them) re-checks now, as `verifidx
+    check` would (`rules.base.checked_rule_base`; once per rule text, through the proof cache).
+    A user rule named like a bundled one, or like another of `rules`, is a ParseError."""
     if not rules and bundled:
         return default_simplifier()
     key = (_fingerprint(rules), bundled)
     if key not in _CUSTOM:
-        from .rules.base import package_rule_dir, proven_rule_base
+        from .rules.base import checked_rule_base, package_rule_dir, proven_rule_base
 
+        own = checked_rule_base(rules, bundled)
         base = proven_rule_base([package_rule_dir()]) if bundled else []
-        own = [r for path in rules for r in proven_rule_base([path])]
         _CUSTOM[key] = Simplifier(RuleEngine([*base, *own]))
     return _CUSTOM[key]
 

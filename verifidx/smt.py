@@ -6,15 +6,16 @@ recorded as a definedness condition; `a mod b` is `a % b` with `b > 0` recorded.
 treats an undefined operation as having a value: maps that may divide by zero inside their domain
 get an `unknown` verdict that says where.
 
-Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer), False only with a
-concrete counterexample that verifidx re-evaluated itself, and None for timeouts and unknowns.
+Answers are `Verdict`s: `holds` is True only with a proof (an unsat answer, or isl's decision of
+Presburger arithmetic through `presburger`), False only with a concrete counterexample that
+verifidx re-evaluated itself, and None for spent budgets and unknowns.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import z3
@@ -32,10 +33,12 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
 )
 from .indexing_map import IndexingMap
+from .interval import Interval
 
 DEFAULT_TIMEOUT_MS = 2000
 #: Range-variable boxes up to this many points are expanded into disjunctions (complete and
@@ -53,7 +56,14 @@ class Verdict:
     rhs_value: object = None
     message: str = ""
     seconds: float = 0.0
-    smtlib: str = field(default="", repr=False)
+    #: Prints the query whose unsat answer is the proof (Z3's `Solver.sexpr`), called only when
+    #: `smtlib` is read: printing costs a tenth of a decision and is rarely wanted.
+    query: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def smtlib(self) -> str:
+        """The SMT-LIB2 text of the proving query ("" when the verdict needed no solver)."""
+        return "" if self.query is None else self.query()
 
     def __bool__(self) -> bool:
         return self.holds is True
@@ -142,9 +152,18 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
     return env
 
 
+#: Z3 resource units per millisecond of budget (Z3 spends about 2-3 million a second).
+RLIMIT_PER_MS = 2500
+#: The wall-clock timeout is only a backstop against a runaway query on a starved machine.
+BACKSTOP = 10
+
+
 def _solver(timeout_ms: int) -> z3.Solver:
+    """A solver whose budget is Z3's deterministic resource count (`rlimit`), so that the same
+    query gets the same verdict under any machine load."""
     s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
+    s.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+    s.set("timeout", int(timeout_ms) * BACKSTOP)
     return s
 
 
@@ -167,6 +186,8 @@ def is_empty(m: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
         return Verdict(None, message="an UNDEFINED map has no domain")
     if m.is_known_empty or any(v.bounds.is_empty for v in m.all_vars):
         return Verdict(True, message="known empty", seconds=time.perf_counter() - start)
+    if m.sizes:
+        return _timed(_is_empty_with_sizes(m, timeout_ms), start)
     env = _vars(m, "")
     enc = _MapEncoding(m, env)
     s = _solver(timeout_ms)
@@ -174,7 +195,7 @@ def is_empty(m: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
     r = s.check()
     took = time.perf_counter() - start
     if r == z3.unsat:
-        return Verdict(True, seconds=took, smtlib=s.sexpr())
+        return Verdict(True, seconds=took, query=s.sexpr)
     if r == z3.sat:
         model = s.model()
         values = [_value(model, env[v]) for v in m.variables]
@@ -201,13 +222,18 @@ def _shape_mismatch(f: IndexingMap, g: IndexingMap) -> str | None:
     return None
 
 
-def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Verdict:
+def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS, *,
+          quick: bool = True) -> Verdict:
     """Whether `f` and `g` denote the same relation, for every value of the runtime variables.
 
     Range variables are existential, so maps that differ by renaming, reordering or rescaling
-    them are equal. Decided exactly for range boxes up to EXPANSION_LIMIT points (the
-    existential becomes a finite disjunction); beyond that a quantified query runs under the
-    timeout and may answer unknown. Never answers True without an unsat proof."""
+    them are equal. In order: a counterexample found by sampling points and checked by exact
+    evaluation (no solver); isl's decision of Presburger arithmetic for quasi-affine maps
+    (`presburger`, no enumeration of range variables; a "differ" from isl is turned into a
+    tuple and checked by evaluation too); Z3 for what isl cannot express or decide within its
+    budget (range boxes up to EXPANSION_LIMIT points expanded, larger ones quantified).
+    `quick=False` skips the first two (a caller that ran `quick_equal` already). Never answers
+    True without a decision procedure's proof."""
     start = time.perf_counter()
     if f.is_undefined or g.is_undefined:
         same = f.is_undefined and g.is_undefined
@@ -215,6 +241,8 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
                        message="both UNDEFINED" if same else "an UNDEFINED map has no relation")
     if f == g:
         return Verdict(True, message="structurally identical", seconds=time.perf_counter() - start)
+    if f.sizes or g.sizes:
+        return _timed(_equal_with_sizes(f, g, timeout_ms), start)
     mismatch = _shape_mismatch(f, g)
     if mismatch:
         f_empty, g_empty = is_empty(f, timeout_ms), is_empty(g, timeout_ms)
@@ -223,6 +251,10 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
         if f_empty.holds is None or g_empty.holds is None:
             return Verdict(None, message=f"{mismatch}; emptiness undecided")
         return Verdict(False, message=mismatch, seconds=time.perf_counter() - start)
+    v = quick_equal(f, g, timeout_ms) if quick else None
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     if f.num_range_vars == g.num_range_vars and f.num_range_vars <= 4:
         for perm in itertools.permutations(range(f.num_range_vars)):
             v = _equal_under_pairing(f, g, perm, timeout_ms)
@@ -236,6 +268,168 @@ def equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
             return v
     return Verdict(True, message="each relation contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_MS
+                ) -> Verdict | None:
+    """The decisions that enumerate nothing: isl's decision and a sampled counterexample checked
+    by evaluation. None when neither decides (maps isl cannot express, isl's budget spent), or
+    when the maps are UNDEFINED or differ in shape (`equal` answers those).
+
+    Sampling comes first, as far as it is cheap: a few points of one map checked against the
+    other when that one has no range variables (plain evaluation), and against a map with
+    range variables only the two corners and only for a range box up to QUICK_BOX points (a
+    numpy pass over the box per check, which equal pairs pay for nothing). Then isl, whose
+    "differ" brings a tuple of the difference (with isl's range values for the map that has
+    it) that one evaluation checks. When isl cannot decide, the remaining samples are tried."""
+    if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
+        return None
+    if f.sizes or g.sizes:  # universal over sizes: `equal` takes the sized path
+        return None
+    found = _sampled_counterexample(f, g, quick=True)
+    if found is None:  # (a Verdict is truthy only when it holds)
+        found = _presburger_equal(f, g, timeout_ms)
+    if found is None and (f.num_range_vars or g.num_range_vars):
+        found = _sampled_counterexample(f, g)
+    return found
+
+
+#: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
+SAMPLED_POINTS = 4
+#: Largest range box that `quick_equal` checks sampled corners against before asking isl.
+QUICK_BOX = 2048
+
+
+def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
+    """Up to `count` points of m's box: all variables at their lower ends, at their upper
+    ends, then seeded random points (the same points on every run)."""
+    import random
+
+    boxes = [info.bounds for info in m.all_vars]
+    points = [tuple(iv.lo for iv in boxes), tuple(iv.hi for iv in boxes)]
+    rng = random.Random(len(boxes))
+    points += [tuple(rng.randint(iv.lo, iv.hi) for iv in boxes) for _ in range(count - 2)]
+    return points[:count]
+
+
+def _sampled_counterexample(f: IndexingMap, g: IndexingMap, quick: bool = False
+                            ) -> Verdict | None:
+    """A tuple that one map relates and the other does not, found by evaluating one map at a
+    few points and checking the other by exact evaluation over its range box (all samples in
+    one vectorised pass); None when the samples find nothing (or cannot be checked).
+    `quick=True` limits the checks against a map with range variables as `quick_equal` says."""
+    from .vectorised import relates_many
+
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
+            continue
+        count = SAMPLED_POINTS
+        if quick and b.num_range_vars:
+            if _box_size(b) > QUICK_BOX:
+                continue
+            count = 2
+        if not all(e.is_total for e in (*a.results, *a.constraints)):
+            return None
+        nd, nr = a.num_dims, a.num_range_vars
+        points = [p for p in _sample_points(a, count)
+                  if a.constraints_satisfied(p[:nd], p[nd:])]
+        results = [a.evaluate(p[:nd], p[nd:]) for p in points]
+        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)],
+                               witness=False)
+        for point, result, answer in zip(points, results, answers):
+            if answer is False:
+                return _refutation(a, b, which, list(point), result)
+    return None
+
+
+def _box_size(m: IndexingMap) -> int:
+    size = 1
+    for info in m.range_vars:
+        size *= max(info.bounds.size, 0)
+    return size
+
+
+def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict | None:
+    """isl's decision (None when isl cannot express the maps or stops at its budget). "Equal"
+    is isl's proof; "differ" is reported only with isl's tuple of the difference checked by
+    evaluation (or, for a range box too large to evaluate, by a quantifier-free unsat answer
+    at that tuple); None when the tuple does not check out."""
+    from . import presburger
+    from .vectorised import relates
+
+    same, difference = presburger.decide(f, g)
+    if same:
+        return Verdict(True, message="isl decided the relations equal (Presburger arithmetic)")
+    if difference is None:
+        return None
+    which, fixed, result = difference.which, difference.fixed, difference.result
+    a, b = (f, g) if which == "first" else (g, f)
+    nd = a.num_dims
+    dims, rts = fixed[:nd], fixed[nd:]
+    witness = _checked_witness(a, dims, rts, result, difference.range_values)
+    if witness is None:
+        return None
+    related = relates(b, dims, rts, result)
+    if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+        related = False
+    if related is False:
+        return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
+    return None  # isl's tuple did not check out: Z3 decides
+
+
+def _checked_witness(a: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                     result: Sequence[int], hint: Sequence[int] | None) -> list[int] | None:
+    """Range values of `a` that give `result` at (dims, rts), checked by exact evaluation:
+    isl's `hint` when it checks out, else found by evaluating a's range box; None if neither."""
+    from .vectorised import relates
+
+    if hint is not None and len(hint) == a.num_range_vars:
+        values = [*dims, *hint, *rts]
+        syms = [*hint, *rts]
+        if all(x in info.bounds for x, info in zip(values, a.all_vars)) and \
+                a.constraints_satisfied(dims, syms) and \
+                tuple(a.evaluate(dims, syms)) == tuple(result):
+            return list(hint)
+    found = relates(a, dims, rts, result)
+    return found if isinstance(found, list) else None
+
+
+def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],
+                       result: Sequence[int], timeout_ms: int) -> bool:
+    """False only when Z3 proves (unsat) that no range values of b give `result` at the
+    point; True otherwise (related, or not shown to be unrelated)."""
+    env: dict[Expr, z3.ArithRef] = {Dim(i): z3.IntVal(x) for i, x in enumerate(dims)}
+    env.update({RtVar(i): z3.IntVal(x) for i, x in enumerate(rts)})
+    env.update({Symbol(k): z3.Int(f"b_s{k}") for k in range(b.num_range_vars)})
+    eb = _MapEncoding(b, env)
+    s = _solver(timeout_ms)
+    s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
+    return s.check() != z3.unsat
+
+
+def _refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
+                result: tuple[int, ...]) -> Verdict:
+    """The verdict for a checked tuple: `a` relates the point `values` (all of a's variables)
+    to `result`, `b` relates its dims and runtime values to no such result."""
+    from .syntax import variable_names
+
+    names = variable_names(a)
+    point = {names[v]: x for v, x in zip(a.variables, values)}
+    nd, nr = a.num_dims, a.num_range_vars
+    dims, rts = values[:nd], values[nd + nr:]
+    b_value: object = None
+    if b.num_range_vars == 0 and not b.is_known_empty and all(
+            x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
+            b.constraints_satisfied(dims, rts):
+        b_value = b.evaluate(dims, rts)
+    other = "second" if which == "first" else "first"
+    where = (f"gives {b_value}" if b_value is not None else
+             "no value of its range variables gives it" if b.num_range_vars else
+             "outside its domain")
+    lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
+    return Verdict(False, point, lhs_value=lhs, rhs_value=rhs,
+                   message=f"the {which} map relates {point} to {result}; the {other} map "
+                           f"does not ({where})")
 
 
 def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], timeout_ms: int
@@ -255,7 +449,7 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
     r = s.check()
     if r == z3.unsat:
         return Verdict(True, message="equal under a pairing of range variables",
-                       smtlib=s.sexpr())
+                       query=s.sexpr)
     return Verdict(None)
 
 
@@ -265,6 +459,8 @@ def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_M
     mismatch = _shape_mismatch(a, b)
     if mismatch:
         return Verdict(None, message=mismatch)
+    if a.sizes or b.sizes:
+        return Verdict(None, message=_SIZES_NOT_YET.format(what="inclusion"))
     return _included(a, b, "first", timeout_ms)
 
 
@@ -299,7 +495,7 @@ def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Ve
         s.add(z3.ForAll(bound, z3.Not(hit)))
     r = s.check()
     if r == z3.unsat:
-        return Verdict(True, smtlib=s.sexpr())
+        return Verdict(True, query=s.sexpr)
     if r == z3.sat:
         return _counterexample(a, b, which, s.model(), env_a)
     return Verdict(None, message=f"solver answered unknown ({s.reason_unknown()})")
@@ -407,12 +603,18 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
         for m in side:
             if m.is_undefined:
                 return Verdict(None, message="an UNDEFINED map has no relation")
+            if m.sizes:
+                return Verdict(None, message=_SIZES_NOT_YET.format(what="equality of unions"))
             # every map term is defined everywhere: maps divide by constants (docs/semantics.md)
     live = tuple([m for m in side if not m.is_known_empty] for side in sides)
     shapes = {(m.num_dims, m.num_rt_vars, m.num_results) for side in live for m in side}
     if len(shapes) > 1:
         return Verdict(None, message="the maps differ in their numbers of dimensions, runtime "
                                      "variables or results")
+    v = _presburger_unions(sides[0], sides[1], timeout_ms)
+    if v is not None:
+        v.seconds = time.perf_counter() - start
+        return v
     for which, mine, theirs in (("lhs", sides[0], live[1]), ("rhs", sides[1], live[0])):
         for i, m in enumerate(mine):
             if m.is_known_empty:
@@ -423,6 +625,47 @@ def equal_relations(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap],
                 return v
     return Verdict(True, message="each union contains the other",
                    seconds=time.perf_counter() - start)
+
+
+def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], timeout_ms: int
+                       ) -> Verdict | None:
+    """isl's decision on the two unions: "equal" is isl's proof; "differ" is reported only
+    with isl's tuple checked by evaluation (some map of one side gives it, no map of the other
+    does); None otherwise (Z3 decides)."""
+    from . import presburger
+    from .vectorised import relates
+
+    same, difference = presburger.decide_unions(lhs, rhs)
+    if same:
+        return Verdict(True, message="isl decided the unions equal (Presburger arithmetic)")
+    if difference is None:
+        return None
+    which, fixed, result = difference.which, difference.fixed, difference.result
+    mine, theirs, side = (lhs, rhs, "lhs") if which == "first" else (rhs, lhs, "rhs")
+    for i, a in enumerate(mine):
+        nd = a.num_dims
+        dims, rts = fixed[:nd], fixed[nd:]
+        hint = difference.range_values if i == difference.index else None
+        witness = _checked_witness(a, dims, rts, result, hint)
+        if witness is None:
+            continue
+        for b in theirs:
+            related = relates(b, dims, rts, result)
+            if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
+                related = False
+            if related is not False:
+                return None  # isl's tuple did not check out: Z3 decides
+        from .syntax import variable_names
+
+        names = variable_names(a)
+        point = {names[v]: x for v, x in zip(a.variables, [*dims, *witness, *rts])}
+        other = "rhs" if side == "lhs" else "lhs"
+        value = tuple(result)
+        return Verdict(False, point, lhs_value=value if side == "lhs" else None,
+                       rhs_value=value if side == "rhs" else None,
+                       message=f"{side}[{i}] relates {point} to {value}; no map of the {other} "
+                               f"does")
+    return None
 
 
 def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, timeout_ms: int
@@ -455,7 +698,7 @@ def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, ti
                                                               zip(ea.results, eb.results)]))))
     r = s.check()
     if r == z3.unsat:
-        return Verdict(True, smtlib=s.sexpr())
+        return Verdict(True, query=s.sexpr)
     if r != z3.sat:
         return Verdict(None, message=f"solver answered unknown ({s.reason_unknown()})")
     model = s.model()
@@ -486,3 +729,193 @@ def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, ti
     return Verdict(False, point, lhs_value=result if which.startswith("lhs") else None,
                    rhs_value=result if which.startswith("rhs") else None,
                    message=f"{which} relates {point} to {result}; no map of the {other} does")
+
+
+# -- maps with sizes (docs/semantics.md, Sizes) ---------------------------------------------------
+#
+# A size is universally quantified: a claim holds for every size in its interval or is not made.
+# In a refutation query (satisfiable exactly when the claim fails) the sizes are free variables
+# bounded by their intervals, shared by both maps: unsat proves the claim for every size. A
+# model names sizes where it may fail; the refutation is reported only when the static question
+# about both maps instantiated at those sizes (`with_sizes`) refutes it too. Products of sizes
+# with variables are nonlinear for Z3, which may answer unknown: that is None, never proven.
+# Budgets are Z3 resource limits, so a verdict never depends on the machine's load.
+
+#: Z3 resource limit of each query about maps with sizes.
+SIZED_RLIMIT = 2_000_000
+_SIZES_NOT_YET = "{what} of maps with sizes is not yet supported"
+
+
+def _timed(v: Verdict, start: float) -> Verdict:
+    v.seconds = time.perf_counter() - start
+    return v
+
+
+def _size_env(m: IndexingMap) -> dict[Expr, z3.ArithRef]:
+    return {Size(z.name): z3.Int(f"size_{z.name}") for z in m.sizes}
+
+
+def _sized_solver(m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]) -> z3.Solver:
+    s = z3.Solver()
+    s.set("rlimit", SIZED_RLIMIT)
+    for z in m.sizes:
+        x = sizes[Size(z.name)]
+        s.add(x >= z.bounds.lo, x <= z.bounds.hi)
+    return s
+
+
+def _sizes_of(model: z3.ModelRef, m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]
+              ) -> dict[str, int]:
+    return {z.name: _value(model, sizes[Size(z.name)]) for z in m.sizes}
+
+
+def _unknown(s: z3.Solver, r: z3.CheckSatResult) -> Verdict:
+    return Verdict(None, message=f"solver answered {r} ({s.reason_unknown()}) for maps with "
+                                 f"sizes")
+
+
+def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
+    """Empty for every size in its interval (True), or a point at sizes the static check
+    confirms (False)."""
+    sizes = _size_env(m)
+    env = _vars(m, "", sizes)
+    s = _sized_solver(m, sizes)
+    s.add(_MapEncoding(m, env).member)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict(True, message="empty for every size in its interval", query=s.sexpr)
+    if r != z3.sat:
+        return _unknown(s, r)
+    at = _sizes_of(s.model(), m, sizes)
+    static = is_empty(m.with_sizes(at), timeout_ms)
+    if static.holds is False:
+        return Verdict(False, {**at, **(static.counterexample or {})},
+                       lhs_value=static.lhs_value,
+                       message=f"at sizes {at}: {static.message}")
+    return Verdict(None, message=f"the solver found sizes {at} where the domain may have a point; "
+                                 f"not confirmed at those sizes ({static.label})")
+
+
+def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict:
+    """Equal for every size in the intervals (True), or different at sizes where the static
+    maps are shown to differ (False). Decided for maps that declare the same sizes."""
+    if f.sizes != g.sizes:
+        def text(m: IndexingMap) -> str:
+            return ", ".join(f"{z.name} in {z.bounds}" for z in m.sizes) or "none"
+
+        return Verdict(None, message=f"the maps declare different sizes ({text(f)} vs "
+                                     f"{text(g)}): equality is decided for the same sizes only")
+    if _shape_mismatch(f, g):
+        return Verdict(None, message=_SIZES_NOT_YET.format(
+            what=f"equality with {_shape_mismatch(f, g)}"))
+    sizes = _size_env(f)
+    for a, b, which in ((f, g, "first"), (g, f, "second")):
+        v = _included_with_sizes(a, b, sizes)
+        if v is None:
+            continue
+        if v.counterexample is None:
+            return v
+        at = {z.name: v.counterexample[z.name] for z in f.sizes}
+        static = equal(f.with_sizes(at), g.with_sizes(at), timeout_ms)
+        if static.holds is False:
+            return Verdict(False, {**at, **(static.counterexample or {})},
+                           lhs_value=static.lhs_value, rhs_value=static.rhs_value,
+                           message=f"at sizes {at}: {static.message}")
+        return Verdict(None, message=f"the solver found sizes {at} where the {which} map may "
+                                     f"relate a tuple the other does not; not confirmed at "
+                                     f"those sizes ({static.label})")
+    return Verdict(True, message="equal for every size in its interval")
+
+
+def _included_with_sizes(a: IndexingMap, b: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]
+                         ) -> Verdict | None:
+    """None when every tuple of a's relation is in b's at every size; else a Verdict: unknown,
+    or one whose counterexample holds the sizes of the solver's model (to be confirmed)."""
+    env_a = _vars(a, "a_", sizes)
+    shared: dict[Expr, z3.ArithRef] = {v: env_a[v] for v in a.variables
+                                       if isinstance(v, (Dim, RtVar))}
+    shared.update(sizes)
+    ea = _MapEncoding(a, env_a)
+    s = _sized_solver(a, sizes)
+    s.add(ea.member)
+    box = 1
+    for info in b.range_vars:
+        box *= info.bounds.size
+    if box <= EXPANSION_LIMIT:
+        for values in itertools.product(*[range(i.bounds.lo, i.bounds.hi + 1)
+                                          for i in b.range_vars]):
+            env_b = dict(shared)
+            env_b.update({Symbol(k): z3.IntVal(x) for k, x in enumerate(values)})
+            eb = _MapEncoding(b, env_b)
+            s.add(z3.Not(z3.And(eb.member, *[x == y for x, y in zip(ea.results, eb.results)])))
+    else:
+        bound = [z3.Int(f"b_s{k}") for k in range(b.num_range_vars)]
+        env_b = dict(shared)
+        env_b.update({Symbol(k): x for k, x in enumerate(bound)})
+        eb = _MapEncoding(b, env_b)
+        s.add(z3.ForAll(bound, z3.Not(z3.And(eb.member, *[x == y for x, y in
+                                                          zip(ea.results, eb.results)]))))
+    r = s.check()
+    if r == z3.unsat:
+        return None
+    if r != z3.sat:
+        return _unknown(s, r)
+    return Verdict(None, _sizes_of(s.model(), a, sizes))
+
+
+#: Answers of `for_all_sizes`, by the formula and the sizes' intervals (both hashable values).
+_FOR_ALL: dict[tuple[object, ...], tuple[bool | None, str]] = {}
+
+
+def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
+                  ) -> tuple[bool | None, str]:
+    """Whether a formula over sizes and integers (`("cmp", op, lhs, rhs)`, `("not", f)`,
+    `("and" | "or", (f, ...))`, `("truth", b)`: a rule's condition at a match site,
+    `verifidx.rules.sizes`) is true and defined for every size in its interval: True when
+    Z3 proves it (unsat of its negation), False with the sizes where it fails, None when Z3
+    cannot tell under the resource limit. The message says which."""
+    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items() if isinstance(v, Size))
+    key = (formula, tuple(items))
+    hit = _FOR_ALL.get(key)
+    if hit is not None:
+        return hit
+    env: dict[Expr, z3.ArithRef] = {Size(name): z3.Int(f"size_{name}") for name, _, _ in items}
+    enc = Encoder(env)
+
+    def encode(f: tuple) -> z3.BoolRef:
+        kind = f[0]
+        if kind == "truth":
+            return z3.BoolVal(bool(f[1]))
+        if kind == "not":
+            return z3.Not(encode(f[1]))
+        if kind in ("and", "or"):
+            parts = [encode(g) for g in f[1]]
+            return z3.And(parts) if kind == "and" else z3.Or(parts)
+        _, op, lhs, rhs = f
+        a, b = enc(lhs), enc(rhs)
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[op]
+
+    try:
+        claim = encode(formula)
+    except (KeyError, TypeError) as err:  # a leaf that is not a size
+        return None, f"not encodable: {err}"
+    s = z3.Solver()
+    s.set("rlimit", SIZED_RLIMIT)
+    for name, lo, hi in items:
+        x = env[Size(name)]
+        s.add(x >= lo, x <= hi)
+    s.add(z3.Not(z3.And(claim, *enc.defined)))
+    r = s.check()
+    if r == z3.unsat:
+        out: tuple[bool | None, str] = (True, "Z3, unsat")
+    elif r == z3.sat:
+        model = s.model()
+        at = {name: _value(model, env[Size(name)]) for name, _, _ in items}
+        out = (False, f"Z3: fails at {', '.join(f'{k} = {v}' for k, v in at.items())}")
+    else:
+        out = (None, f"Z3 answered unknown ({s.reason_unknown()})")
+    if len(_FOR_ALL) > 10_000:
+        _FOR_ALL.clear()
+    _FOR_ALL[key] = out
+    return out

@@ -9,8 +9,10 @@ cap for the obligations that still use one. A client composes terms with Python'
 == <= ...` and never names Z3.
 
 Queries are SMT-LIB2 text, printed from the formulas alone (declarations in order of
-appearance), so that the same obligation gives the same bytes on every machine; the rule
-prover's script runner (`verifidx.rules.prover.ScriptRun`) runs them under a resource limit.
+appearance) and ending in an explicit tactic, so that the same obligation gives the same bytes
+and the same answer on every machine; the rule prover's script runner
+(`verifidx.rules.prover.ScriptRun`) runs them under a resource limit, with the wall-clock net
+of `safety_net_ms` only against a runaway solver.
 """
 
 from __future__ import annotations
@@ -108,12 +110,25 @@ class Query:
         return str(self._solver.sexpr())
 
 
-CHECK = "(check-sat)"
+def safety_net_ms(rlimit: int) -> int:
+    """The wall-clock net of a solver run with this resource budget: ten minutes plus one second
+    per 10,000 units, a rate hundreds of times below a busy core's (a loaded two-core machine
+    still does 50,000 a second), at most a day (a script of thousands of small checks has a
+    large total budget and spends little of it). It exists for a runaway process (a Z3 defect
+    that stops counting), not as a budget: the budget, not the machine's load, decides every
+    answer."""
+    return min(600_000 + max(0, rlimit) // 10, 86_400_000)
+
+
+#: An explicit tactic: a plain `(check-sat)` lets Z3 pick one for the logic it detects, and for
+#: non-linear integer arithmetic that one caps sub-steps by wall-clock time, so the same query
+#: answered `unsat` on an idle machine and `unknown` on a busy one.
+CHECK = "(check-sat-using (then simplify solve-eqs smt))"
 
 
 def query_text(assertions: Iterable[Any], header: str = "") -> str:
     """An SMT-LIB2 script: `header` as comment lines, the declarations and assertions, and one
-    `(check-sat)`. Satisfiable exactly when the assertions have a common model."""
+    check (`CHECK`). Satisfiable exactly when the assertions have a common model."""
     solver = z3.Solver()
     for a in assertions:
         solver.add(a if not isinstance(a, bool) else z3.BoolVal(a))

@@ -34,24 +34,30 @@ from .expr import (
     Mod,
     Mul,
     RtVar,
+    Size,
     Symbol,
     Variable,
     add,
     add_fold,
     ceildiv,
     floordiv,
+    has_index_variable,
     is_constant_valued,
+    is_size_expr,
+    is_size_name,
     maximum,
     minimum,
     mod,
     mul,
     neg,
     raw_add,
+    register_cache,
+    release_if_grown,
 )
 from .expr import register_printer as register_expr_printer
-from .indexing_map import AffineMap, IndexingMap, Var
+from .indexing_map import AffineMap, IndexingMap, SizeVar, Var
 from .indexing_map import register_printer as register_map_printer
-from .interval import Interval
+from .interval import Interval, range_of
 
 # -- lexer -------------------------------------------------------------------------------------
 
@@ -117,6 +123,10 @@ class _Parser:
         self.fold = True
         # extra function-call syntax `name(args)` (rule conditions: gcd, lo, hi, ...)
         self.functions: Callable[[str, list[Expr], Token], Expr] | None = None
+        # the sizes of the map being read (`<N, M>`), and its divisors that are size
+        # expressions, with where they start (checked against the sizes' intervals at the end)
+        self.size_names: list[str] = []
+        self.size_divisors: list[tuple[Expr, str, Token]] = []
 
     def binary(self, op: str, a: Expr, b: Expr) -> Expr:
         return (FOLDING_BINARY if self.fold else RAW_BINARY)[op](a, b)
@@ -206,7 +216,9 @@ class _Parser:
             divisor = self.tok
             rhs = self.unary()
             op = _OPERATOR_WORDS[op_tok.text]
-            if self.constant_divisors and op != "*" and not is_constant_valued(rhs):
+            if self.size_names:
+                self.check_sized_operands(op, e, rhs, op_tok, divisor)
+            elif self.constant_divisors and op != "*" and not is_constant_valued(rhs):
                 raise self.divisor_error(op, divisor)
             try:
                 e = self.binary(op, e, rhs)
@@ -217,6 +229,26 @@ class _Parser:
             except EvaluationError as err:
                 raise self.error(str(err), op_tok) from None
         return e
+
+    def check_sized_operands(self, op: str, lhs: Expr, rhs: Expr, op_tok: Token,
+                             divisor: Token) -> None:
+        """In a map with sizes (docs/semantics.md, Sizes): a product has at most one factor
+        with an index variable; a divisor is a constant or a size expression (its interval
+        is checked once the sizes' intervals are read)."""
+        if op == "*":
+            if has_index_variable(lhs) and has_index_variable(rhs):
+                line, col = locate(self.text, op_tok.offset)
+                raise ParseError("expected a size expression or a constant as a factor: a "
+                                 "product of two index variables is not allowed in a map with "
+                                 "sizes", line, col, self.source)
+        elif is_size_expr(rhs):
+            self.size_divisors.append((rhs, op, divisor))
+        elif not is_constant_valued(rhs):
+            need = "a positive" if op == "mod" else "a nonzero"
+            written = " ".join(self.text[divisor.offset : self.tok.offset].split())
+            line, col = locate(self.text, divisor.offset)
+            raise ParseError(f"expected {need} integer constant or a size expression as the "
+                             f"divisor of {op}, found {written!r}", line, col, self.source)
 
     def divisor_error(self, op: str, start: Token) -> ParseError:
         """Divisors are integer constants (docs/semantics.md): say so where the divisor is."""
@@ -311,6 +343,7 @@ class _Parser:
         affine = self.affine_header()
         dims, syms, rts = self.header_names
         bounds: dict[str, Interval] = {}
+        bound_tokens: dict[str, Token] = {}
         constraints: list[tuple[Expr, Interval, Token]] = []
         if self.accept(","):
             t = self.tok
@@ -332,11 +365,13 @@ class _Parser:
                 iv = self.interval()
                 if is_var and start.text not in bounds:
                     bounds[start.text] = iv
+                    bound_tokens[start.text] = start
                 else:  # as in XLA, a repeated bare variable intersects its bounds
                     constraints.append((e, iv, start))
                 if not self.accept(","):
                     break
         self.expect_end()
+        sizes = self.sized(bounds, bound_tokens)
         all_names = [n for n in dims + syms + rts if n is not None]
         missing = [n for n in all_names if n not in bounds]
         if missing:
@@ -352,7 +387,7 @@ class _Parser:
 
         m = IndexingMap(
             affine.results, tuple(var_list(dims, "d")), tuple(var_list(syms, "s")),
-            tuple(var_list(rts, "rt")), {},
+            tuple(var_list(rts, "rt")), {}, sizes=sizes,
         )
         for e, iv, tok in constraints:
             try:
@@ -363,6 +398,48 @@ class _Parser:
 
     header_names: tuple[list[str | None], list[str | None], list[str | None]]
 
+    def sized(self, bounds: dict[str, Interval], tokens: dict[str, Token]
+              ) -> tuple[SizeVar, ...]:
+        """The sizes of the header with their intervals (the default where none is given);
+        every divisor that is a size expression must be positive over them."""
+        sizes: list[SizeVar] = []
+        table: dict[Variable, Interval] = {}
+        for name in self.size_names:
+            iv = bounds.get(name)
+            if iv is not None and iv.lo < 1:
+                line, col = locate(self.text, tokens[name].offset)
+                raise ParseError(f"expected an interval of positive values for size {name!r}, "
+                                 f"found [{iv.lo}, {iv.hi}]", line, col, self.source)
+            z = SizeVar(name, iv)
+            sizes.append(z)
+            table[Size(name)] = z.bounds
+        for divisor, op, tok in self.size_divisors:
+            iv = range_of(divisor, table)
+            if iv.lo < 1:
+                line, col = locate(self.text, tok.offset)
+                raise ParseError(f"expected a divisor of {op} that is positive for every size "
+                                 f"in its interval, found {print_expr(divisor)} in "
+                                 f"[{iv.lo}, {iv.hi}]", line, col, self.source)
+        return tuple(sizes)
+
+    def size_list(self) -> None:
+        """`<N, M>`: the sizes of a map, after its variable lists."""
+        if self.accept(">"):
+            return
+        while True:
+            t = self.tok
+            if t.kind != "name" or not is_size_name(t.text):
+                raise self.error("expected a size name (an identifier other than d<k>, s<k>, "
+                                 "rt<k> and the words of the grammar)")
+            if t.text in self.names:
+                raise self.error(f"variable {t.text!r} declared twice", t)
+            self.names[t.text] = Size(t.text)
+            self.size_names.append(t.text)
+            self.pos += 1
+            if self.accept(">"):
+                return
+            self.expect(",", "',' or '>' in the size list")
+
     def affine_header(self) -> AffineMap:
         self.expect("(", "'(' to start the dimension list")
         dims = self.name_list(")", Dim)
@@ -372,6 +449,8 @@ class _Parser:
             syms = self.name_list("]", Symbol)
         if self.accept("{"):
             rts = self.name_list("}", RtVar)
+        if self.accept("<"):
+            self.size_list()
         self.header_names = (dims, syms, rts)
         self.expect("->", "'->' after the variable lists")
         self.expect("(", "'(' to start the results")
@@ -399,6 +478,7 @@ class _Parser:
 
 def parse_map(text: str, source: str = "<string>") -> IndexingMap:
     """Parse XLA's map text (one-line or multi-line), `KNOWN EMPTY` or `UNDEFINED`."""
+    release_if_grown()  # a safe point to bound memory (verifidx.expr)
     try:
         return _MapReader(text).indexing_map()
     except Exception:  # noqa: BLE001 - any doubt: the full parser decides, and reports errors
@@ -470,8 +550,8 @@ def _var(bounds: Interval, name: str | None) -> Var:
 
 # Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
 # digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
-_LITERALS: dict[str, Const] = {}
-_NEGATED: dict[str, Const] = {}
+_LITERALS: dict[str, Const] = register_cache({})
+_NEGATED: dict[str, Const] = register_cache({})
 
 
 def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
@@ -846,6 +926,9 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
     am = p.affine_header()
     if p.tok.kind != "end":
         raise p.error("expected end of affine map")
+    if p.size_names:
+        line, col = locate(text, offset)
+        raise ParseError("an affine_map has no sizes", line, col, source)
     return am
 
 
@@ -868,6 +951,8 @@ class _Printer:
         self.level2s: dict[Expr, str] = {}
 
     def name(self, v: Variable) -> str:
+        if type(v) is Size:
+            return v.name  # type: ignore[attr-defined, no-any-return]
         return self.names.get(v) or f"{v.prefix}{v.index}"
 
     def top(self, e: Expr) -> str:
@@ -985,7 +1070,8 @@ def variable_names(m: IndexingMap) -> dict[Variable, str]:
     names: dict[Variable, str] = {}
     for v, info in zip(m.variables, m.all_vars):
         names[v] = info.name or f"{v.prefix}{v.index}"
-    if len(set(names.values())) != len(names):
+    taken = set(names.values())
+    if len(taken) != len(names) or any(z.name in taken for z in m.sizes):
         return {v: f"{v.prefix}{v.index}" for v in m.variables}
     return names
 
@@ -1013,10 +1099,14 @@ def print_map(m: IndexingMap, div: str = "floordiv", multiline: bool = False) ->
         names = {}
         labels, head = _DEFAULT_HEADS.get((nd, nr, nt)) or _default_head(nd, nr, nt)
     p = _Printer(names, div)
+    if m.sizes:
+        head += f"<{', '.join([z.name for z in m.sizes])}>"
     text = f"{head} -> ({', '.join([p.top(r) for r in m.results])})"
     # `[lo, hi]` is `str(Interval)`, written out here: one call less per variable
     items = [f"{label} in [{info.bounds.lo}, {info.bounds.hi}]"
              for label, info in zip(labels, all_vars)]
+    if m.sizes:
+        items += [f"{z.name} in [{z.bounds.lo}, {z.bounds.hi}]" for z in m.sizes]
     if m.constraints:
         items += sorted([f"{p.top(e)} in {iv}" for e, iv in m.constraints.items()])
     if not items:
@@ -1031,6 +1121,8 @@ def print_affine_map(m: IndexingMap | AffineMap) -> str:
     if isinstance(m, IndexingMap):
         if m.is_undefined or m.is_known_empty:
             raise ValueError("an UNDEFINED or KNOWN EMPTY map has no affine_map form")
+        if m.sizes:
+            raise ValueError("a map with sizes has no affine_map form")
         nr = m.num_range_vars
         rename: dict[Expr, Expr] = {RtVar(i): Symbol(nr + i) for i in range(m.num_rt_vars)}
         am = AffineMap(m.num_dims, nr + m.num_rt_vars,

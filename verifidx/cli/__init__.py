@@ -5,40 +5,88 @@ Exit codes: 0 success; 1 a check, proof or comparison failed; 2 bad input or usa
 could not decide; 70 an internal error (a bug; the message asks for a report).
 
 Adding a subcommand is one new module in this package with `register(sub)` (see
-`verifidx.cli.common.add_command`) and one entry in `SUBCOMMANDS` below; docs/architecture.md
-says more.
+`verifidx.cli.common.add_command`) and one entry in `COMMANDS` below; docs/architecture.md
+says more. A run imports only the module of its command (`verifidx simplify` never loads Z3,
+numpy or the HLO front end); `--help` and unknown words import them all.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
+from importlib import import_module
 from types import ModuleType
+from typing import TextIO
 
 from ..errors import VerifidxError
 from ..native import build
 from ..version import __version__
-from . import coalescing, graph, indexing, layout, map, rules, simplify, subst, tile
 from .common import EXIT_ERROR, EXIT_INTERNAL, Parser
 
-SUBCOMMANDS: tuple[ModuleType, ...] = (map, simplify, rules, indexing, graph, layout, tile,
-                                        coalescing, subst)
-"""Every subcommand module, in the order `verifidx --help` lists them."""
+COMMANDS: dict[str, str] = {
+    "map": "map", "simplify": "simplify", "prove": "rules", "check": "rules",
+    "indexing": "indexing", "graph": "graph", "layout": "layout", "tile": "tile",
+    "coalescing": "coalescing", "subst": "subst", "optimize": "subst", "validate": "validate",
+}
+"""Every command word and the module of this package that registers it, in the order
+`verifidx --help` lists them."""
 
 
-def build_parser() -> Parser:
+def subcommands(names: Sequence[str] | None = None) -> tuple[ModuleType, ...]:
+    """The subcommand modules (imported now) of the given modules names, default all."""
+    wanted = dict.fromkeys(COMMANDS.values() if names is None else names)
+    return tuple(import_module(f"{__name__}.{name}") for name in wanted)
+
+
+def __getattr__(name: str) -> object:
+    if name == "SUBCOMMANDS":  # every subcommand module, imported (tests, docs)
+        return subcommands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command of a command line when it is plainly given (the first word, after no
+    option), else None."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> Parser:
+    """The parser of every subcommand, or, given the command line, of its command only."""
     parser = Parser(prog="verifidx", description="Indexing maps, proven.")
     parser.add_argument("--version", action="version",
                         version=f"verifidx {__version__}, {build().describe()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in SUBCOMMANDS:
+    word = None if argv is None else _command_word(argv)
+    for module in subcommands(None if word is None else [COMMANDS[word]]):
         module.register(sub)
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """verifidx's own warnings (a rule left out of the simplifier, ...) as one line, like the
+    errors; other warnings as Python prints them."""
+    if category.__module__.startswith("verifidx."):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        if argv is None:
+            argv = sys.argv[1:]
+        args = build_parser(argv).parse_args(argv)
         code: int = args.run(args)
         return code
     except VerifidxError as err:  # ParseError, UsageError, UnsupportedError, EvaluationError
@@ -55,4 +103,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "subcommands"]

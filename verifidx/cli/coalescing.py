@@ -3,7 +3,8 @@
     verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128] [--unroll 1]
     verifidx coalescing --batch DIR|FILE|@LIST ... -o OUT.jsonl [--workers N]
 
-docs/tiling.md has the JSON contract and the thread order used.
+docs/tiling.md has the JSON contract and the thread order used. The module is validated as
+`verifidx indexing` validates it (`common.read_hlo`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ import argparse
 import json
 
 from ..batch import coalescing_options
-from ..hlo import parse_hlo
 from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
 from .common import (
     Subparsers,
     UsageError,
     add_batch_flags,
     add_command,
+    add_opcode_option,
     engine,
     read_file,
+    read_hlo,
     run_batch,
 )
 
@@ -35,6 +37,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
     p.add_argument("--unroll", type=int, default=1,
                    help="output elements per thread in the loop emitter's order")
+    add_opcode_option(p)
     add_batch_flags(p)
 
 
@@ -44,13 +47,13 @@ def _run(args: argparse.Namespace) -> int:
         if v < 1:
             raise UsageError(f"{name} must be at least 1, got {v}")
     if args.batch:
-        return run_batch(args, args.hlo, coalescing_options(args.warp_size, args.transaction_bytes,
-                                                  args.unroll))
+        return run_batch(args, args.hlo, coalescing_options(
+            args.warp_size, args.transaction_bytes, args.unroll, args.allow_unknown_opcodes))
     if len(args.hlo) != 1 or args.output:
         raise UsageError("give one FILE, or --batch (with --output) to analyse several")
     engine(args)  # a usage check only: one module is one item, analysed here
     text, source = read_file(args.hlo[0])
-    module = parse_hlo(text, source)
+    module = read_hlo(text, source, args.allow_unknown_opcodes)
     results = coalescing(module, args.warp_size, args.transaction_bytes,
                          loop_thread_order(args.unroll))
     if args.json:

@@ -9,16 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..batch import expand, file_key, index_item, read_records, summarize, unknown_record
 from ..errors import ParseError, VerifidxError
+from ..hlo.module import HloModule
+from ..hlo.opcodes import check_opcodes
+from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
-from ..smt import Verdict
 from ..syntax import parse_map
 from ..work import Engine, Progress, engine_for, run, show_progress
 
@@ -104,9 +107,27 @@ def ints(text: str, what: str) -> list[int]:
         raise UsageError(f"--{what} takes comma-separated integers, got {text!r}") from None
 
 
+class Verdict(Protocol):
+    """What `verdict_json` reads of a `verifidx.smt.Verdict` (named here so that the commands
+    that never ask the solver do not load it)."""
+
+    holds: bool | None
+    counterexample: dict[str, int] | None
+    lhs_value: object
+    rhs_value: object
+    message: str
+    seconds: float
+
+
 def verdict_json(v: Verdict) -> dict[str, object]:
     return {"holds": v.holds, "counterexample": v.counterexample, "lhs_value": v.lhs_value,
             "rhs_value": v.rhs_value, "message": v.message, "seconds": round(v.seconds, 6)}
+
+
+def github_escape(text: str, prop: bool = False) -> str:
+    """Text for a GitHub Actions workflow command (`prop`: a property such as title=)."""
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
 
 
 def verdicts_exit(holds: list[bool | None]) -> int:
@@ -116,6 +137,37 @@ def verdicts_exit(holds: list[bool | None]) -> int:
     if any(h is None for h in holds):
         return EXIT_UNKNOWN
     return EXIT_OK
+
+
+# -- HLO input shared by `tile` and `coalescing` ------------------------------------------------
+
+#: whitespace and comments (`// ...`, `/* ... */`) before the first token of a text
+_LEADING = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+#: the first token of HLO text: the header, an entry, or a computation `name {` / `name (`
+_HLO_START = re.compile(r"(?:HloModule|ENTRY)\b|%?[A-Za-z_][\w.\-]*\s*[({]")
+
+
+def add_opcode_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-unknown-opcodes", action="store_true",
+                   help="treat a word that is no HLO opcode as an unmodelled op instead of an "
+                        "error, e.g. for text from a newer XLA")
+
+
+def looks_like_hlo(text: str) -> bool:
+    """HLO text, after leading comments; map text starts with `(` (or a keyword) instead."""
+    start = _LEADING.match(text)
+    rest = text[start.end():] if start else text
+    return _HLO_START.match(rest) is not None
+
+
+def read_hlo(text: str, source: str, allow_unknown_opcodes: bool = False) -> HloModule:
+    """The module, validated as `verifidx indexing` validates it (ParseError with the place),
+    so that a module `indexing` refuses as malformed is refused by `tile` and `coalescing` too:
+    declared shapes checked against the ops' rules, opcodes checked."""
+    module = parse_hlo(text, source, check_shapes=True)
+    if not allow_unknown_opcodes:
+        check_opcodes(module, text, source)
+    return module
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:

@@ -6,14 +6,16 @@ parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computati
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
-The JSON layout for computations is the contract in DESIGN.md; `runtime_variables` and
-`replica_ids` are added to an operand only when one of its maps has them, aligned with `maps`.
+The JSON layout is the contract in docs/contracts.md; `runtime_variables`, `replica_ids` and
+`reasons` (why a map is UNDEFINED) are added to an operand only when one of its maps needs them,
+aligned with `maps`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -59,7 +61,7 @@ def register(sub: Subparsers) -> None:
                    help="output-to-input (default) or input-to-output maps")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--explain-dedup", action="store_true",
-                   help="list the maps merged because Z3 proved them equal")
+                   help="list the maps merged because they were proved equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
     p.add_argument("--allow-unknown-opcodes", action="store_true",
@@ -241,7 +243,19 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
                   + ("" if c.holds else f": {c.message}"))
     failed = [c for c in checks if c.holds is False]
     if failed:
-        print(f"error: {source}: the parametric maps differ from the refined program's: "
-              f"{failed[0].message}", file=sys.stderr)
+        line, column = _function_position(text, dynamic.entry.name)
+        print(f"error: {source}:{line}:{column}: the parametric maps of output "
+              f"{failed[0].output}, parameter {failed[0].parameter} differ from the refined "
+              f"program's: {failed[0].message}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(c.holds is None for c in checks) else EXIT_OK
+
+
+def _function_position(text: str, name: str) -> tuple[int, int]:
+    """(line, column) where function `name` is defined in MLIR text ((1, 1) if not found)."""
+    found = re.search(r"func\.func\s+(?:(?:public|private|nested)\s+)?@" + re.escape(name)
+                      + r"(?![\w.$-])", text)
+    if found is None:
+        return 1, 1
+    before = text[:found.start()]
+    return before.count("\n") + 1, found.start() - (before.rfind("\n") + 1) + 1

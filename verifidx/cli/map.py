@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import smt
 from ..syntax import print_affine_map, print_map
 from .common import (
     Parser,
@@ -42,15 +41,30 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("map")
     ev.add_argument("--dims", default="", help="comma-separated dimension values")
     ev.add_argument("--symbols", default="", help="range then runtime variable values")
+    ev.add_argument("--sizes", default="", help="size values of a map with sizes: N=16,M=4")
     for s in (pr, eq, em, ev):
         s.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _sizes(text: str) -> dict[str, int]:
+    """`N=16,M=4` -> {"N": 16, "M": 4}."""
+    out: dict[str, int] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, eq, value = item.partition("=")
+        if not eq or not value.strip():
+            raise UsageError(f"--sizes: expected NAME=VALUE, found {item!r}")
+        out[name.strip()] = ints(value, "sizes")[0]
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.action == "print":
         m = load_map(args.map)
         if args.mlir:
-            text = print_affine_map(m)
+            try:
+                text = print_affine_map(m)
+            except ValueError as err:  # UNDEFINED, KNOWN EMPTY, min/max or sizes
+                raise UsageError(f"--mlir: {err}") from None
         else:
             text = print_map(m, div="/" if args.slash else "floordiv", multiline=args.multiline)
         print(json.dumps({"map": text}) if args.json else text)
@@ -58,16 +72,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "eval":
         m = load_map(args.map)
         dims, syms = ints(args.dims, "dims"), ints(args.symbols, "symbols")
+        sizes = _sizes(args.sizes)
         try:
-            values = m.evaluate(dims, syms)
+            values = m.evaluate(dims, syms, sizes)
         except ValueError as err:
             raise UsageError(str(err)) from None
-        inside = m.constraints_satisfied(dims, syms) and all(
-            x in info.bounds for x, info in zip([*dims, *syms], m.all_vars))
+        inside = m.constraints_satisfied(dims, syms, sizes) and all(
+            x in info.bounds for x, info in zip([*dims, *syms], m.all_vars)) and all(
+            sizes[z.name] in z.bounds for z in m.sizes)
         from ..syntax import print_expr, variable_names
 
         names = variable_names(m)
         point = {names[v]: x for v, x in zip(m.variables, [*dims, *syms])}
+        point.update(sizes)
         if args.json:
             print(json.dumps({"results": list(values), "in_domain": inside, "point": point}))
         else:
@@ -79,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
             for i, (e, v) in enumerate(zip(m.results, values)):
                 print(f"  result {i}: {print_expr(e, names)} = {v}")
         return 0
+    from .. import smt  # only the questions for the solver load it
+
     if args.action == "equal":
         verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)
     else:

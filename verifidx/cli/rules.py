@@ -37,6 +37,7 @@ from .common import (
     add_command,
     add_engine_flags,
     engine,
+    github_escape,
 )
 
 
@@ -61,8 +62,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rlimit", type=int, default=ProverConfig.rlimit, metavar="N",
                    help="Z3 resource limit of each unbounded attempt (deterministic, about "
                         "2-3 million a second; default %(default)s)")
-    p.add_argument("--timeout-ms", type=int, default=ProverConfig.timeout_ms,
-                   help="wall-clock safety net of one Z3 call (default %(default)s)")
+    p.add_argument("--timeout-ms", type=int, default=None,
+                   help="wall-clock safety net of one Z3 run, for a runaway process only "
+                        "(default: ten minutes plus a second per 10,000 resource units of its "
+                        "budget; a net below the budget makes the verdict depend on the "
+                        "machine's load)")
     p.add_argument("--bound", type=int, default=ProverConfig.bound, metavar="N",
                    help="enumerate constants in [-N, N] when Z3 alone cannot decide "
                         "(default %(default)s)")
@@ -95,7 +99,8 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace) -> ProverConfig:
     if args.jobs < 1:
         raise UsageError("-j takes a positive number")
-    if args.timeout_ms < 1 or args.rlimit < 1 or args.bound < 0:
+    if (args.timeout_ms is not None and args.timeout_ms < 1) or args.rlimit < 1 or \
+            args.bound < 0:
         raise UsageError("--timeout-ms and --rlimit must be positive and --bound non-negative")
     return ProverConfig(timeout_ms=args.timeout_ms, rlimit=args.rlimit, bound=args.bound)
 
@@ -293,20 +298,15 @@ def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def _escape(text: str, prop: bool = False) -> str:
-    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
-
-
 def _github(r: ProofResult, why: str) -> str:
     """A GitHub Actions workflow command that annotates the rule's line."""
-    title = _escape(f"verifidx: {r.name} {why}", prop=True)
+    title = github_escape(f"verifidx: {r.name} {why}", prop=True)
     body = f"rule {r.name} {why}" + (f": {r.message}" if r.message else "")
     if r.counterexample:
         body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
                                                   for k, v in r.counterexample.items())
     if r.reproducer:
         body += f"\nreproduce: {r.reproducer}"
-    return (f"::error file={_escape(r.file, True)},line={r.line},title={title}::"
-            f"{_escape(body)}")
+    return (f"::error file={github_escape(r.file, True)},line={r.line},title={title}::"
+            f"{github_escape(body)}")
 

@@ -24,7 +24,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--rules", action="append", default=[], metavar="DIR",
                    help="your own rule file or directory (repeatable), used on top of the "
-                        "bundled rule base; each rule needs a current proof from verifidx prove")
+                        "bundled rule base; each rule needs a proof from verifidx prove, which "
+                        "is re-checked before first use, and a name the bundled base does not "
+                        "use")
     p.add_argument("--no-bundled-rules", action="store_true",
                    help="use only the --rules given, not the bundled rule base")
 
@@ -46,7 +48,8 @@ def _run(args: argparse.Namespace) -> int:
         doc: dict[str, object] = {"input": print_map(m), "map": text}
         if args.trace:
             doc["trace"] = [{"rule": s.rule, "before": str(s.before), "after": str(s.after),
-                             "bounds": {k: [v.lo, v.hi] for k, v in s.bounds.items()}}
+                             "bounds": {k: [v.lo, v.hi] for k, v in s.bounds.items()},
+                             **({"note": s.note} if s.note else {})}
                             for s in steps]
         if verdict is not None:
             doc["verified"] = getattr(verdict, "holds", None)

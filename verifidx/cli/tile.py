@@ -6,8 +6,9 @@
 docs/tiling.md has the JSON contract.
 
 `tile MAP` prints the symbolic tile (XLA's layout) and its proofs; exit 0 with a tile, 1 when no
-tile exists (the reason is printed). `tile FILE.hlo` prints every value's tile; a fusion that cannot
-be tiled with those sizes is one `error:` line and exit 2.
+tile exists (the reason is printed). `tile FILE.hlo` prints every value's tile, and every value that
+gets none with the reason (`no tile: ...`, exit 1); bad input (malformed HLO, a wrong number of tile
+sizes) is one `error:` line and exit 2.
 """
 
 from __future__ import annotations
@@ -16,44 +17,60 @@ import argparse
 import json
 from typing import Any
 
-from ..hlo import parse_hlo
 from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
-from ..tiling.propagation import propagate
+from ..tiling.propagation import SymbolicTiling, analyze, propagate
 from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
 from ..work import show_progress
-from .common import EXIT_FAILED, Subparsers, UsageError, add_command, read_file, read_text
+from .common import (
+    EXIT_FAILED,
+    Subparsers,
+    UsageError,
+    add_command,
+    add_opcode_option,
+    looks_like_hlo,
+    read_file,
+    read_hlo,
+    read_text,
+)
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "tile", "symbolic tiles of a map, or the tiles of every value of a "
                                  "fusion, proven", _run)
-    p.add_argument("input", help="map text (or @file), or an HLO file (.hlo / starting with "
-                                 "HloModule)")
+    p.add_argument("input", help="map text (or @file), or an HLO file (.hlo, or text that "
+                                 "starts, after comments, with HloModule or a computation)")
     p.add_argument("--tile-sizes", help="tile sizes of the root, comma-separated (HLO input); a "
-                                        "dot root takes its contracting sizes first")
+                                        "dot root takes its contracting sizes first; empty (or "
+                                        "left out) for a scalar root")
     p.add_argument("--computation", help="the fused computation to tile (default: the one the "
                                          "entry's root fusion calls)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-prove", action="store_true",
                    help="skip the Z3 proofs (every proof is reported as unknown)")
     p.add_argument("--timeout-ms", type=int, default=5000, help="per solver query")
+    add_opcode_option(p)
 
 
-def _sizes(text: str | None) -> list[int]:
+def _sizes(text: str | None, sym: SymbolicTiling) -> list[int]:
+    """The tile sizes the analysis needs: as many as its parameters, each at least 1."""
+    need = sym.num_parameters
     if text is None:
+        if need == 0 or not sym.entries:
+            return []
         raise UsageError("an HLO input needs --tile-sizes, e.g. --tile-sizes 1,10")
     try:
         sizes = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"--tile-sizes takes comma-separated integers, got {text!r}") from None
-    if not sizes or any(s < 1 for s in sizes):
+    if any(s < 1 for s in sizes):
         raise UsageError(f"--tile-sizes must be positive integers, got {text!r}")
+    if sym.entries and len(sizes) != need:
+        first = "the contracting sizes first, then the output's; " if sym.contracting_dims \
+            else ""
+        raise UsageError(f"--tile-sizes: {sym.computation} needs {need} tile sizes ({first}its "
+                         f"root is {list(sym.output_dims)}), got {len(sizes)}")
     return sizes
-
-
-def _is_hlo(text: str) -> bool:
-    return text.lstrip().startswith("HloModule")
 
 
 def _proof_json(p: TileProof) -> dict[str, Any]:
@@ -96,16 +113,18 @@ def _run_map(text: str, source: str, args: argparse.Namespace) -> int:
 
 
 def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
-    module = parse_hlo(text, source)
-    try:
-        tiled = propagate(module, args.computation, _sizes(args.tile_sizes),
-                          prove=not args.no_prove, timeout_ms=args.timeout_ms,
-                          progress=show_progress("json" if args.json else "text"))
-    except KeyError as err:
-        raise UsageError(f"{source}: no computation {err.args[0]!r}") from None
+    module = read_hlo(text, source, args.allow_unknown_opcodes)
+    if args.computation and args.computation.removeprefix("%") not in module.computations:
+        raise UsageError(f"{source}: no computation {args.computation!r}")
+    sym = analyze(module, args.computation, keep_untiled=True)
+    tiled = propagate(module, sym.computation, _sizes(args.tile_sizes, sym),
+                      prove=not args.no_prove, timeout_ms=args.timeout_ms, analysis=sym,
+                      keep_untiled=True,
+                      progress=show_progress("json" if args.json else "text"))
+    code = EXIT_FAILED if tiled.untiled else 0
     if args.json:
         print(json.dumps(tiled.to_json(), indent=2))
-        return 0
+        return code
     print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}, "
           f"{tiled.num_programs} programs")
     print(f"constraints: {tiled.constraints.to_text()}")
@@ -113,16 +132,19 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
         print(f"{t.name} = {t.opcode} {t.shape}: sizes {list(t.tile_sizes)}, strides "
               f"{list(t.tile_strides)}, offsets {t.tile_offsets_indexing}, "
               f"exact {str(t.exact).lower()}, proof {t.proof.verdict}")
-    return 0
+    for u in tiled.untiled:
+        print(f"{u.name} = {u.opcode} {u.shape}: no tile: {u.reason}")
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
     arg = args.input
-    if arg.endswith(".hlo") and not arg.startswith("@"):
+    is_file = arg.endswith(".hlo") and not arg.startswith("@")
+    if is_file:
         text, source = read_file(arg)
     else:
         text, source = read_text(arg)
-    if _is_hlo(text):
+    if is_file or looks_like_hlo(text):
         return _run_hlo(text, source, args)
     if args.tile_sizes or args.computation:
         raise UsageError("--tile-sizes and --computation apply to HLO input only")

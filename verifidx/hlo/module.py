@@ -393,16 +393,19 @@ class HloModule:
     sections: Mapping[str, str] = field(default_factory=dict, hash=False)
     source: str = field(default="<string>", compare=False)
 
+    _entry: HloComputation = field(init=False, repr=False, compare=False, hash=False)
+
     def __post_init__(self) -> None:
         if not self.computations:
             raise ValueError("a module needs at least one computation")
+        marked = [c for c in self.computations.values() if c.is_entry]
+        object.__setattr__(self, "_entry",
+                           marked[0] if marked else list(self.computations.values())[-1])
 
     @property
     def entry(self) -> HloComputation:
-        for computation in self.computations.values():
-            if computation.is_entry:
-                return computation
-        return list(self.computations.values())[-1]
+        """Found once, when the module is made (every pass over the module asks for it)."""
+        return self._entry
 
     def computation(self, name: str) -> HloComputation:
         """The computation called `name` (a leading `%` is ignored); KeyError if none."""

@@ -34,11 +34,13 @@ from verifidx.hlo.module import (
 )
 from verifidx.hlo.shape import (
     ELEMENT_TYPE_BITS,
+    MAX_SIZE,
     UNBOUNDED,
     WILDCARD_TILE_DIM,
     Layout,
     Shape,
     is_floating_point,
+    size_error,
 )
 
 __all__ = ["parse_hlo", "parse_shape"]
@@ -524,11 +526,19 @@ class _Parser(_Scanner):
                     dynamic.append(True)
                 else:
                     bounded = self.accept("<=")
+                    self.skip()
+                    at = self.pos
                     dims.append(self.natural("dimension size"))
                     dynamic.append(bounded)
+                    if dims[-1] > MAX_SIZE:
+                        self.fail(f"dimension size {dims[-1]} is more than 2^63 - 1 (XLA's "
+                                  f"sizes are int64)", at)
                 if self.accept("]"):
                     break
                 self.expect(",", "expected ']' after dimensions")
+        too_large = size_error(tuple(dims))
+        if too_large is not None:
+            self.fail(too_large, start)
         layout = self.layout(len(dims)) if self.at_layout() else None
         return Shape(element_type, tuple(dims), tuple(dynamic), layout)
 

@@ -50,6 +50,25 @@ TUPLE = "tuple"
 UNBOUNDED = -1
 """Stored in `Shape.dims` for a dimension printed as `?` (dynamic with no known bound)."""
 
+MAX_SIZE = 2**63 - 1
+"""The largest dimension size and element count of an array: XLA counts both in int64, so a
+shape beyond it is no XLA shape (the readers refuse it where it is written)."""
+
+
+def size_error(dims: tuple[int, ...]) -> str | None:
+    """Why an array with these dimension sizes is too large, or None (`?` sizes not counted)."""
+    for d, n in enumerate(dims):
+        if n > MAX_SIZE:
+            return f"dimension {d} has size {n}, more than 2^63 - 1 (XLA's sizes are int64)"
+    count = 1
+    for n in dims:
+        if n > 0:
+            count *= n
+    if count > MAX_SIZE:
+        return (f"the shape has {count} elements, more than 2^63 - 1 (XLA counts elements in "
+                f"int64)")
+    return None
+
 WILDCARD_TILE_DIM = -1
 """Stored in a tile for a tile dimension printed as `*` (combine with the next dimension)."""
 
@@ -109,6 +128,8 @@ class Shape:
     dynamic: tuple[bool, ...] = ()
     layout: Layout | None = None
     tuple_shapes: tuple[Shape, ...] = ()
+    _leaves: tuple[Shape, ...] | None = field(default=None, init=False, repr=False,
+                                             compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.dynamic and self.dims:
@@ -144,7 +165,10 @@ class Shape:
         """The array shapes of a possibly nested tuple, depth first (`(self,)` for an array)."""
         if not self.is_tuple:
             return (self,)
-        return tuple(leaf for element in self.tuple_shapes for leaf in element.leaves())
+        if self._leaves is None:  # kept: walks ask a tuple of n leaves for them once per leaf
+            object.__setattr__(self, "_leaves", tuple(
+                leaf for element in self.tuple_shapes for leaf in element.leaves()))
+        return self._leaves  # type: ignore[return-value]
 
     def compatible(self, other: Shape) -> bool:
         """Same element types and sizes, ignoring layouts: what an operand annotation must match."""

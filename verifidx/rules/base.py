@@ -3,6 +3,12 @@
 Anything else (no certificate, a stale one, refuted, unknown, or a rule that violates the reduction
 order without being marked as an expansion) is refused with a warning naming the rule and where
 it is, so that an unproven rule can never change a map.
+
+The bundled rule base is trusted on its certificates: CI re-checks them with `verifidx check`
+before they ship. Rules from anywhere else (`--rules DIR`, `vx.simplify(m, rules=...)`) have
+had no such gate, so they pass the same one before first use (`checked_rule_base`): each
+certificate's query is rebuilt from the rule's text and run again, and the proof cache keeps
+that to once per rule text for this user.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 from .. import laws
 from ..errors import VerifidxError
 from .model import Rule
+from .parser import load_rule_base
 from .store import gate_failure, load_files, result_from_entry, staleness
 
 
@@ -39,7 +46,8 @@ def package_rule_dir() -> Path:
 
 def proven_rule_base(paths: Sequence[str | Path] | None = None,
                      proofs: str | Path | None = None) -> list[Rule]:
-    """Rules with a current, proved certificate; warns (UnprovenRuleWarning) about the rest."""
+    """Rules with a current, proved certificate; warns (UnprovenRuleWarning) about the rest.
+    The certificates are believed, not re-checked: for the bundled rule base only."""
     files = load_files(list(paths) if paths else [package_rule_dir()], proofs)
     usable: list[Rule] = []
     for f in files:
@@ -49,17 +57,43 @@ def proven_rule_base(paths: Sequence[str | Path] | None = None,
             if why is None and entry is not None:
                 why = gate_failure(result_from_entry(rule, entry), rule)
             if why is not None:
-                warnings.warn(f"{rule.file}:{rule.line}: rule {rule.name} is not used by the "
-                              f"simplifier: {why}", UnprovenRuleWarning, stacklevel=2)
+                _refuse(rule, why)
                 continue
-            usable.append(_with_strength(rule, entry))
+            usable.append(_with_strength(rule, (entry or {}).get("strength")))
     return usable
 
 
-def _with_strength(rule: Rule, entry: dict[str, object] | None) -> Rule:
+def checked_rule_base(paths: Sequence[str | Path], bundled: bool = True) -> list[Rule]:
+    """The user's rules at `paths` that pass `verifidx check` now: a current certificate whose
+    query, rebuilt from the rule's text, answers unsat again (or did in this user's proof
+    cache). Warns (UnprovenRuleWarning) about the rest. A rule named like another one, in
+    these files or (with `bundled`) in the bundled rule base, is a ParseError at its line:
+    traces, warnings and certificates name rules, so two of one name would be ambiguous."""
+    from .proof_cache import ProofCache
+    from .prover import ProverConfig
+    from .store import check_files
+
+    load_rule_base([package_rule_dir(), *paths] if bundled else list(paths))
+    usable: list[Rule] = []
+    for res in check_files(load_files(list(paths), None), ProverConfig(), cache=ProofCache()):
+        rule = res.rule
+        assert rule is not None
+        why = gate_failure(res, rule)
+        if why is not None:
+            _refuse(rule, f"{why}" + (f" ({res.message})" if res.message else ""))
+            continue
+        usable.append(_with_strength(rule, res.strength))
+    return usable
+
+
+def _refuse(rule: Rule, why: str) -> None:
+    warnings.warn(f"{rule.file}:{rule.line}: rule {rule.name} is not used by the simplifier: "
+                  f"{why}", UnprovenRuleWarning, stacklevel=3)
+
+
+def _with_strength(rule: Rule, strength: object) -> Rule:
     """Carry a bounded proof's limit into the rule (`bounded: |c| <= N`)."""
-    strength = str((entry or {}).get("strength") or "")
-    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength)
+    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", str(strength or ""))
     return replace(rule, max_constant=int(m.group(1))) if m else rule
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from ..work import Engine, Progress, run
 from .model import Rule
 from .parser import parse_rule
-from .prover import UNKNOWN, ProofResult, ProverConfig, prove_rule, run_query, z3_binary
+from .results import UNKNOWN, ProofResult, ProverConfig
 
 
 def rule_item(rule: Rule, config: ProverConfig) -> str:
@@ -27,6 +27,8 @@ def rule_item(rule: Rule, config: ProverConfig) -> str:
 
 def prove_item(item: str) -> str:
     """Worker side of a proof: the rule from its text, the ProofResult as JSON."""
+    from .prover import prove_rule  # Z3 loads in the worker
+
     job = json.loads(item)
     rule = dataclasses.replace(parse_rule(job["text"], job["file"]), line=job["line"])
     result = prove_rule(rule, ProverConfig(**job["config"]))
@@ -58,6 +60,8 @@ def prove_on(rules: Sequence[Rule], config: ProverConfig, engine: Engine,
 
 def recheck_item(item: str) -> str:
     """Worker side of a re-check: the answers of Z3 to the query, and the time it took."""
+    from .prover import run_query, z3_binary
+
     job = json.loads(item)
     start = time.perf_counter()
     answers = run_query(job["query"], job["timeout_ms"], z3_binary())

@@ -23,14 +23,27 @@ from math import gcd
 
 from .. import laws
 from ..canonical import canon, from_linear, linear_form, order_key
-from ..expr import Add, Binary, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mod, Mul, mul
+from ..expr import (
+    Add,
+    Binary,
+    CeilDiv,
+    Const,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    mul,
+    register_cache,
+)
 from ..interval import Interval, scaled_sum_range
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
 
 KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
-_KINDS: dict[Expr, int] = {}
+_KINDS: dict[Expr, int] = register_cache({})
 
 
 def kinds(e: Expr) -> int:
@@ -75,7 +88,7 @@ def match(pattern: Expr, expr: Expr, bindings: Mapping[Expr, Expr] | None = None
     yield from _match(pattern, e, dict(bindings or {}))
 
 
-_SCALED_DIVISIONS: dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None] = {}
+_SCALED_DIVISIONS: dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None] = register_cache({})
 
 
 def _scaled_division(p: Expr) -> tuple[type, TermVar, ConstVar, ConstVar] | None:
@@ -118,7 +131,7 @@ def _match_scaled_division(op: type, x: TermVar, c0: ConstVar, c1: ConstVar, e: 
     return [{**b, c1: divisor} for b in found]
 
 
-_RIGID_PATTERNS: dict[Expr, bool] = {}
+_RIGID_PATTERNS: dict[Expr, bool] = register_cache({})
 
 
 def _is_rigid(p: Expr) -> bool:
@@ -159,7 +172,7 @@ def _match_rigid(p: Expr, e: Expr, b: Bindings) -> bool:
 #: `_match_split` with nothing bound, by (dividend pattern, divisor pattern, dividend,
 #: divisor): `(x * c0 + y) floordiv c0` and `(x * c0 + y) mod c0` split a dividend the same
 #: way, so `S floordiv k` and `S mod k` share the work. Bindings are never mutated.
-_SPLIT_MATCHES: dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]] = {}
+_SPLIT_MATCHES: dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]] = register_cache({})
 
 
 def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
@@ -225,7 +238,7 @@ class SplitMatch:
         return scaled_sum_range(self.rest if var is self.y else self.quotient, base_range)
 
 
-_LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = {}
+_LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = register_cache({})
 laws.on_change(_LAZY_SPLITS.clear)
 
 
@@ -383,8 +396,8 @@ def _terms(e: Expr) -> Terms:
 
 #: Sums rebuilt from terms, by their set of terms: the same remainders come back for every rule
 #: whose pattern splits the same sum (expressions are interned, so the key hashes cheaply).
-_SUMS: dict[frozenset[tuple[Expr, int]], Expr] = {}
-_SCALED: dict[tuple[Expr, int], Expr] = {}
+_SUMS: dict[frozenset[tuple[Expr, int]], Expr] = register_cache({})
+_SCALED: dict[tuple[Expr, int], Expr] = register_cache({})
 _CACHE_LIMIT = 100_000
 
 
@@ -406,7 +419,7 @@ def _expr(terms: Terms) -> Expr:
     return hit
 
 
-_PRODUCTS: dict[tuple[Expr, int], Expr] = {}
+_PRODUCTS: dict[tuple[Expr, int], Expr] = register_cache({})
 for _cache in (_SUMS, _SCALED, _PRODUCTS, _SPLIT_MATCHES):
     laws.on_change(_cache.clear)  # built under other proven laws
 
@@ -450,7 +463,7 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
 #: Matches of a sum pattern with nothing bound yet, by (pattern, expression): a dividend
 #: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
 #: the divisor, and its matches do not depend on which. Bindings are never mutated.
-_SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = {}
+_SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = register_cache({})
 laws.on_change(_SUM_MATCHES.clear)
 
 
@@ -475,7 +488,7 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
     yield from hit
 
 
-_REPEATS: dict[Add, frozenset[Expr]] = {}
+_REPEATS: dict[Add, frozenset[Expr]] = register_cache({})
 
 
 def _repeats_dividend(p: Add) -> bool:
@@ -507,7 +520,7 @@ def _repeated_dividends(p: Add) -> frozenset[Expr]:
     return hit
 
 
-_RIGID_PARTS: dict[Add, tuple[Expr, ...]] = {}
+_RIGID_PARTS: dict[Add, tuple[Expr, ...]] = register_cache({})
 
 
 def _rigid_parts(p: Add) -> tuple[Expr, ...]:
@@ -529,7 +542,7 @@ def _rigid_parts(p: Add) -> tuple[Expr, ...]:
     return hit
 
 
-_RIGID_VARIABLES: dict[Add, frozenset[Expr]] = {}
+_RIGID_VARIABLES: dict[Add, frozenset[Expr]] = register_cache({})
 
 
 def _rigid_variables(p: Add) -> frozenset[Expr]:
@@ -541,7 +554,7 @@ def _rigid_variables(p: Add) -> frozenset[Expr]:
     return hit
 
 
-_DIVISION_BASES: dict[Expr, tuple[Terms, tuple[Expr, ...]]] = {}
+_DIVISION_BASES: dict[Expr, tuple[Terms, tuple[Expr, ...]]] = register_cache({})
 laws.on_change(_DIVISION_BASES.clear)
 
 
@@ -588,7 +601,7 @@ def _rigid_summands_fit(p: Add, e: Expr) -> bool:
     return place(0, (), {})
 
 
-_REPEATED: dict[Expr, bool] = {}
+_REPEATED: dict[Expr, bool] = register_cache({})
 laws.on_change(_REPEATED.clear)
 
 
@@ -606,7 +619,7 @@ def _has_repeated_dividend(e: Expr) -> bool:
     return hit
 
 
-_SHAPES: dict[Add, tuple[TermVar, ConstVar, TermVar] | None] = {}
+_SHAPES: dict[Add, tuple[TermVar, ConstVar, TermVar] | None] = register_cache({})
 
 
 def _scaled_plus_rest(p: Add) -> tuple[TermVar, ConstVar, TermVar] | None:
@@ -652,7 +665,7 @@ def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
     return rest[0] if len(rest) == 1 else Add(rest)
 
 
-_DIVIDED_SHAPES: dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None] = {}
+_DIVIDED_SHAPES: dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None] = register_cache({})
 
 
 def divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, ConstVar] | None:
@@ -762,7 +775,7 @@ class _Splits:
         return hit
 
 
-_SPLITS: dict[tuple[Expr, Expr], _Splits | None] = {}
+_SPLITS: dict[tuple[Expr, Expr], _Splits | None] = register_cache({})
 laws.on_change(_SPLITS.clear)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import z3
 
 from ..expr import Add, CeilDiv, Const, Expr, FloorDiv, Mod, Mul
+from ..smt_terms import safety_net_ms
 from .model import Call, ConstVar, Membership, Rule, TermVar
 
 REDUCING, EXPANSION, VIOLATES = "reducing", "expansion", "violates"
@@ -175,12 +176,19 @@ def _interpret(e: Expr, computed: bool, env: dict[str, z3.ArithRef]) -> z3.Arith
     return out
 
 
-def expansion_phase_decreases(left: Expr, right: Expr, timeout_ms: int = 2000) -> str | None:
+#: Z3 resource units of the expansion-phase check (deterministic, unlike a wall-clock cap: the
+#: gate computes the order afresh, and its verdict must not depend on the machine's load).
+EXPANSION_RLIMIT = 2_000_000
+
+
+def expansion_phase_decreases(left: Expr, right: Expr, rlimit: int = EXPANSION_RLIMIT
+                              ) -> str | None:
     """None when [left] > [right] for all variable values >= 2 (Z3-proven), else why not."""
     env: dict[str, z3.ArithRef] = {}
     lhs, rhs = _interpret(left, False, env), _interpret(right, True, env)
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s = z3.Then("simplify", "solve-eqs", "smt").solver()  # no tactic with a wall-clock cap
+    s.set("rlimit", rlimit)
+    s.set("timeout", safety_net_ms(rlimit))
     s.add(*[v >= 2 for v in env.values()], lhs <= rhs)
     r = s.check()
     if r == z3.unsat:

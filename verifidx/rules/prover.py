@@ -36,13 +36,14 @@ import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import z3
 
 from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
+from ..smt_terms import safety_net_ms
 from ..syntax import print_expr
 from .model import (
     BoolOp,
@@ -56,75 +57,26 @@ from .model import (
     TermVar,
     Truth,
     evaluate_condition,
-    rule_exprs,
     side_exprs,
+)
+from .results import (
+    ERROR,
+    INSTALLED_Z3_VERSION,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    ProofResult,
+    ProverConfig,
+    bounded_limit,
+    is_bound,
+    nonlinear_constants,
+    rule_leaves,
 )
 
 Z3_VERSION = z3.get_version_string()
-
-PROVED, REFUTED, UNKNOWN, ERROR = "proved", "refuted", "unknown", "error"
-
-
-@dataclass(frozen=True)
-class ProverConfig:
-    """Budgets, in Z3 resource units (`rlimit`, deterministic: about 2-3 million a second on
-    one core), and the enumeration bound. The defaults keep a 30-rule file under a minute on two
-    cores while leaving each strategy a real chance."""
-
-    quick_rlimit: int = 300_000  # the first, short try of each unbounded encoding
-    rlimit: int = 5_000_000  # the full try of each unbounded encoding
-    case_rlimit: int = 3_000_000  # one sign case, one enumerated case
-    bound: int = 64  # constants enumerated in [-bound, bound]
-    min_bound: int = 8  # a bounded proof below this is reported as unknown
-    bounded_rlimit: int = 4_000_000  # all enumerated cases together: a few seconds a rule
-    minimize_steps: int = 40  # solver calls spent shrinking a counterexample
-    timeout_ms: int = 60_000  # wall-clock safety net of one solver call (never decides)
-
-
-@dataclass
-class ProofResult:
-    """The outcome for one rule; `to_json()` is the DESIGN.md shape (plus a few extras)."""
-
-    name: str
-    file: str
-    line: int
-    verdict: str
-    strength: str | None = None
-    order: str | None = None
-    counterexample: dict[str, int] | None = None
-    lhs_value: int | bool | None = None
-    rhs_value: int | bool | None = None
-    seconds: float = 0.0
-    message: str = ""
-    subterms: dict[str, int | bool | None] | None = None
-    reproducer: str | None = None
-    strategy: str | None = None
-    smtlib: str = field(default="", repr=False)
-    rule: Rule | None = field(default=None, repr=False, compare=False)
-    cached: bool = False  # read from a current certificate, not proven in this run
-    recheck: str | None = None  # check: "z3" (query re-run now) or "cache" (re-run before)
-    seed: int = 0  # Z3's random seed in the proving query (sign splits only)
-    rlimit: int = 0  # the resource limit of each check that proved it (0: the config's)
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == PROVED
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "file": self.file, "line": self.line, "name": self.name, "verdict": self.verdict,
-            "strength": self.strength, "order": self.order,
-            "counterexample": self.counterexample, "lhs_value": self.lhs_value,
-            "rhs_value": self.rhs_value, "seconds": round(self.seconds, 3),
-            "message": self.message,
-        }
-        if self.subterms is not None:
-            out["subterms"] = self.subterms
-        if self.reproducer is not None:
-            out["reproducer"] = self.reproducer
-        if self.strategy is not None:
-            out["strategy"] = self.strategy
-        return out
+if Z3_VERSION != INSTALLED_Z3_VERSION:  # the gate read the installed version without loading Z3
+    raise ImportError(f"Z3 {Z3_VERSION} is loaded, but the installed z3-solver says "
+                      f"{INSTALLED_Z3_VERSION}")
 
 
 # -- the parts of a rule -----------------------------------------------------------------------
@@ -134,70 +86,6 @@ def conjuncts(cond: Condition) -> list[Condition]:
     if isinstance(cond, BoolOp) and cond.op == "and":
         return [c for a in cond.args for c in conjuncts(a)]
     return [] if cond == Truth(True) else [cond]
-
-
-def _is_bound(n: Expr) -> bool:
-    return isinstance(n, Call) and n.fn in ("lo", "hi")
-
-
-def rule_leaves(rule: Rule) -> dict[str, Expr]:
-    """The names a counterexample shows, in DESIGN.md order: term variables (as they appear on
-    the left), constants (by number), then the interval bounds the rule uses."""
-    terms: dict[str, Expr] = {}
-    consts: dict[str, Expr] = {}
-    bounds: dict[str, Expr] = {}
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, TermVar):
-                terms.setdefault(n.name, n)
-            elif isinstance(n, ConstVar):
-                consts.setdefault(n.name, n)
-            elif _is_bound(n):
-                bounds.setdefault(str(n), n)
-    ordered = sorted(consts, key=lambda s: (len(s), s))
-    return {**terms, **{k: consts[k] for k in ordered}, **bounds}
-
-
-def nonlinear_constants(rule: Rule) -> list[str]:
-    """Constants that make the obligation non-linear: divisors, gcd/lcm operands and factors
-    of products with another non-constant factor. Fixing them leaves a linear problem."""
-    found: set[str] = set()
-
-    def consts(e: Expr) -> set[str]:
-        return {n.name for n in e.walk() if isinstance(n, ConstVar)}
-
-    def symbolic(e: Expr) -> bool:
-        return any(isinstance(n, (TermVar, ConstVar)) or _is_bound(n) for n in e.walk())
-
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, (FloorDiv, CeilDiv, Mod)):
-                found |= consts(n.rhs)
-            elif isinstance(n, Mul) and symbolic(n.lhs) and symbolic(n.rhs):
-                found |= consts(n.lhs) | consts(n.rhs)
-            elif isinstance(n, Call) and n.fn in ("gcd", "lcm"):
-                for a in n.args:
-                    found |= consts(a)
-    return sorted(found, key=lambda s: (len(s), s))
-
-
-def logic(rule: Rule) -> str:
-    """`QF_LIA` when the obligation is linear (every product, divisor, gcd and lcm operand is a
-    number once the rule's numbers are in), else `QF_NIA`. Linear queries can be re-checked by
-    any SMT solver of the field; non-linear ones are where solvers differ."""
-
-    def symbolic(e: Expr) -> bool:
-        return any(isinstance(n, (TermVar, ConstVar)) or _is_bound(n) for n in e.walk())
-
-    for e in rule_exprs(rule):
-        for n in e.walk():
-            if isinstance(n, (FloorDiv, CeilDiv, Mod)) and symbolic(n.rhs):
-                return "QF_NIA"
-            if isinstance(n, Mul) and symbolic(n.lhs) and symbolic(n.rhs):
-                return "QF_NIA"
-            if isinstance(n, Call) and n.fn in ("gcd", "lcm") and any(map(symbolic, n.args)):
-                return "QF_NIA"
-    return "QF_LIA"
 
 
 # -- encoding ----------------------------------------------------------------------------------
@@ -299,12 +187,14 @@ class _RuleEncoder(Encoder):
 
 @dataclass
 class Obligation:
-    """`formula` is satisfiable exactly when the rule has a counterexample."""
+    """`formula` is satisfiable exactly when the rule has a counterexample; `hypotheses` (the
+    conditions, the bounds and the encoding's definitions) when the rule has an instance."""
 
     rule: Rule
     formula: z3.BoolRef
     leaves: dict[str, z3.ArithRef]
     fixed: dict[str, int]
+    hypotheses: z3.BoolRef
 
 
 def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
@@ -322,7 +212,7 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
     holds, _ = enc.truth(rule.condition)
     assumptions = [holds]
     for name, node in nodes.items():
-        if _is_bound(node):
+        if is_bound(node):
             t = node.args[0]  # type: ignore[attr-defined]
             v, b = enc(t), leaves[name]
             assumptions.append(z3.Implies(enc.definedness(t), b <= v if name.startswith("lo")
@@ -339,8 +229,10 @@ def build_obligation(rule: Rule, fixed: Mapping[str, int] | None = None,
         lhs, rhs = rule.lhs, rule.rhs
         assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
         goal = z3.And(enc.definedness(lhs), enc.definedness(rhs), enc(lhs) == enc(rhs))
+    hypotheses = z3.And(*assumptions, *enc.axioms)
     formula = z3.And(*assumptions, *enc.axioms, z3.Not(goal))
-    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed)
+    return Obligation(rule, formula, {k: v for k, v in leaves.items() if k not in fixed}, fixed,
+                      hypotheses)
 
 
 def explain(rule: Rule) -> str:
@@ -413,12 +305,14 @@ class ScriptRun:
     """One Z3 command interpreter (the same front end as the `z3` binary) fed SMT-LIB2 text.
     Each check is capped by a resource limit, which is deterministic (a wall-clock cap is not):
     the same text under the same Z3 gives the same answers on every machine. `timeout_ms` is
-    only a safety net; an answer it cuts short is `unknown`, never `unsat`."""
+    only a safety net (default: `safety_net_ms(rlimit)`, far above the budget); an answer it
+    cuts short is `unknown`, never `unsat`."""
 
-    def __init__(self, rlimit: int, timeout_ms: int) -> None:
+    def __init__(self, rlimit: int, timeout_ms: int | None = None) -> None:
         self.ctx = z3.Context()
         self.text: list[str] = []
-        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {timeout_ms})\n"
+        net = safety_net_ms(rlimit) if timeout_ms is None else timeout_ms
+        self.options = f"(set-option :rlimit {rlimit})\n(set-option :timeout {net})\n"
 
     def _eval(self, text: str, record: bool = True) -> str:
         if record:
@@ -470,10 +364,10 @@ def z3_binary() -> str | None:
 
 
 def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
-    """The answers of a stored query as stock Z3 gives them: the `z3` executable when `exe` is
-    given (a process of its own, so queries run in parallel), else Z3's command interpreter in
-    this process, one at a time. No resource limit: with more resources Z3's deterministic
-    search follows the same path, so a query that proved still answers `unsat`."""
+    """The answers of a stored query (which sets its own resource limit: `budgeted`) as stock
+    Z3 gives them: the `z3` executable when `exe` is given (a process of its own, so queries run
+    in parallel), else Z3's command interpreter in this process, one at a time. `timeout_ms` is
+    the wall-clock net of the whole run (`safety_net_ms` of its total budget)."""
     if exe is not None:
         try:
             out = subprocess.run([exe, f"-T:{max(1, timeout_ms // 1000)}", "-in"], input=text,
@@ -609,7 +503,7 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
     except EvaluationError:
         return None
     for name, node in nodes.items():
-        if _is_bound(node):
+        if is_bound(node):
             t, _ = _value(node.args[0], env)  # type: ignore[attr-defined]
             b = env[node]
             if t is not None and (b > t if name.startswith("lo") else b < t):
@@ -650,7 +544,7 @@ def _subterms(rule: Rule, env: Mapping[Expr, int]) -> dict[str, int | bool | Non
     for side in (rule.lhs, rule.rhs):
         for top in side_exprs(side):
             for n in top.walk():
-                if isinstance(n, (Const, TermVar, ConstVar)) or _is_bound(n):
+                if isinstance(n, (Const, TermVar, ConstVar)) or is_bound(n):
                     continue
                 key = print_expr(n)
                 if key not in out:
@@ -660,7 +554,7 @@ def _subterms(rule: Rule, env: Mapping[Expr, int]) -> dict[str, int | bool | Non
 
 def _instantiate(e: Expr, env: Mapping[Expr, int]) -> Expr | None:
     """`e` with constants and bounds replaced by their values (no folding), for map text."""
-    if isinstance(e, ConstVar) or _is_bound(e):
+    if isinstance(e, ConstVar) or is_bound(e):
         return Const(env[e])
     if isinstance(e, Call):
         if not any(isinstance(n, TermVar) for n in e.walk()):
@@ -699,7 +593,7 @@ def _reproducer(rule: Rule, env: Mapping[Expr, int]) -> str | None:
         hi: int | None = env.get(Call("hi", [t]), env[t])
         domain.append(f"{names[t]} in [{lo}, {hi}]")
     compound = dict.fromkeys(n.args[0] for n in nodes.values()  # type: ignore[attr-defined]
-                             if _is_bound(n) and not isinstance(n.args[0], TermVar))  # type: ignore[attr-defined]
+                             if is_bound(n) and not isinstance(n.args[0], TermVar))  # type: ignore[attr-defined]
     for arg in compound:
         value, _ = _value(arg, env)
         lo = env.get(Call("lo", [arg]), value)
@@ -837,6 +731,21 @@ def _bounded_cases(ob: Obligation, names: Sequence[str], m: int) -> list[z3.Bool
             for combo in _shell(len(names), m)]
 
 
+def _case_checks(names: Sequence[str], m: int) -> list[str]:
+    """The checks of shell `m` as script text: the bytes `_smt2` prints for `_bounded_cases`,
+    written directly (a bounded query of three constants holds thousands of cases, and a warm
+    `check` rebuilds it to look it up in the proof cache)."""
+    def literal(v: int) -> str:
+        return str(v) if v >= 0 else f"(- {-v})"
+
+    out: list[str] = []
+    for combo in _shell(len(names), m):
+        eqs = [f"(= {n} {literal(v)})" for n, v in zip(names, combo)]
+        case = eqs[0] if len(eqs) == 1 else f"(and {' '.join(eqs)})"
+        out.append(f"(push 1)\n(assert {case})\n{TACTIC_CHECK}\n(pop 1)\n")
+    return out
+
+
 def bounded_base(rule: Rule) -> str:
     """What a bounded proof's certificate stores: the obligation without its cases. The cases
     (every value in [-N, N] of the enumerated constants) follow from the strength and are
@@ -849,16 +758,9 @@ def bounded_base(rule: Rule) -> str:
 def bounded_query(rule: Rule, covered: int) -> str:
     """The script of a `bounded: |c| <= covered` proof: the base query, then one check per value
     of the enumerated constants (the other constants and the terms stay symbolic)."""
-    ob = build_obligation(rule, quotients=True)
     names = nonlinear_constants(rule)
-    cases = [c for m in range(covered + 1) for c in _bounded_cases(ob, names, m)]
-    return render_query(ob, "bounded", True, cases)
-
-
-def bounded_limit(strength: str | None) -> int | None:
-    """N of `bounded: |c| <= N`, or None."""
-    m = re.fullmatch(r"bounded: \|c\| <= (\d+)", strength or "")
-    return int(m.group(1)) if m else None
+    return bounded_base(rule) + "".join(c for m in range(covered + 1)
+                                        for c in _case_checks(names, m))
 
 
 def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
@@ -878,12 +780,10 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
         if run.spent() - start > config.bounded_rlimit:
             why = "out of resources"
             break
-        cases = _bounded_cases(ob, names, m)
-        body = "".join(f"(push 1)\n(assert {_smt2(c, {})})\n{TACTIC_CHECK}\n(pop 1)\n"
-                       for c in cases)
-        answers = run.run(body)
-        if answers != ["unsat"] * len(cases):
-            for case, answer in zip(cases, answers):
+        checks = _case_checks(names, m)
+        answers = run.run("".join(checks))
+        if answers != ["unsat"] * len(checks):
+            for case, answer in zip(_bounded_cases(ob, names, m), answers):
                 if answer == "sat":
                     a = _check(ob, True, config.case_rlimit, config, [case])
                     if a.result == "sat":
@@ -894,9 +794,41 @@ def _bounded(rule: Rule, config: ProverConfig, notes: list[str]) -> _Outcome:
     return _bounded_result(rule, covered, names, config, notes, why)
 
 
+def bounded_vacuity(rule: Rule, covered: int, config: ProverConfig) -> str | None:
+    """Why a `bounded: |c| <= covered` proof of `rule` would prove nothing, or None. Its cases
+    must reach the prover's minimum bound, and at least one of them must admit an instance
+    (values of the terms, the other constants and the bounds that satisfy the rule's
+    conditions, checked again with verifidx's evaluator): a bound whose cases are all vacuous
+    proves nothing. The prover never reports, and the gate never accepts, such a proof."""
+    if covered < config.min_bound:
+        return (f"the bound |c| <= {covered} is below the prover's minimum, |c| <= "
+                f"{config.min_bound}")
+    ob = build_obligation(rule, quotients=True)
+    within = [z3.And(ob.leaves[n] >= -covered, ob.leaves[n] <= covered)
+              for n in nonlinear_constants(rule)]
+    decls: dict[str, str] = {}
+    body = _smt2(z3.And(ob.hypotheses, *within), decls)
+    run = ScriptRun(config.case_rlimit)
+    answers = run.run("".join(d + "\n" for d in decls.values()) + f"(assert\n {body})\n"
+                      + TACTIC_CHECK + "\n")
+    values = _values(run, ob.leaves) if answers == ["sat"] else None
+    nodes = rule_leaves(rule)
+    try:
+        if values is not None and evaluate_condition(
+                rule.condition, {nodes[k]: v for k, v in values.items()}):
+            return None
+    except EvaluationError:
+        pass
+    return (f"no instance with the enumerated constants in [-{covered}, {covered}] satisfies "
+            "the rule's conditions: the enumeration proves nothing")
+
+
 def _bounded_result(rule: Rule, covered: int, names: Sequence[str], config: ProverConfig,
                     notes: list[str], why: str) -> _Outcome:
     which = ", ".join(names)
+    vacuous = bounded_vacuity(rule, covered, config) if covered >= config.min_bound else None
+    if vacuous is not None:
+        return _Outcome(UNKNOWN, "bounded", message="; ".join([*notes, f"bounded: {vacuous}"]))
     if covered >= config.min_bound:
         others = " (other constants and all terms unbounded)"
         return _Outcome(PROVED, "bounded", f"bounded: |c| <= {covered}",

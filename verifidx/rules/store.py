@@ -22,26 +22,26 @@ from pathlib import Path
 from ..errors import VerifidxError
 from ..version import __version__
 from ..work import Engine, Progress
-from .items import prove_on, recheck_on
 from .model import Rule
 from .parser import load_rule_file, rule_files
 from .proof_cache import ProofCache, cache_key
-from .prover import (
+from .results import (
     ERROR,
     PROVED,
     REFUTED,
     UNKNOWN,
-    Z3_VERSION,
     ProofResult,
     ProverConfig,
+    bounded_limit,
+    budgeted,
     logic,
     nonlinear_constants,
-    query_for,
-    recheck_query_for,
     rule_leaves,
-    run_query,
-    z3_binary,
 )
+from .results import INSTALLED_Z3_VERSION as Z3_VERSION
+
+# The prover (and Z3) load only where a query is built or run: reading certificates, as the
+# simplifier's rule gate does at start-up, needs neither.
 
 FORMAT = 3  # 2: the proving query, its resource limit and logic, no timings; 3: a bounded
 # proof stores its base query and the enumerated constants, not every case
@@ -249,7 +249,9 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
             lines.append(f"    subterms: {subs}")
         if r.reproducer:
             lines.append(f"    reproduce: {r.reproducer}")
-        elif r.lhs_value is None or r.rhs_value is None:
+        elif r.counterexample and (r.lhs_value is None or r.rhs_value is None):
+            # only a counterexample evaluated by `prover.recheck` has side values; the gate's
+            # refutation (its query turned out satisfiable) has none to explain
             side = "left" if r.lhs_value is None else "right"
             lines.append(f"    {side} side undefined here (no map reproduces an undefined "
                          "value)")
@@ -301,6 +303,8 @@ def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
     keep the rest, and write the certificate files. The proofs run on `engine` when it is a
     Dask cluster, else in `jobs` processes; `each` gets every result, in the order of the
     files, as soon as it and the ones before it are known."""
+    from .items import prove_on
+
     for rf in files:
         if rf.foreign and write:
             raise CertificateError(str(rf.problem))
@@ -350,6 +354,8 @@ def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
     rebuilt from the rule's text, answers `unsat` again now (or did on this machine before, as
     the proof cache remembers). With `reprove`, the whole proof search runs again instead."""
     if reprove:
+        from .items import prove_on
+
         rules = [r for rf in files for r in rf.rules]
         where = engine if engine is not None and engine.on_dask else Engine(processes=jobs)
         with Progress(len(rules), "prove", progress) as bar:
@@ -389,6 +395,8 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
                  ) -> tuple[str, int, str] | None:
     """What must run to believe the certificate's `proved`; None when nothing must (the
     certificate was refused, or this machine re-checked the same query before)."""
+    from .prover import query_for, recheck_query_for
+
     res.cached = False
     seed = entry.get("seed", 0)
     query = query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int) else -1)
@@ -400,11 +408,16 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
     full = recheck_query_for(rule, res.strategy, res.strength, seed if isinstance(seed, int)
                              else -1)
     assert full is not None  # query_for answered, so the strategy and strength are known
-    if res.strategy == "bounded" and entry.get("enumerated") != nonlinear_constants(rule):
-        res.verdict, res.strength = ERROR, None
-        res.message = ("the certificate's enumerated constants are not this rule's; "
-                       "run verifidx prove --force")
-        return None
+    if res.strategy == "bounded":
+        from .prover import bounded_vacuity  # a Z3 query: loaded where a bound is re-checked
+
+        why = ("the certificate's enumerated constants are not this rule's"
+               if entry.get("enumerated") != nonlinear_constants(rule) else
+               bounded_vacuity(rule, bounded_limit(res.strength) or 0, config))
+        if why is not None:
+            res.verdict, res.strength = ERROR, None
+            res.message = f"{why}; run verifidx prove --force"
+            return None
     query = full
     rlimit = entry.get("rlimit")
     if not isinstance(rlimit, int) or rlimit <= 0:
@@ -426,17 +439,29 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
     is a Dask cluster (a query no worker answered is unknown)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..smt_terms import safety_net_ms  # Z3 loads where a query runs
+    from .prover import run_query, z3_binary
+
     if not todo:
         return
     exe = z3_binary()
 
+    def prepared(job: tuple[ProofResult, str, int, str]) -> tuple[str, int]:
+        """The query under its budget, and the wall-clock net of its run."""
+        _, query, rlimit, _ = job
+        net = config.timeout_ms or safety_net_ms(rlimit * query.count("(check-sat"))
+        return budgeted(query, rlimit), net
+
     def one(job: tuple[ProofResult, str, int, str]) -> tuple[list[str], float]:
+        query, net = prepared(job)
         start = time.perf_counter()
-        return run_query(job[1], config.timeout_ms, exe), time.perf_counter() - start
+        return run_query(query, net, exe), time.perf_counter() - start
 
     outcomes: list[tuple[list[str], float]] = []
     if engine is not None and engine.on_dask:
-        outcomes = recheck_on([(job[1], config.timeout_ms) for job in todo], engine, bar)
+        from .items import recheck_on
+
+        outcomes = recheck_on([prepared(job) for job in todo], engine, bar)
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for outcome in pool.map(one, todo):

@@ -38,13 +38,16 @@ from verifidx.hlo.module import (
     SliceDim,
     WindowDim,
 )
-from verifidx.hlo.shape import Shape
-from verifidx.stablehlo.bindings import mlir
+from verifidx.hlo.shape import Shape, size_error
+from verifidx.stablehlo.bindings import mlir, position
 
 Size = int | SymSize
 """A dimension's size: a number, or a symbolic size for a dynamic dimension."""
 
 _DYNAMIC = -9223372036854775808  # MLIR's ShapedType::kDynamic
+
+LITERAL_KEPT = 200
+"""Characters of an array constant's text kept in the IR (weights can be megabytes)."""
 
 _RENAMED = {
     "broadcast_in_dim": "broadcast",
@@ -135,9 +138,11 @@ def _window(sizes: Sequence[int], strides: Sequence[int], padding: Sequence[int]
 class _Function:
     """The state of converting one function body (or region) into one computation."""
 
-    def __init__(self, conv: Converter, name: str) -> None:
+    def __init__(self, conv: Converter, name: str, parent: _Function | None = None) -> None:
         self.conv = conv
         self.name = name
+        self.parent = parent  # the function around a region
+        self.at: Any = None  # the op being converted, for the position of an error
         self.insts: list[HloInstruction] = []
         self.names: dict[Any, str] = {}       # ir.Value -> instruction name
         self.sizes: dict[Any, tuple[Size, ...]] = {}
@@ -162,6 +167,13 @@ class _Function:
         if sizes is not None and any(isinstance(s, SymSize) for s in sizes):
             attrs[SIZES_ATTRIBUTE] = (tuple(s if isinstance(s, SymSize) else None
                                             for s in sizes),)
+        for leaf in shape.leaves():
+            # a `?` dimension is counted as 1: its bound is an assumption (2^31 - 1), not a size
+            too_large = size_error(tuple(1 if dyn else n for n, dyn in zip(leaf.dims,
+                                                                           leaf.dynamic)))
+            if too_large is not None:
+                line, column = position(self.at) if self.at is not None else (1, 1)
+                raise ParseError(f"StableHLO: {too_large}", line, column, self.conv.source)
         literal = attrs.pop("literal", None)
         literal_value = attrs.pop("literal_value", None)
         number = attrs.pop("parameter_number", None)
@@ -171,12 +183,26 @@ class _Function:
         self.shapes[name] = shape
         return name
 
-    def operand(self, value: Any) -> str:
+    def operand(self, value: Any, user: Any) -> str:
+        """The instruction that holds `value`, used by the op `user`. A region (comparator,
+        reducer) may use a constant of the function around it, as `jax.export` prints
+        `jnp.sort`'s comparator: the constant is converted again inside the region, which
+        becomes a computation of its own."""
         name = self.names.get(value)
-        if name is None:
-            raise ParseError(f"StableHLO: value {value.get_name()} is not defined in {self.name}",
-                             source=self.conv.source)
-        return name
+        if name is not None:
+            return name
+        outer = self.parent
+        while outer is not None and value not in outer.names:
+            outer = outer.parent
+        owner = value.owner if outer is not None else None
+        if getattr(owner, "name", None) == "stablehlo.constant":
+            OpConverter(self.conv, self, owner).run()
+            return self.names[value]
+        line, column = position(user)
+        what = "is not defined" if outer is None else \
+            "is defined outside the region and is not a constant (not supported)"
+        raise ParseError(f"StableHLO: value {value.get_name(self.conv.asm)} used by "
+                         f"{user.name} in {self.name} {what}", line, column, self.conv.source)
 
     # -- types and sizes -------------------------------------------------------------------
     def type_sizes(self, t: Any, what: str) -> tuple[str, tuple[Size, ...]]:
@@ -265,10 +291,12 @@ class Converter:
         op = self.module.operation
         name = str(op.attributes["sym_name"]).strip('"') if "sym_name" in op.attributes else ""
         for f in self.module.body.operations:
-            if f.operation.name == "func.func":
+            # a declaration (no body) runs code verifidx cannot see: calls to it stay unknown
+            if f.operation.name == "func.func" and len(f.regions[0].blocks):
                 self.funcs[str(f.attributes["sym_name"]).strip('"')] = f
         if not self.funcs:
-            raise ParseError("StableHLO: the module has no func.func", source=self.source)
+            raise ParseError("StableHLO: the module has no func.func with a body",
+                             source=self.source)
         entry = "main" if "main" in self.funcs else next(
             (n for n, f in self.funcs.items() if _visibility(f) != "private"),
             list(self.funcs)[-1])
@@ -304,6 +332,7 @@ class Converter:
               arg_sizes: Sequence[tuple[Size, ...]] | None,
               arg_ints: Sequence[tuple[SymSize, ...] | None] | None,
               ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
+        body.at = block.owner
         for i, arg in enumerate(block.arguments):
             etype, sizes = body.type_sizes(arg.type, f"parameter({i})")
             if arg_sizes is not None and i < len(arg_sizes) and len(arg_sizes[i]) == len(sizes):
@@ -315,17 +344,18 @@ class Converter:
             if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
                 body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
         returned: list[Any] = []
+        terminator: Any = None
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
-                returned = list(op.operands)
+                returned, terminator = list(op.operands), op.operation
                 continue
             OpConverter(self, body, op).run()
-        return self.finish(body, returned)
+        return self.finish(body, returned, terminator)
 
-    def finish(self, body: _Function, returned: list[Any]
+    def finish(self, body: _Function, returned: list[Any], terminator: Any
                ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
-        names = [body.operand(v) for v in returned]
+        names = [body.operand(v, terminator) for v in returned]
         sizes = [body.sizes.get(v, ()) for v in returned]
         ints = [body.ints.get(v) for v in returned]
         if len(names) == 1:
@@ -344,11 +374,11 @@ class Converter:
         self.computations[body.name] = comp
         return sizes, ints
 
-    def region(self, region: Any, base: str) -> str:
+    def region(self, region: Any, around: _Function) -> str:
         """A region (reduce body, comparator, ...) as a computation of its own."""
         self.region_count += 1
-        name = f"{base}.region{self.region_count}"
-        body = _Function(self, name)
+        name = f"{around.name}.region{self.region_count}"
+        body = _Function(self, name, around)
         self.block(body, region.blocks[0], None, None)
         return name
 
@@ -369,6 +399,7 @@ class OpConverter:
         self.fn = fn
         self.op = op
         self.opname = op.operation.name
+        fn.at = op.operation
 
     @property
     def short(self) -> str:
@@ -378,7 +409,7 @@ class OpConverter:
         return self.fn.sizes.get(self.op.operands[i], ())
 
     def operands(self) -> list[str]:
-        return [self.fn.operand(v) for v in self.op.operands]
+        return [self.fn.operand(v, self.op.operation) for v in self.op.operands]
 
     def result_name(self, k: int = 0) -> str:
         res = self.op.results
@@ -527,7 +558,7 @@ class OpConverter:
                 value = ir.FloatAttr(splat).value
         rank = len(ir.RankedTensorType(self.op.results[0].type).shape)
         attrs: dict[str, Any] = {
-            "literal": str(value) if rank == 0 and value is not None else literal[:200],
+            "literal": str(value) if rank == 0 and value is not None else literal[:LITERAL_KEPT],
             "literal_value": value if rank == 0 else None}
         self.single("constant", (), **attrs)
 
@@ -671,7 +702,7 @@ class OpConverter:
         dims = _ints(self.op.attributes["dimensions"])
         src = self.in_sizes(0)
         kept = [s for k, s in enumerate(src) if k not in dims]
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         n = len(self.op.results)
         self.multi("reduce", self.operands(), [kept] * n, dimensions=dims, to_apply=body)
 
@@ -682,7 +713,7 @@ class OpConverter:
         window = _window(sizes, _ints(_attr(self.op, "window_strides")), pad,
                          _ints(_attr(self.op, "base_dilations")),
                          _ints(_attr(self.op, "window_dilations")))
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         self.multi("reduce-window", self.operands(), None, window=window, to_apply=body)
 
     def op_convolution(self) -> None:
@@ -703,7 +734,18 @@ class OpConverter:
         self._gather(gd, _ints(self.op.attributes["slice_sizes"]), self.operands())
 
     def _gather(self, gd: Any, sizes: Sequence[int], operands: Sequence[str]) -> None:
-        self.single("gather", operands, None, offset_dims=tuple(gd.offset_dims),
+        # the result's batch dimensions are the start indices' (but the index vector's), in
+        # order, between the offset dimensions (the slice sizes of the dimensions kept)
+        indices = list(self.in_sizes(1))
+        if gd.index_vector_dim < len(indices):
+            del indices[gd.index_vector_dim]
+        dropped = set(gd.collapsed_slice_dims) | set(gd.operand_batching_dims)
+        offsets = [n for k, n in enumerate(sizes) if k not in dropped]
+        inferred: list[Size | None] = []
+        for d in range(len(indices) + len(offsets)):
+            source = offsets if d in gd.offset_dims else indices
+            inferred.append(source.pop(0) if source else None)
+        self.single("gather", operands, inferred, offset_dims=tuple(gd.offset_dims),
                     collapsed_slice_dims=tuple(gd.collapsed_slice_dims),
                     start_index_map=tuple(gd.start_index_map),
                     index_vector_dim=gd.index_vector_dim,
@@ -722,7 +764,7 @@ class OpConverter:
     def op_scatter(self) -> None:
         sd = mlir()["stablehlo"].ScatterDimensionNumbers(
             self.op.attributes["scatter_dimension_numbers"])
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         self.multi("scatter", self.operands(), None,
                    update_window_dims=tuple(sd.update_window_dims),
                    inserted_window_dims=tuple(sd.inserted_window_dims),
@@ -767,7 +809,7 @@ class OpConverter:
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
 
     def op_sort(self) -> None:
-        body = self.conv.region(self.op.regions[0], self.fn.name)
+        body = self.conv.region(self.op.regions[0], self.fn)
         dim = _int(self.op.attributes["dimension"])
         n = len(self.op.results)
         self.multi("sort", self.operands(), [list(self.in_sizes(0))] * n, dimensions=(dim,),

@@ -38,10 +38,11 @@ def split_types(text: str, source: str = "<argument>") -> list[str]:
 def refined_module(text: str, types: Sequence[str], source: str = "<string>"
                    ) -> tuple[Any, Any]:
     """(context, MLIR module) of `text` refined to argument `types` by StableHLO's passes."""
-    from verifidx.stablehlo.bindings import drop_bounds, parse, run_passes
+    from verifidx.stablehlo.bindings import drop_bounds, parse, run_passes, specialize_calls
 
     ctx, module = parse(text, source)
     drop_bounds(ctx, module)
+    specialize_calls(ctx, module, source)
     pipeline = ("builtin.module(stablehlo-refine-arguments{types=" + ",".join(types) + "},"
                 "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism),"
                 "func.func(chlo-legalize-to-stablehlo))")

@@ -9,9 +9,10 @@ entry lists every instance (ranks and permutations) with the step that proved it
 `verifidx check` believes none of it. Through the hook in the check command (`gate_results`)
 it rebuilds every instance and query from the substitution's text, requires them to be the
 certificate's and the stated strength to be what they prove, runs the queries again with the
-`z3` executable and the enumerations in this process, and remembers what re-checked in the
-proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing, stale, tampered,
-refuted or unknown fails CI exactly like a rule would.
+`z3` executable, each under the resource limit that proved it (so the answers are the prover's,
+on any machine and under any load), and the enumerations in this process, and remembers what
+re-checked in the proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing,
+stale, tampered, refuted or unknown fails CI exactly like a rule would.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from verifidx.errors import VerifidxError
 from verifidx.rules.proof_cache import ProofCache, cache_key
 from verifidx.rules.prover import ProofResult, run_query, z3_binary
-from verifidx.smt_terms import Z3_VERSION
+from verifidx.rules.results import budgeted
+from verifidx.smt_terms import Z3_VERSION, safety_net_ms
 from verifidx.subst.model import Substitution
 from verifidx.subst.parser import load_substitution_file, substitution_files
 from verifidx.subst.prove import (
@@ -54,7 +56,7 @@ from verifidx.subst.prove import (
 )
 from verifidx.version import __version__
 
-FORMAT = 2
+FORMAT = 3  # 3: each Z3 obligation records its resource limit, and its query an explicit tactic
 ERROR = "error"
 
 
@@ -175,16 +177,18 @@ class _Recheck:
 
     result: SubstProof
     sub: Substitution
-    script: str  # the Z3 queries, separated by (reset) ("" when none)
+    script: str  # the Z3 queries, each under its resource limit, separated by (reset)
     checks: int  # how many check-sat the script holds
+    budget: int  # the sum of their resource limits
     enumerations: list[tuple[Instance, int]]
     key: str  # in the proof cache
 
 
-def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[tuple[
+def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, int, list[tuple[
         Instance, int]]] | str:
     """Rebuild the proof's steps from the substitution's text and compare them with the
-    certificate's: (script, checks, enumerations), or why the certificate is refused."""
+    certificate's: (script, checks, budget, enumerations), or why the certificate is
+    refused."""
     max_rank = entry.get("max_rank")
     if not isinstance(max_rank, int) or max_rank < 1:
         return "the certificate has no rank bound"
@@ -200,6 +204,7 @@ def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[t
         return (f"the certificate's instances are not those of this substitution at ranks <= "
                 f"{max_rank}")
     queries: list[str] = []
+    budget = 0
     enumerations: list[tuple[Instance, int]] = []
     for o, inst in zip(obligations, insts):
         if o.method == VACUOUS:
@@ -210,7 +215,10 @@ def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[t
             if query is None or query != o.smtlib:
                 return (f"{describe(inst)}: the certificate's query is not the obligation of "
                         "this substitution")
-            queries.append(query)
+            if o.rlimit is None or o.rlimit < 1:
+                return f"{describe(inst)}: the certificate's query has no resource limit"
+            queries.append(budgeted(query, o.rlimit))
+            budget += o.rlimit
         elif o.method == ENUMERATION:
             if o.bound is None or o.bound < 1 or \
                     enumeration_size(sub, inst, o.bound) > ENUMERATION_LIMIT:
@@ -224,21 +232,22 @@ def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, list[t
     if entry.get("strength") != strength_of(sub, obligations, max_rank):
         return (f"the certificate's strength {entry.get('strength')!r} is not what its "
                 f"obligations prove ({strength_of(sub, obligations, max_rank)!r})")
-    script = "(reset)\n".join(queries)
-    return script, len(queries), enumerations
+    script = "(reset)\n".join(queries)  # (reset) also resets the options: each query sets its own
+    return script, len(queries), budget, enumerations
 
 
 def _enumeration_text(enumerations: Sequence[tuple[Instance, int]]) -> str:
     return "".join(f"; enumerate {describe(i)}, sizes <= {b}\n" for i, b in enumerations)
 
 
-def _run(job: _Recheck, timeout_ms: int, exe: str | None) -> None:
+def _run(job: _Recheck, timeout_ms: int | None, exe: str | None) -> None:
     """Run the job's queries (in a `z3` process, or a Z3 context of their own) while its
     enumerations run here (plain integers, no solver); on success the verdict stays `proved`."""
     start = time.perf_counter()
     res = job.result
     with ThreadPoolExecutor(max_workers=1) as pool:
-        answers = pool.submit(run_query, job.script, timeout_ms, exe) if job.checks else None
+        net = timeout_ms or safety_net_ms(job.budget)
+        answers = pool.submit(run_query, job.script, net, exe) if job.checks else None
         failed: tuple[Instance, int, bool | Counterexample | None] | None = None
         for inst, bound in job.enumerations:
             found = exhaustive(job.sub, inst, bound)
@@ -266,7 +275,8 @@ def _run(job: _Recheck, timeout_ms: int, exe: str | None) -> None:
 
 def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
                 reprove: bool = False, recheck: bool = False, cache: ProofCache | None = None,
-                jobs: int = 1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[SubstProof]:
+                jobs: int = 1, timeout_ms: int | None = DEFAULT_TIMEOUT_MS
+                ) -> list[SubstProof]:
     """Every substitution must have a current certificate saying `proved`. With `recheck` (the
     gate), its queries and enumerations, rebuilt from the substitution's text, must prove it
     again now (or did on this machine before, as the proof cache remembers); with `reprove`,
@@ -303,13 +313,13 @@ def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
                 res.verdict, res.strength = ERROR, None
                 res.message = f"{plan}; run verifidx subst prove --force"
                 continue
-            script, checks, enumerations = plan
+            script, checks, budget, enumerations = plan
             key = cache_key(script + _enumeration_text(enumerations), s.normalized_text, 0,
                             Z3_VERSION, _version())
             if cache is not None and key in cache:
                 res.recheck = "cache"
                 continue
-            todo.append(_Recheck(res, s, script, checks, enumerations, key))
+            todo.append(_Recheck(res, s, script, checks, budget, enumerations, key))
     if todo:
         exe = z3_binary()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -322,7 +332,7 @@ def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
 
 def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove: bool,
                  cache: ProofCache | None = None, jobs: int = 1,
-                 timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[ProofResult]:
+                 timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> list[ProofResult]:
     """The substitution files among `paths` (and in its directories), re-checked, as the rule
     gate's ProofResult records (the hook `verifidx check` calls)."""
     found = [p for p in paths if Path(p).is_dir() or str(p).endswith(".subst")]

@@ -46,8 +46,9 @@ DEFAULT_ENUM_BOUND = 4
 #: query of one instance, and of the bounded one.
 DEFAULT_RLIMIT = 1_000_000
 DEFAULT_BOUNDED_RLIMIT = 5_000_000
-#: A wall-clock safety net per Z3 call, never a budget: an answer it cuts short is unknown.
-DEFAULT_TIMEOUT_MS = 60_000
+#: The wall-clock net of a Z3 call: None is the rule prover's `safety_net_ms` of its budget, far
+#: above it (a net for a runaway process, never a budget; an answer it cuts short is unknown).
+DEFAULT_TIMEOUT_MS: int | None = None
 #: The enumeration runs only up to this many assignments per instance (4^9 = 262,144: nine
 #: sizes up to 4, e.g. three reshaped rank-3 shapes).
 ENUMERATION_LIMIT = 300_000
@@ -95,19 +96,21 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Obligation:
-    """One instance and the step that proved it (`smtlib`: the query, for Z3 steps)."""
+    """One instance and the step that proved it (`smtlib`: the query, for Z3 steps, and
+    `rlimit`: the resource limit it answered unsat within, which the gate gives it again)."""
 
     ranks: tuple[tuple[str, int], ...]
     perms: tuple[tuple[str, tuple[int, ...]], ...]
     method: str
     bound: int | None = None
     smtlib: str = field(default="", repr=False)
+    rlimit: int | None = None
 
     @staticmethod
-    def of(inst: Instance, method: str, bound: int | None = None, smtlib: str = ""
-           ) -> Obligation:
+    def of(inst: Instance, method: str, bound: int | None = None, smtlib: str = "",
+           rlimit: int | None = None) -> Obligation:
         return Obligation(tuple((k, len(v)) for k, v in inst.lists.items()),
-                          tuple(inst.perms.items()), method, bound, smtlib)
+                          tuple(inst.perms.items()), method, bound, smtlib, rlimit)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -122,6 +125,8 @@ class Obligation:
             doc["bound"] = self.bound
         if self.smtlib:
             doc["smtlib"] = self.smtlib
+        if self.rlimit is not None:
+            doc["rlimit"] = self.rlimit
         return doc
 
     @staticmethod
@@ -131,10 +136,11 @@ class Obligation:
             raise ValueError("an obligation is an object")
         ranks = tuple((str(k), int(v)) for k, v in doc["ranks"].items())
         perms = tuple((str(k), tuple(int(x) for x in v)) for k, v in doc["perms"].items())
-        bound = doc.get("bound")
-        if bound is not None and not isinstance(bound, int):
-            raise ValueError("bound is an integer")
-        return Obligation(ranks, perms, str(doc["method"]), bound, str(doc.get("smtlib", "")))
+        bound, rlimit = doc.get("bound"), doc.get("rlimit")
+        if any(v is not None and not isinstance(v, int) for v in (bound, rlimit)):
+            raise ValueError("bound and rlimit are integers")
+        return Obligation(ranks, perms, str(doc["method"]), bound, str(doc.get("smtlib", "")),
+                          rlimit)
 
 
 @dataclass
@@ -323,7 +329,8 @@ class _Obligation:
                   "well formed")
         return smt_terms.query_text([*self.premises, self.goal_fails], header)
 
-    def check(self, rlimit: int, timeout_ms: int) -> tuple[str, dict[str, int] | None, str]:
+    def check(self, rlimit: int, timeout_ms: int | None
+              ) -> tuple[str, dict[str, int] | None, str]:
         """Run the query under the resource limit: (answer, model values when sat, query)."""
         text = self.query()
         run = ScriptRun(rlimit, timeout_ms)
@@ -495,7 +502,7 @@ def strength_of(sub: Substitution, obligations: Sequence[Obligation], max_rank: 
 
 
 def prove(sub: Substitution, max_rank: int = DEFAULT_MAX_RANK, bound: int = DEFAULT_BOUND,
-          timeout_ms: int = DEFAULT_TIMEOUT_MS, enum_bound: int = DEFAULT_ENUM_BOUND,
+          timeout_ms: int | None = DEFAULT_TIMEOUT_MS, enum_bound: int = DEFAULT_ENUM_BOUND,
           rlimit: int = DEFAULT_RLIMIT, bounded_rlimit: int = DEFAULT_BOUNDED_RLIMIT
           ) -> SubstProof:
     """Prove or refute one substitution (see the module docstring for the strength).
@@ -523,7 +530,7 @@ def prove(sub: Substitution, max_rank: int = DEFAULT_MAX_RANK, bound: int = DEFA
             continue
         answer, model, text = ob.check(rlimit, timeout_ms)
         if answer == "unsat":
-            obligations.append(Obligation.of(inst, Z3_METHOD, None, text))
+            obligations.append(Obligation.of(inst, Z3_METHOD, None, text, rlimit))
             continue
         if answer == "unknown":
             found = exhaustive(sub, inst, enum_bound)
@@ -536,7 +543,7 @@ def prove(sub: Substitution, max_rank: int = DEFAULT_MAX_RANK, bound: int = DEFA
             ob = _Obligation(sub, inst, bound)
             answer, model, text = ob.check(bounded_rlimit, timeout_ms)
             if answer == "unsat":
-                obligations.append(Obligation.of(inst, Z3_METHOD, bound, text))
+                obligations.append(Obligation.of(inst, Z3_METHOD, bound, text, bounded_rlimit))
                 continue
         if answer == "sat":
             assert model is not None

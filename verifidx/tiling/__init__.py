@@ -5,6 +5,7 @@
     tiling.prove_sound(tile), tiling.prove_exact(tile)
     tiling.analyze(module, computation)              # symbolic tiles of every value
     tiling.propagate(module, computation, [1, 10])   # concrete tiles; TilingError if impossible
+    tiling.propagate(..., keep_untiled=True)         # ... or per-value reasons in `.untiled`
     tiling.coalescing(module)                        # per fusion operand
 
 `docs/tiling.md` documents the semantics and the JSON of `verifidx tile` / `verifidx coalescing`.
@@ -19,6 +20,7 @@ from .propagation import (
     TiledComputation,
     TiledInstruction,
     TilingError,
+    UntiledValue,
     analyze,
     propagate,
 )
@@ -27,6 +29,6 @@ from .symbolic_tile import NoTile, SymbolicTile, symbolic_tile
 __all__ = [
     "ConstraintExpression", "FusionCoalescing", "NoTile", "OperandCoalescing", "SymbolicTile",
     "SymbolicTiling", "TileProof", "TiledComputation", "TiledInstruction", "TilingError",
-    "analyze", "coalescing", "fusion_coalescing", "loop_thread_order", "propagate",
+    "UntiledValue", "analyze", "coalescing", "fusion_coalescing", "loop_thread_order", "propagate",
     "prove_exact", "prove_sound", "symbolic_tile",
 ]

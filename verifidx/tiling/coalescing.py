@@ -104,7 +104,7 @@ def _warp_loads(maps: Sequence[object], operand: TiledShape,
     for oi in maps:
         m = oi.map  # type: ignore[attr-defined]
         if m.is_undefined:
-            raise UnsupportedError("an undefined map")
+            raise UnsupportedError("its map is undefined (verifidx could not model a read)")
         if m.num_results == 0:
             loads.append({0})
             continue
@@ -145,9 +145,14 @@ def fusion_coalescing(module: HloModule, fusion: HloInstruction, warp_size: int 
         operand_shape = entry_comp.instruction(operand_name).shape
         maps = per_param.get(param.name, ())
         if operand_shape.is_tuple:
-            raise UnsupportedError(f"{fusion.name}: tuple-shaped operand {operand_name}")
+            raise UnsupportedError(f"{_at(module, fusion)}: {fusion.name}: tuple-shaped operand "
+                                   f"{operand_name}")
         operand = _tiled(operand_shape)
-        loads = _warp_loads(maps, operand, outputs) if maps else []
+        try:
+            loads = _warp_loads(maps, operand, outputs) if maps else []
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"{_at(module, fusion)}: operand {i} ({param.name}) of "
+                                   f"{fusion.name}: {exc}") from None
         elem_bytes = max(1, operand.element_bits // 8)
         coalesced, worst, worst_ideal = True, 0, 0
         for load in loads:
@@ -160,6 +165,11 @@ def fusion_coalescing(module: HloModule, fusion: HloInstruction, warp_size: int 
                 worst, worst_ideal = estimated, ideal
         results.append(OperandCoalescing(i, param.name, coalesced, worst, worst_ideal))
     return FusionCoalescing(fusion.name, comp.name, tuple(results))
+
+
+def _at(module: HloModule, inst: HloInstruction) -> str:
+    """`file:line:column` of an instruction, for error messages."""
+    return f"{module.source}:{inst.line}:{inst.column}"
 
 
 def _computation_of(module: HloModule, inst: HloInstruction):  # type: ignore[no-untyped-def]

@@ -4,6 +4,11 @@ Symbolic tiles are only valid for some tile sizes (a `mod` of the tile needs the
 be a multiple of the modulus; a merged reshape needs leading sizes 1 and full inner sizes). XLA
 writes these as a disjunctive normal form and prints it sorted; this module keeps the same shape so
 the text matches, and evaluates it exactly so proofs and tests can use it.
+
+A conjunction of disjunctions multiplies their lengths (`k` results `d0 mod p` give `2**k`
+alternatives), so `&` deduplicates as it goes and works within a budget counted in merges, not
+time: past `MAX_MERGES` merges in one `&`, or `MAX_CONJUNCTIONS` alternatives after it, it raises
+`ConstraintsTooComplex` (a tile then is `NoTile("constraints too complex: ...")`).
 """
 
 from __future__ import annotations
@@ -11,11 +16,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..errors import VerifidxError
 from ..expr import Const, Expr, Variable
 from ..interval import Interval
 from ..syntax import print_expr
 
 Conjunction = tuple[tuple[Expr, Interval], ...]
+
+#: Alternatives one constraint expression may keep: each is at least one proof query, and the
+#: XLA conformance vectors need at most 16.
+MAX_CONJUNCTIONS = 256
+#: Pairs of alternatives one `&` may merge before deduplication.
+MAX_MERGES = 4096
+
+
+class ConstraintsTooComplex(VerifidxError):
+    """The tile-size constraints grew past the budget (`MAX_MERGES`, `MAX_CONJUNCTIONS`)."""
 
 
 def _merge(a: Conjunction, b: Conjunction) -> Conjunction | None:
@@ -58,18 +74,34 @@ class ConstraintExpression:
         return not self.conjunctions
 
     def __and__(self, other: ConstraintExpression) -> ConstraintExpression:
+        """Both; raises ConstraintsTooComplex past the budget (see the module docstring)."""
+        if self.is_always_satisfied or other == self:
+            return other
+        if other.is_always_satisfied:
+            return self
+        merges = len(self.conjunctions) * len(other.conjunctions)
+        if merges > MAX_MERGES:
+            raise ConstraintsTooComplex(
+                f"combining {len(self.conjunctions)} and {len(other.conjunctions)} alternatives "
+                f"takes {merges} merges, past the budget of {MAX_MERGES}")
         out: list[Conjunction] = []
+        seen: set[frozenset[tuple[Expr, Interval]]] = set()
         for a in self.conjunctions:
             for b in other.conjunctions:
                 m = _merge(a, b)
-                if m is not None:
+                if m is not None and frozenset(m) not in seen:
+                    seen.add(frozenset(m))
                     out.append(m)
-        return ConstraintExpression(tuple(out))
+        return ConstraintExpression(tuple(out)).simplified()
 
     def __or__(self, other: ConstraintExpression) -> ConstraintExpression:
         if self.is_always_satisfied or other.is_always_satisfied:
             return ConstraintExpression.always()
-        return ConstraintExpression(self.conjunctions + other.conjunctions)
+        out = self.conjunctions + other.conjunctions
+        if len(out) > MAX_MERGES:
+            raise ConstraintsTooComplex(f"{len(out)} alternatives, past the budget of "
+                                        f"{MAX_MERGES}")
+        return ConstraintExpression(out)
 
     def simplified(self) -> ConstraintExpression:
         """Decide constant conjuncts, drop repeated and absorbed conjunctions (`a || a && b` is
@@ -94,6 +126,9 @@ class ConstraintExpression:
             if key not in seen:
                 seen.add(key)
                 out.append(tuple(kept))
+        if len(out) > MAX_CONJUNCTIONS:
+            raise ConstraintsTooComplex(f"{len(out)} distinct alternatives, past the budget of "
+                                        f"{MAX_CONJUNCTIONS}")
         # absorption: a conjunction that includes all the conjuncts of another adds nothing
         sets = [frozenset(c) for c in out]
         return ConstraintExpression(tuple(

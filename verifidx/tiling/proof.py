@@ -197,6 +197,11 @@ def _exact_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
 ENUMERATION_LIMIT = 200_000
 
 
+def _count(r: range) -> int:
+    """The length of a step-1 range; `len` fails on ranges longer than 2**63 - 1."""
+    return max(0, r.stop - r.start)
+
+
 def _confirm_inexact(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
     n = tile.num_tile_sizes
     sizes = [cex[f"t{i}"] for i in range(n)]
@@ -225,7 +230,7 @@ def read_set(tile: SymbolicTile, sizes: Sequence[int], rt: Sequence[int] = (),
     sym_ranges = [range(v.bounds.lo, v.bounds.hi + 1) for v in src.range_vars]
     total = 1
     for r in (*dim_ranges, *sym_ranges):
-        total *= max(1, len(r))
+        total *= max(1, _count(r))
     if total > ENUMERATION_LIMIT:
         return None
     out: set[tuple[int, ...]] = set()
@@ -308,7 +313,7 @@ def _cases(tile: SymbolicTile) -> list[SymbolicTile]:
                  for i in dims]
         total = 1
         for b in boxes:
-            total *= len(b)
+            total *= _count(b)
         if dims and total <= PIN_LIMIT:
             for combo in itertools.product(*boxes):
                 env: dict[Expr, int] = {Dim(i): v for i, v in zip(dims, combo)}
@@ -350,7 +355,7 @@ def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
     boxes = [range(b.lo, b.hi + 1) for b in tile.tile_size_bounds]
     total = 1
     for r in boxes:
-        total *= len(r)
+        total *= _count(r)
     if total > EXHAUSTIVE_LIMIT:
         return None
     if not exact and tile.evaluate_offsets() != tile.offsets_at([0] * tile.source.num_dims):

@@ -27,13 +27,28 @@ from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..indexing_map import IndexingMap, Var, compose
 from ..interval import Interval
 from ..work import Progress
-from .constraints import ConstraintExpression
+from .constraints import ConstraintExpression, ConstraintsTooComplex
 from .proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from .symbolic_tile import NoTile, SymbolicTile, symbolic_tile
 
 
 class TilingError(VerifidxError):
     """The fusion cannot be tiled with these tile sizes (the message says why)."""
+
+
+@dataclass(frozen=True)
+class UntiledValue:
+    """A value of a valid fusion that gets no tile (`keep_untiled=True`): `reason` says why
+    (no symbolic tile, tile sizes that violate its constraints, an unsupported fusion form)."""
+
+    name: str
+    opcode: str
+    shape: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "opcode": self.opcode, "shape": self.shape,
+                "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,8 @@ class TiledComputation:
     num_programs: int
     instructions: tuple[TiledInstruction, ...]
     roots: tuple[str, ...] = ()
+    #: values without a tile (only with `keep_untiled=True`; otherwise TilingError is raised)
+    untiled: tuple[UntiledValue, ...] = ()
 
     def tiles_of(self, name: str) -> list[TiledInstruction]:
         return [t for t in self.instructions if t.name == name]
@@ -76,6 +93,7 @@ class TiledComputation:
                 "tile_offsets_indexing": str(t.tile_offsets_indexing), "exact": t.exact,
                 "proof": t.proof.verdict,
             } for t in self.instructions],
+            "untiled": [u.to_json() for u in self.untiled],
         }
 
 
@@ -116,10 +134,11 @@ def tile_offsets(pid_map: IndexingMap, indexing: IndexingMap,
 
 
 def _check_extra_output(comp: str, name: str, dims: tuple[int, ...],
-                        tiled: Sequence[TiledInstruction], programs: int) -> None:
+                        tiled: Sequence[TiledInstruction], programs: int) -> str | None:
     """An extra output of a multi-output fusion is written by the programs of the first root:
     some tile of it reached from the first root must split it into `programs` disjoint tiles,
-    i.e. be what tiling it on its own (same schedule) would give, proven equal."""
+    i.e. be what tiling it on its own (same schedule) would give, proven equal. Returns why
+    not, or None."""
     from ..smt import equal
 
     for t in tiled:
@@ -131,9 +150,9 @@ def _check_extra_output(comp: str, name: str, dims: tuple[int, ...],
         if own.dims[0].bounds.hi + 1 != programs:
             continue
         if equal(own, t.tile_offsets_indexing).holds:
-            return
-    raise TilingError(f"{comp}: unsupported case of multi-output fusion: no tile of the extra "
-                      f"output {name} reached from the first root writes each element once")
+            return None
+    return (f"{comp}: unsupported case of multi-output fusion: no tile of the extra output "
+            f"{name} reached from the first root writes each element once")
 
 
 def _reached(module: HloModule, comp: HloComputation, start: str
@@ -197,6 +216,8 @@ class SymbolicTiling:
     contracting_dims: tuple[int, ...]
     entries: tuple[SymbolicEntry, ...]
     constraints: ConstraintExpression
+    #: values without a symbolic tile (only with `keep_untiled=True`)
+    untiled: tuple[UntiledValue, ...] = ()
 
     @property
     def num_parameters(self) -> int:
@@ -237,16 +258,28 @@ def flat_tilings(dims: Sequence[int]) -> list[tuple[int, ...]]:
     return [tuple(t) for t in itertools.product(*(candidate_tile_sizes(d) for d in dims))]
 
 
-def analyze(module: HloModule, computation: str | None = None) -> SymbolicTiling:
+def analyze(module: HloModule, computation: str | None = None, keep_untiled: bool = False
+            ) -> SymbolicTiling:
     """Symbolic tiles of every value of `computation` (default: the fused computation of the
-    entry's root fusion); TilingError names the first value without one."""
+    entry's root fusion); TilingError names the first value without one, or, with
+    `keep_untiled`, each such value is listed in `untiled` with its reason (and its
+    constraints are left out)."""
     comp = _resolve(module, computation)
     roots = [comp.root]
     if comp.root.opcode == "tuple":
         roots = [comp.instruction(n) for n in comp.root.operands]
     root = roots[0]
+    untiled: list[UntiledValue] = []
+
+    def fail(inst: HloInstruction, reason: str) -> None:
+        if not keep_untiled:
+            raise TilingError(reason)
+        untiled.append(UntiledValue(inst.name, inst.opcode, str(inst.shape), reason))
+
     if root.shape.is_tuple:
-        raise TilingError(f"{comp.name}: nested tuple roots are not yet supported")
+        fail(root, f"{comp.name}: nested tuple roots are not yet supported")
+        return SymbolicTiling(comp.name, tuple(r.name for r in roots), (), (), (),
+                              ConstraintExpression.never(), tuple(untiled))
     dims = tuple(root.shape.dims)
     pending: list[tuple[str, IndexingMap, bool]] = [(root.name, IndexingMap.identity(dims), False)]
     contracting: tuple[int, ...] = ()
@@ -262,20 +295,25 @@ def analyze(module: HloModule, computation: str | None = None) -> SymbolicTiling
         inst = comp.instruction(name)
         tile = symbolic_tile(m)
         if isinstance(tile, NoTile):
-            raise TilingError(f"{comp.name}: {inst.opcode} {name} cannot be tiled: "
-                              f"{tile.reason}")
+            fail(inst, f"{comp.name}: {inst.opcode} {name} cannot be tiled: {tile.reason}")
+            continue
         # proofs cover every tile size the root may use, not only the map's own extents
         tile = tile.with_tile_size_limits(dims + contracting if in_contraction else dims)
-        constraints = constraints & tile.constraints
+        try:
+            constraints = constraints & tile.constraints
+        except ConstraintsTooComplex as exc:
+            fail(inst, f"{comp.name}: {inst.opcode} {name} cannot be tiled: constraints too "
+                       f"complex with those of the values before it: {exc}")
+            continue
         entries.append(SymbolicEntry(name, inst.opcode, str(inst.shape), m, tile,
                                      in_contraction))
-    reached = {e.name for e in entries}
+    reached = {e.name for e in entries} | {u.name for u in untiled}
     for extra in roots[1:]:
         if extra.name not in reached:
-            raise TilingError(f"{comp.name}: unsupported case of multi-output fusion: the extra "
-                              f"output {extra.name} is not read by the first root {root.name}")
+            fail(extra, f"{comp.name}: unsupported case of multi-output fusion: the extra "
+                        f"output {extra.name} is not read by the first root {root.name}")
     return SymbolicTiling(comp.name, tuple(r.name for r in roots), dims, contracting,
-                          tuple(entries), constraints.simplified())
+                          tuple(entries), constraints.simplified(), tuple(untiled))
 
 
 def _resolve(module: HloModule, computation: str | None) -> HloComputation:
@@ -283,47 +321,33 @@ def _resolve(module: HloModule, computation: str | None) -> HloComputation:
         return module.computation(computation)
     root = module.entry.root
     if root.opcode != "fusion" or not root.called_computations:
-        raise TilingError(f"the entry's root {root.name} is not a fusion; name the computation "
-                          "to tile with --computation")
+        raise TilingError(f"{module.source}:{root.line}:{root.column}: the entry's root "
+                          f"{root.name} is not a fusion; name the computation to tile with "
+                          "--computation")
     return module.computation(root.called_computations[0])
-
-
-def _tile_entry(e: SymbolicEntry, space: tuple[int, ...], n_out: int, pid_map: IndexingMap,
-                inner_pid: IndexingMap, prove: bool, timeout_ms: int,
-                seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]],
-                tiled: list[TiledInstruction]) -> None:
-    """One value's tile at these sizes, proven, unless an equal one is there already."""
-    sizes_here = space if e.contraction else space[:n_out]
-    offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing, sizes_here)
-    t_sizes = e.tile.evaluate_sizes(sizes_here)
-    t_strides = e.tile.evaluate_strides(sizes_here)
-    key = (e.name, t_sizes, t_strides, str(offsets))
-    if key in seen:
-        return
-    seen.add(key)
-    if prove:
-        sound, exact = prove_sound(e.tile, timeout_ms), prove_exact(e.tile, timeout_ms)
-    else:
-        sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
-    tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
-                                  e.tile, sound, exact))
 
 
 def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[int],
               prove: bool = True, timeout_ms: int = 5000, check_constraints: bool = True,
-              analysis: SymbolicTiling | None = None, progress: bool = False
-              ) -> TiledComputation:
+              analysis: SymbolicTiling | None = None, keep_untiled: bool = False,
+              progress: bool = False) -> TiledComputation:
     """Tiles of every value of `computation` (default: the fused computation of the entry's root
     fusion) for the tile sizes (XLA's order: a dot root's contracting sizes, then the root's
-    output sizes). Raises TilingError when it cannot be tiled with them. `progress`: a bar of
-    the values done on stderr (`verifidx.work.Progress`)."""
-    sym = analysis if analysis is not None else analyze(module, computation)
+    output sizes). Raises TilingError when it cannot be tiled with them; with `keep_untiled`,
+    a value that gets no tile (no symbolic tile, or tile sizes that violate its constraints) is
+    listed in `untiled` with the reason instead, and the others are still tiled. `progress`:
+    a bar of the values done on stderr (`verifidx.work.Progress`)."""
+    sym = analysis if analysis is not None else analyze(module, computation, keep_untiled)
     comp = module.computation(sym.computation)
     given = tuple(tile_sizes)
+    untiled = list(sym.untiled)
+    if untiled and not sym.entries:  # nothing to tile (an unsupported root)
+        return TiledComputation(comp.name, given, sym.constraints, 0, (), sym.roots,
+                                tuple(untiled))
     space = sym.space_sizes(given)
     if any(t < 1 for t in given):
         raise TilingError(f"{comp.name}: tile sizes must be at least 1, got {list(given)}")
-    if check_constraints and not sym.satisfied_by(given):
+    if check_constraints and not keep_untiled and not sym.satisfied_by(given):
         raise TilingError(f"{comp.name}: tile sizes {list(given)} violate the tiling "
                           f"constraints: {sym.constraints.to_text()}")
     n_out = len(sym.output_dims)
@@ -331,17 +355,53 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     inner_pid = program_id_map(sym.output_dims + sym.contracting_dims, space)
     tiled: list[TiledInstruction] = []
     seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]] = set()
+    violated: set[str] = set()
     with Progress(len(sym.entries), "tile", progress) as bar:
         for e in sym.entries:
-            _tile_entry(e, space, n_out, pid_map, inner_pid, prove, timeout_ms, seen, tiled)
-            bar.advance()
+            bar.advance()  # counted when begun: the bar shows values reached
+            sizes_here = space if e.contraction else space[:n_out]
+            if check_constraints and keep_untiled and not e.tile.satisfied_by(sizes_here):
+                if e.name not in violated:
+                    violated.add(e.name)
+                    untiled.append(UntiledValue(
+                        e.name, e.opcode, e.shape, f"{comp.name}: {e.opcode} {e.name} cannot be "
+                        f"tiled with tile sizes {list(given)}: they violate its constraints "
+                        f"{e.tile.constraints.to_text()}"))
+                continue
+            offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing,
+                                   sizes_here)
+            t_sizes = e.tile.evaluate_sizes(sizes_here)
+            t_strides = e.tile.evaluate_strides(sizes_here)
+            key = (e.name, t_sizes, t_strides, str(offsets))
+            if key in seen:
+                continue
+            seen.add(key)
+            if prove:
+                # the proofs cover tile sizes up to the root's extents; larger ones (a tile that
+                # reaches past the end of a dimension) need proofs that cover them too
+                proven = e.tile
+                if any(t > b.hi for t, b in zip(sizes_here, proven.tile_size_bounds)):
+                    proven = proven.with_tile_size_limits(sizes_here)
+                sound, exact = prove_sound(proven, timeout_ms), prove_exact(proven, timeout_ms)
+            else:
+                sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
+            tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
+                                          e.tile, sound, exact))
     constraints = sym.constraints
     total = pid_map.dims[0].bounds.hi + 1
+    listed = {u.name for u in untiled}
     for extra in sym.roots[1:]:
-        dims = tuple(comp.instruction(extra).shape.dims)
-        _check_extra_output(comp.name, extra, dims, tiled, total)
-    return TiledComputation(comp.name, given, constraints, total, tuple(tiled), sym.roots)
+        inst = comp.instruction(extra)
+        if extra in listed:
+            continue
+        why = _check_extra_output(comp.name, extra, tuple(inst.shape.dims), tiled, total)
+        if why is not None:
+            if not keep_untiled:
+                raise TilingError(why)
+            untiled.append(UntiledValue(inst.name, inst.opcode, str(inst.shape), why))
+    return TiledComputation(comp.name, given, constraints, total, tuple(tiled), sym.roots,
+                            tuple(untiled))
 
 
-__all__ = ["TiledComputation", "TiledInstruction", "TilingError", "program_id_map", "propagate",
-           "tile_offsets", "add"]
+__all__ = ["TiledComputation", "TiledInstruction", "TilingError", "UntiledValue",
+           "program_id_map", "propagate", "tile_offsets", "add"]

@@ -46,7 +46,7 @@ from ..expr import (
 from ..indexing_map import IndexingMap, Var
 from ..interval import Interval
 from ..syntax import parse_expr, print_expr
-from .constraints import ConstraintExpression
+from .constraints import ConstraintExpression, ConstraintsTooComplex
 
 
 @dataclass(frozen=True)
@@ -264,9 +264,6 @@ def _if_not_one(e: Expr, then: Expr, otherwise: Expr, upper: int) -> Expr:
 
 
 def _from_sum(parts: list[_SizeStride], dim_bounds: Sequence[Interval]) -> _SizeStride:
-    cons = ConstraintExpression.always()
-    for p in parts:
-        cons = cons & p.constraints
     for p in parts:
         if not isinstance(p.stride, Const):
             raise _Fail(f"non-constant stride {p.stride} in a sum")
@@ -289,6 +286,10 @@ def _from_sum(parts: list[_SizeStride], dim_bounds: Sequence[Interval]) -> _Size
     stride: Expr = Const(0)
     for p in parts:
         stride = _if_not_one(p.size, p.stride, stride, _range_size(p.size, dim_bounds))
+    # the terms' own constraints are combined only once the sum is known to have a tile
+    cons = ConstraintExpression.always()
+    for p in parts:
+        cons = cons & p.constraints
     # sizes in row-major order must look like (1*, partial?, full*, 1*)
     shape = ConstraintExpression.never()
     n = len(parts)
@@ -342,6 +343,8 @@ def symbolic_tile(indexing: IndexingMap, simplify: bool = True) -> SymbolicTile 
     """The symbolic tile of an output-to-input map, or `NoTile` with the reason."""
     if indexing.is_undefined:
         return NoTile("the map is undefined", indexing)
+    if indexing.sizes:
+        return NoTile("symbolic tiles of maps with sizes are not yet supported", indexing)
     m = indexing.simplify(point_dims="preserve") if simplify else indexing
     if m.is_known_empty:
         return NoTile("the map is known to be empty", m)
@@ -360,13 +363,17 @@ def symbolic_tile(indexing: IndexingMap, simplify: bool = True) -> SymbolicTile 
         strided = _simplify_expr(add(r, neg(off)), m)
         try:
             ss = _extract(strided, dim_bounds, sym_bounds)
+            cons = cons & ss.constraints
         except _Fail as exc:
             return NoTile(str(exc), m)
+        except ConstraintsTooComplex as exc:
+            return NoTile(f"constraints too complex: {exc}", m)
         offsets.append(off)
         sizes.append(ss.size)
         strides.append(ss.stride)
-        cons = cons & ss.constraints
-    bounds = tile_size_bounds(m)
+    # tile sizes run up to the declared extents: simplification may narrow a dimension (a
+    # constraint on a result), and the proofs must still cover every tile size the caller may use
+    bounds = tile_size_bounds(indexing)
     return SymbolicTile(tuple(offsets), tuple(sizes), tuple(strides), bounds, m.rt_vars,
                         cons.simplified(), m, ignored_constraints=bool(m.constraints))
 

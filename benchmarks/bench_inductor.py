@@ -1,0 +1,193 @@
+"""Issue 24 benchmark: Inductor's own index simplification against verifidx's, per expression
+of a captured corpus, in the same process.
+
+For each distinct record of the log (tools/capture_inductor.py writes it; without --log the
+built-in models are compiled first): Inductor's `SizeVarAllocator._simplify_with_ranges` on
+the expression rebuilt with torch's classes (a fresh allocator each time, so its cache is
+cold) against verifidx's first sight of it (read the sympy tree, simplify with proven rules);
+divisions left by each side; every read record validated (`verifidx.validation`).
+`--compile` also times the whole compile of the built-in models (one module) with stock
+Inductor and with `verifidx.inductor.install("simplify")`.
+
+Run: .venv/bin/python benchmarks/bench_inductor.py [--log inductor.jsonl] [--compile]
+Targets (issue 24): divisions left at most Inductor's on every expression verifidx reads, at
+most a tenth of Inductor's time per expression (median), every read record proved (no unknown
+on static shapes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import fmt_us, print_table  # noqa: E402
+
+from verifidx.errors import UnsupportedError  # noqa: E402
+from verifidx.native import build  # noqa: E402
+from verifidx.sympy_bridge import count_divisions, from_sympy, parse_text  # noqa: E402
+from verifidx.validation import validate_record  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool() -> Any:
+    spec = importlib.util.spec_from_file_location("capture_inductor",
+                                                  ROOT / "tools" / "capture_inductor.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _torch_expr(node: Any, symbols: dict[str, Any]) -> Any:
+    """The parsed stand-in tree rebuilt with torch's classes and Inductor's loop symbols."""
+    import sympy
+    from torch.utils._sympy import functions as f
+
+    if node.is_Symbol:
+        return symbols.setdefault(str(node), sympy.Symbol(str(node), integer=True,
+                                                          nonnegative=True))
+    if not node.args:
+        return node
+    args = [_torch_expr(a, symbols) for a in node.args]
+    name = type(node).__name__
+    if hasattr(f, name) and name not in ("Min", "Max"):
+        return getattr(f, name)(*args)
+    return node.func(*args)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--log", help="JSON lines from tools/capture_inductor.py (default: capture)")
+    p.add_argument("--model", default="together",
+                   help="the capture tool's model to compile without --log (default: together)")
+    p.add_argument("--compile", action="store_true", help="also time whole compiles")
+    p.add_argument("--rows", type=int, default=15, help="per-expression rows to print")
+    args = p.parse_args()
+    import torch  # noqa: F401 - torch's classes for Inductor's side
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    tool = _tool()
+    if args.log:
+        lines = [ln for ln in Path(args.log).read_text().splitlines() if ln.strip()]
+    else:
+        lines = list(dict.fromkeys(json.dumps(r) for r in
+                                   tool.capture(*tool.build(args.model))))
+    if not lines:
+        raise SystemExit("error: nothing captured")
+    _warm_up(SizeVarAllocator(ShapeEnv()))
+    rows: list[tuple[str, float, float, int, int, str]] = []
+    skipped = 0
+    reasons: dict[str, int] = {}
+    ratios: list[float] = []
+    worse = 0
+    for line in lines:
+        r = json.loads(line)
+        known = set(r["var_ranges"]) | set(r["size_ranges"])
+        tree = parse_text(r["expr"], known)
+        symbols: dict[str, Any] = {}
+        texpr = _torch_expr(tree, symbols)
+        ranges = {symbols.setdefault(k, _symbol(k)): int(v) if v.isdigit() else v
+                  for k, v in r["var_ranges"].items()}
+        alloc = SizeVarAllocator(ShapeEnv())
+        start = time.perf_counter()
+        inductor_out = alloc._simplify_with_ranges(texpr, ranges)
+        t_inductor = time.perf_counter() - start
+        try:
+            start = time.perf_counter()
+            m = from_sympy(tree, r["var_ranges"], r["size_ranges"]).simplify()
+            t_verifidx = time.perf_counter() - start
+            theirs = from_sympy(parse_text(str(inductor_out), known), r["var_ranges"],
+                                r["size_ranges"])
+        except UnsupportedError as err:
+            skipped += 1
+            reasons[str(err).split(":")[0]] = reasons.get(str(err).split(":")[0], 0) + 1
+            continue
+        d_mine, d_theirs = count_divisions(m.results[0]), count_divisions(theirs.results[0])
+        worse += d_mine > d_theirs
+        v = validate_record(json.dumps({**r, "result": str(inductor_out)}))
+        ratios.append(t_verifidx / t_inductor)
+        rows.append((r["expr"], t_inductor, t_verifidx, d_theirs, d_mine, v.verdict))
+    verdicts = {k: sum(1 for row in rows if row[5] == k)
+                for k in ("proved", "refuted", "unknown", "unsupported")}
+    fewer = sum(1 for row in rows if row[4] < row[3])
+    rows.sort(key=lambda row: -row[1])
+    if not rows:
+        raise SystemExit("error: no record could be read")
+    print_table(["expression (slowest for Inductor first)", "inductor", "verifidx",
+                 "div inductor", "div verifidx", "verdict"],
+                [(e[:60], fmt_us(ti), fmt_us(tv), str(di), str(dv), verdict)
+                 for e, ti, tv, di, dv, verdict in rows[:max(1, args.rows)]])
+    med_i = statistics.median(row[1] for row in rows)
+    med_v = statistics.median(row[2] for row in rows)
+    print(f"\n{len(lines)} distinct records, {len(rows)} read, {skipped} unsupported "
+          f"{reasons}")
+    print(f"median per expression: Inductor {fmt_us(med_i)}, verifidx {fmt_us(med_v)}; "
+          f"median ratio verifidx/Inductor {statistics.median(ratios):.3f}, "
+          f"total {sum(r[2] for r in rows) / sum(r[1] for r in rows):.3f}")
+    print(f"divisions: verifidx fewer on {fewer}, equal on {len(rows) - fewer - worse}, more on "
+          f"{worse}; verdicts on Inductor's results: {verdicts}")
+    ratio = statistics.median(ratios)
+    print(f"targets: reach at least Inductor's on every read expression: "
+          f"{'met' if worse == 0 else 'NOT met'}; every read record proved: "
+          f"{'met' if verdicts['proved'] == len(rows) else 'NOT met'}; median time at most a "
+          f"tenth of Inductor's: {'met' if ratio <= 0.1 else 'NOT met'} ({ratio:.3f}, "
+          f"{build().describe()} core)")
+    if args.compile:
+        _compiles(tool)
+    ok = worse == 0 and verdicts["unknown"] == 0 and verdicts["refuted"] == 0
+    return 0 if ok else 1
+
+
+def _warm_up(alloc: Any) -> None:
+    """Once-per-process costs out of the per-expression times: verifidx loads its rule base
+    at the first simplification, Inductor its helpers at its first call."""
+    tree = parse_text("ModularIndexing(w0 + 7*w1, 1, 7) + FloorDiv(w1, 3)", {"w0", "w1"})
+    from_sympy(tree, {"w0": 7, "w1": 9}).simplify()
+    symbols: dict[str, Any] = {}
+    texpr = _torch_expr(tree, symbols)
+    alloc._simplify_with_ranges(texpr, {symbols["w0"]: 7, symbols["w1"]: 9})
+
+
+def _symbol(name: str) -> Any:
+    import sympy
+
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def _compiles(tool: Any) -> None:
+    import torch
+
+    from verifidx import inductor
+
+    times = {}
+    for mode in ("stock", "simplify", "stock again"):
+        model, inputs = tool.build("together")
+        torch._dynamo.reset()
+        if mode == "simplify":
+            stats = inductor.install("simplify")
+        start = time.perf_counter()
+        try:
+            with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
+                torch.compile(model, dynamic=False)(*inputs)
+        finally:
+            inductor.uninstall()
+        times[mode] = time.perf_counter() - start
+    print(f"whole compile of the built-in models: stock {times['stock']:.1f} s, "
+          f"simplify mode {times['simplify']:.1f} s, stock again {times['stock again']:.1f} s "
+          f"({stats.replaced} of {stats.calls} results replaced; Inductor's simplification "
+          f"{stats.inductor_seconds:.2f} s, verifidx {stats.verifidx_seconds:.2f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""`import verifidx` and each command load only what they use (issue 25): Z3, numpy and
+networkx load when a function that needs them first runs, and the seams still work then."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("z3", "numpy", "networkx", "jax")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+MAP = "(d0, d1) -> (d0 * 4 + d1 floordiv 8, d1 mod 8), domain: d0 in [0, 15], d1 in [0, 31]"
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code`."""
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300, check=True)
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def _heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY}
+
+
+def test_import_loads_only_the_values() -> None:
+    loaded = _loaded_after("import verifidx")
+    assert not _heavy(loaded)
+    assert not {"verifidx.simplifier", "verifidx.hlo", "verifidx.smt"} & loaded
+
+
+@pytest.mark.parametrize("argv", [
+    ["simplify", MAP],
+    ["map", "print", MAP],
+    ["map", "eval", MAP, "--dims", "1,2"],
+    ["indexing", str(EXAMPLES / "seed_fusion_softmax.hlo"), "--textual-dedup"],
+])
+def test_a_command_loads_only_what_it_uses(argv: list[str]) -> None:
+    loaded = _loaded_after(f"from verifidx.cli import main\nmain({argv!r})")
+    assert not _heavy(loaded), argv
+    assert not {m for m in loaded if m.startswith("verifidx.cli.")} - {
+        "verifidx.cli.common", f"verifidx.cli.{argv[0]}"}
+
+
+def test_the_solver_loads_when_asked() -> None:
+    loaded = _loaded_after("import verifidx as vx\nm = vx.parse_map('(d0) -> (d0), domain: "
+                           "d0 in [0, 3]')\nassert vx.is_empty(m).holds is False")
+    assert "z3" in loaded
+
+
+def test_seams_work_after_a_light_import() -> None:
+    code = """
+import verifidx as vx
+m = vx.parse_map("(d0) -> (d0 floordiv 1 + 0), domain: d0 in [0, 3]")
+assert str(m.simplify()) == "(d0) -> (d0), domain: d0 in [0, 3]", m.simplify()
+module = vx.parse_hlo(open(PATH).read())
+from verifidx.hlo.indexing import output_to_input
+root = module.entry.root
+r = output_to_input(root, module.entry, 0, module=module)
+assert r.maps and all(not m.is_undefined for ms in r.maps for m in ms), r
+"""
+    _loaded_after(f"PATH = {str(EXAMPLES / 'seed_fusion_chained_reshapes.hlo')!r}\n" + code)

@@ -1,0 +1,177 @@
+"""`verifidx validate`: seeded wrong simplifications refuted with counterexamples that the
+independent integer evaluator confirms, right ones proved, the output formats, exit codes and
+bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sympy")
+
+from inductor_oracle import evaluate  # noqa: E402
+
+from verifidx.cli import main  # noqa: E402
+from verifidx.errors import ParseError  # noqa: E402
+from verifidx.validation import validate_record  # noqa: E402
+
+RIGHT = [
+    ("ModularIndexing(x0, 1, 16) + 16*(x0//16)", {"x0": "64"}, "x0"),
+    ("ModularIndexing(x0 + 64*x1, 4, 16)", {"x0": "64", "x1": "300000"},
+     "(x0//4)"),
+    ("ModularIndexing(x0, 1, 64)", {"x0": "64"}, "x0"),
+    ("FloorDiv(x0 + 8*x1, 8)", {"x0": "8", "x1": "5"}, "x1"),
+    ("Min(x0, 15)", {"x0": "16"}, "x0"),
+]
+
+#: (what was seeded, expr, var_ranges, a wrong result)
+WRONG = [
+    ("dropped ModularIndexing", "ModularIndexing(x0, 1, 16) + 16*x1",
+     {"x0": "64", "x1": "4"}, "x0 + 16*x1"),
+    ("dropped ModularIndexing (large box)", "ModularIndexing(x0 + 100000*x1, 4, 16)",
+     {"x0": "100000", "x1": "100000"}, "(x0//4)"),
+    ("off-by-one divisor", "ModularIndexing(x0, 4, 16)", {"x0": "64"},
+     "ModularIndexing(x0, 5, 16)"),
+    ("off-by-one divisor (large box)", "FloorDiv(x0 + 7*x1, 7)",
+     {"x0": "7", "x1": "1000000"}, "FloorDiv(x0 + 7*x1, 8)"),
+    ("wrong range", "ModularIndexing(x0, 1, 16)", {"x0": "17"}, "x0"),
+    ("wrong range (large box)", "ModularIndexing(x0 + 17*x1, 1, 17)",
+     {"x0": "18", "x1": "100000"}, "x0"),
+]
+
+
+def _line(expr: str, ranges: dict[str, str], result: str) -> str:
+    return json.dumps({"expr": expr, "var_ranges": ranges, "result": result})
+
+
+@pytest.mark.parametrize("expr, ranges, result", RIGHT)
+def test_right_simplifications_are_proved(expr: str, ranges: dict[str, str], result: str
+                                          ) -> None:
+    v = validate_record(_line(expr, ranges, result))
+    assert v.verdict == "proved", v.reason
+    assert v.divisions["verifidx"] <= v.divisions["result"]
+
+
+@pytest.mark.parametrize("seeded, expr, ranges, result", WRONG)
+def test_seeded_wrong_simplifications_are_refuted(seeded: str, expr: str,
+                                                  ranges: dict[str, str], result: str) -> None:
+    v = validate_record(_line(expr, ranges, result))
+    assert v.verdict == "refuted", (seeded, v.reason)
+    point = v.counterexample
+    assert point is not None and set(point) == set(ranges)
+    assert all(0 <= point[k] < int(e) for k, e in ranges.items())
+    # the independent evaluator confirms both printed values, and that they differ
+    assert evaluate(expr, point) == v.expr_value
+    assert evaluate(result, point) == v.result_value
+    assert v.expr_value != v.result_value
+
+
+def test_xla_map_pairs() -> None:
+    ok = validate_record(json.dumps({
+        "input": "(d0) -> (d0 mod 16 + (d0 floordiv 16) * 16), domain: d0 in [0, 63]",
+        "output": "(d0) -> (d0), domain: d0 in [0, 63]"}))
+    assert ok.verdict == "proved" and ok.divisions == {"expr": 2, "result": 0, "verifidx": 0}
+    bad = validate_record(json.dumps({
+        "input": "(d0, d1) -> (d0 mod 16 + d1 * 4), domain: d0 in [0, 31], d1 in [0, 3]",
+        "output": "(d0, d1) -> (d0 + d1 * 4), domain: d0 in [0, 31], d1 in [0, 3]"}))
+    assert bad.verdict == "refuted"
+    d0, d1 = bad.counterexample["d0"], bad.counterexample["d1"]
+    assert bad.expr_value == [d0 % 16 + d1 * 4] and bad.result_value == [d0 + d1 * 4]
+    assert bad.expr_value != bad.result_value
+
+
+def test_too_deep_is_unsupported_or_bad_input() -> None:
+    """Deeper than maps hold: unsupported; deeper than the parser reads: a ParseError with the
+    column (never Python's RecursionError)."""
+    nested = "FloorDiv(" * 80 + "x0" + ", 2)" * 80
+    v = validate_record(json.dumps({"expr": nested, "var_ranges": {"x0": "8"}, "result": "0"}))
+    assert v.verdict == "unsupported" and "levels" in v.reason
+    deeper = "FloorDiv(" * 300 + "x0" + ", 2)" * 300
+    with pytest.raises(ParseError, match="nested deeper") as err:
+        validate_record(json.dumps({"expr": deeper, "var_ranges": {"x0": "8"}, "result": "0"}),
+                        "log", 3)
+    assert (err.value.line, err.value.column) == (3, 1 + 9 * 101)
+
+
+def test_size_symbols_are_unsupported_not_errors() -> None:
+    v = validate_record(json.dumps({"expr": "x0 + s0*x1", "var_ranges": {"x0": "8", "x1": "4"},
+                                    "size_ranges": {"s0": ["2", "int_oo"]},
+                                    "result": "x0 + s0*x1"}))
+    assert v.verdict == "unsupported"
+    assert v.reason == "size symbols not yet supported: s0*x1"
+    v = validate_record(json.dumps({"expr": "x0", "var_ranges": {"x0": "8", "x1": "s0*s53"},
+                                    "size_ranges": {"s0": ["2", "int_oo"]}, "result": "x0"}))
+    assert v.verdict == "unsupported" and "size symbols not yet supported" in v.reason
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    lines = [_line(*RIGHT[0]), _line(*WRONG[0][1:]),
+             json.dumps({"expr": "x0 + s0", "var_ranges": {"x0": "4"},
+                         "size_ranges": {"s0": ["1", "8"]}, "result": "x0 + s0"}),
+             "",
+             json.dumps({"input": "(d0) -> (d0 mod 8), domain: d0 in [0, 7]",
+                         "output": "(d0) -> (d0), domain: d0 in [0, 7]"})]
+    path = tmp_path / "inductor.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_json_format_one_record_per_line_in_order(log: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(log), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(r["line"], r["verdict"]) for r in doc["records"]] == [
+        (1, "proved"), (2, "refuted"), (3, "unsupported"), (5, "proved")]
+    assert doc["records"][1]["counterexample"] == {"x0": 16, "x1": 0} or \
+        doc["records"][1]["counterexample"]["x0"] >= 16
+    assert doc["records"][0]["counterexample"] is None
+    assert doc["summary"] == {"proved": 2, "refuted": 1, "unknown": 0, "unsupported": 1,
+                              "fewer_divisions": 0}
+
+
+def test_text_junit_github(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert f"{log}:2: refuted" in out and "counterexample: x0 = " in out
+    assert "4 records: 2 proved, 1 refuted, 0 unknown, 1 unsupported" in out
+    assert main(["validate", str(log), "--format", "junit"]) == 1
+    root = ET.fromstring(capsys.readouterr().out.split("\n", 1)[1])
+    cases = root.findall(".//testcase")
+    assert [c.get("line") for c in cases] == ["1", "2", "3", "5"]
+    assert cases[1].find("failure") is not None and cases[2].find("skipped") is not None
+    assert main(["validate", str(log), "--format", "github"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"::error file={log},line=2,")
+    assert len(lines) == 2
+
+
+def test_all_proved_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ok.jsonl"
+    path.write_text("\n".join(_line(*r) for r in RIGHT) + "\n")
+    assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.parametrize("line, where, what", [
+    ('{"expr": "x0 +* 3", "var_ranges": {"x0": "4"}, "result": "x0"}', "2:5",
+     "expr: expected an integer"),
+    ('{"expr": "x0", "var_ranges": {"x0": "4"}, "result": "Foo(x0)"}', "2:1",
+     "result: unknown function Foo"),
+    ('{"expr": "x0 + y", "var_ranges": {"x0": "4"}, "result": "x0"}', "2:6",
+     "symbol y has no range"),
+    ('{"expr": "x0", "var_ranges": {"x0": "4"}, "result": "x0"', "2:57", "expected a JSON"),
+    ('{"expr": "x0", "result": "x0"}', "2:1", "expected the field 'var_ranges'"),
+    ('{"input": "(d0) -> (d0 mod )", "output": "(d0) -> (d0)"}', "2:17", "input: expected"),
+    ('[1, 2]', "2:1", "expected a JSON object"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      line: str, where: str, what: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(_line(*RIGHT[0]) + "\n" + line + "\n")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {path}:{where}: ")
+    assert what in err

@@ -1,0 +1,128 @@
+"""`verifidx validate LOG`: prove another compiler's simplifications, or refute them.
+
+LOG holds JSON lines: sympy text as Inductor prints it (`{"expr": ..., "var_ranges": {"x0":
+"16"}, "size_ranges": {...}, "result": ...}`) or XLA map pairs (`{"input": MAP, "output":
+MAP}`). Exit 1 when a record is refuted, 3 when none is but one is unknown, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+from ..validation import PROVED, REFUTED, UNKNOWN, UNSUPPORTED, Validation, validate_record
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    Subparsers,
+    add_command,
+    github_escape,
+    read_file,
+)
+
+VERDICTS = (PROVED, REFUTED, UNKNOWN, UNSUPPORTED)
+
+
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "validate", "prove or refute another compiler's simplifications "
+                    "(Inductor sympy logs, XLA map pairs)", _run)
+    p.add_argument("log", help="JSON lines file; - for stdin")
+    p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
+    p.add_argument("--timeout-ms", type=int, default=2000,
+                   help="Z3's budget per record, after the cheap decisions (an exhausted budget "
+                        "is `unknown`, never `proved`)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    text, source = read_file(args.log)
+    rows: list[tuple[int, Validation]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            rows.append((number, validate_record(line, source, number, args.timeout_ms)))
+    if args.format == "json":
+        print(json.dumps({"records": [{"line": n, **v.to_json()} for n, v in rows],
+                          "summary": _summary(rows)}, indent=1))
+    elif args.format == "junit":
+        print(_junit(rows, source))
+    elif args.format == "github":
+        for n, v in rows:
+            if v.verdict in (REFUTED, UNKNOWN):
+                print(_github(n, v, source))
+        print(_summary_line(rows))
+    else:
+        for n, v in rows:
+            print(_text(n, v, source))
+        print(_summary_line(rows))
+    verdicts = {v.verdict for _, v in rows}
+    if REFUTED in verdicts:
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if UNKNOWN in verdicts else EXIT_OK
+
+
+def _summary(rows: list[tuple[int, Validation]]) -> dict[str, int]:
+    counts = Counter(v.verdict for _, v in rows)
+    out = {k: counts.get(k, 0) for k in VERDICTS}
+    out["fewer_divisions"] = sum(1 for _, v in rows if v.fewer_divisions)
+    return out
+
+
+def _summary_line(rows: list[tuple[int, Validation]]) -> str:
+    s = _summary(rows)
+    return (f"{len(rows)} records: " + ", ".join(f"{s[k]} {k}" for k in VERDICTS)
+            + f"; verifidx keeps fewer divisions on {s['fewer_divisions']}")
+
+
+def _point(v: Validation) -> str:
+    cex = ", ".join(f"{k} = {x}" for k, x in (v.counterexample or {}).items())
+    return f"{cex}: input gives {v.expr_value}, result gives {v.result_value}"
+
+
+def _text(n: int, v: Validation, source: str) -> str:
+    head = f"{source}:{n}: {v.verdict}"
+    lines = [head + (f" ({v.reason})" if v.reason and v.verdict != PROVED else "")]
+    if v.verdict == REFUTED:
+        lines.append(f"  counterexample: {_point(v)}")
+    if v.simplified is not None:
+        d = v.divisions
+        more = "fewer than the result" if v.fewer_divisions else "not fewer than the result"
+        lines.append(f"  verifidx: {v.simplified}  (divisions: input {d['expr']}, result "
+                     f"{d['result']}, verifidx {d['verifidx']}: {more})")
+    return "\n".join(lines)
+
+
+def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
+    """One testsuite for the log, one testcase per record: refuted is a failure, unknown and
+    unsupported are skipped with the reason."""
+    s = _summary(rows)
+    root = ET.Element("testsuites", name="verifidx validate", tests=str(len(rows)),
+                      failures=str(s[REFUTED]))
+    suite = ET.SubElement(root, "testsuite", name=source, tests=str(len(rows)),
+                          failures=str(s[REFUTED]), errors="0",
+                          skipped=str(s[UNKNOWN] + s[UNSUPPORTED]))
+    classname = os.path.splitext(os.path.basename(source))[0]
+    for n, v in rows:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=f"line {n}",
+                             file=source, line=str(n), time=f"{v.seconds:.3f}")
+        if v.verdict == REFUTED:
+            fail = ET.SubElement(case, "failure", type=REFUTED, message=v.reason)
+            fail.text = _text(n, v, source)
+        elif v.verdict in (UNKNOWN, UNSUPPORTED):
+            ET.SubElement(case, "skipped", message=f"{v.verdict}: {v.reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _github(n: int, v: Validation, source: str) -> str:
+    """A GitHub Actions workflow command on the record's line: error when refuted, warning
+    when unknown."""
+    level = "error" if v.verdict == REFUTED else "warning"
+    title = github_escape(f"verifidx: simplification {v.verdict}", prop=True)
+    body = f"{v.text}: {v.verdict}" + (f" ({v.reason})" if v.reason else "")
+    if v.verdict == REFUTED:
+        body += f"\ncounterexample: {_point(v)}"
+    return (f"::{level} file={github_escape(source, True)},line={n},title={title}::"
+            f"{github_escape(body)}")

@@ -1,0 +1,269 @@
+"""Rules applied where a size expression stands for a constant (docs/semantics.md, Sizes).
+
+A rule proven for every integer value of its constants (`c0`, `c1`, ...) holds in particular
+for the value a size expression such as `N` or `N * 4` takes at each size. So the simplifier
+may bind a size expression where a rule binds a constant, provided that
+
+- the rule's proof covers every constant (a bounded proof, `|c| <= N`, never binds a size:
+  the caller skips rules with `max_constant`), and
+- the rule's condition, with each constant replaced by what it is bound to and each
+  `lo(t)`/`hi(t)` by the bound of t's interval at the match site (itself valid for every
+  size), holds for **every** size in the sizes' intervals.
+
+The condition is decided on intervals first (three-valued: a comparison whose difference has an
+interval on one side of 0), else by a Z3 query over the sizes (`smt.for_all_sizes`, under a
+resource limit, cached by content). Anything else refuses the rule: a condition that holds for
+some sizes only is never used.
+
+The matcher here is structural (the ordinary matcher's integer coefficients do not carry size
+expressions): it proposes bindings, and the simplifier keeps a proposal only when the rule's
+left side instantiated with it is the matched term itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from ..errors import EvaluationError
+from ..expr import (
+    Add,
+    Binary,
+    CeilDiv,
+    Const,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Variable,
+    add,
+    is_size_expr,
+    mul,
+    neg,
+    summands,
+)
+from ..interval import Interval, range_of
+from ..smt import for_all_sizes
+from .model import BoolOp, Call, Compare, Condition, ConstVar, Not, TermVar, Truth
+
+Bindings = dict[Expr, Expr]
+
+
+def sized_matches(pattern: Expr, e: Expr) -> Iterator[Bindings]:
+    """Bindings under which `pattern` may describe `e` with at least one constant of the rule
+    bound to a size expression (the ordinary matcher covers the others)."""
+    for b in _match(pattern, e, {}):
+        if any(isinstance(k, ConstVar) and not isinstance(v, Const) for k, v in b.items()):
+            yield b
+
+
+def _bind(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    bound = b.get(p)
+    if bound is None:
+        yield {**b, p: e}
+    elif bound is e:
+        yield b
+
+
+def _match(p: Expr, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    if isinstance(p, TermVar):
+        yield from _bind(p, e, b)
+    elif isinstance(p, ConstVar):
+        if isinstance(e, Const) or is_size_expr(e):
+            yield from _bind(p, e, b)
+    elif isinstance(p, Const):
+        if p is e:
+            yield b
+    elif isinstance(p, Add):
+        yield from _match_sum(p, e, b)
+    elif isinstance(p, Mul):
+        yield from _match_product(p, e, b)
+    elif isinstance(p, Binary):
+        if isinstance(e, Binary) and type(p) is type(e):
+            for b1 in _match(p.lhs, e.lhs, b):
+                yield from _match(p.rhs, e.rhs, b1)
+            if isinstance(p, (Min, Max)):
+                for b1 in _match(p.lhs, e.rhs, b):
+                    yield from _match(p.rhs, e.lhs, b1)
+
+
+def _factors(e: Expr) -> list[Expr]:
+    if isinstance(e, Mul):
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def _match_product(p: Mul, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    if isinstance(e, Mul):
+        for b1 in _match(p.lhs, e.lhs, b):
+            yield from _match(p.rhs, e.rhs, b1)
+        for b1 in _match(p.lhs, e.rhs, b):
+            yield from _match(p.rhs, e.lhs, b1)
+        if isinstance(p.rhs, ConstVar):
+            # `d0 * N * 4` as x * c0 with c0 = N * 4: the factors without an index variable
+            sized = [f for f in _factors(e) if isinstance(f, Const) or is_size_expr(f)]
+            rest = [f for f in _factors(e) if not (isinstance(f, Const) or is_size_expr(f))]
+            if sized and rest and len(sized) > 1:
+                x, c = rest[0], sized[0]
+                for f in rest[1:]:
+                    x = mul(x, f)
+                for f in sized[1:]:
+                    c = mul(c, f)
+                for b1 in _match(p.rhs, c, b):
+                    yield from _match(p.lhs, x, b1)
+
+
+def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
+    """Each summand of the pattern but one bare term variable against a distinct summand of
+    `e`; that variable (if any) takes what is left."""
+    rest_vars = [t for t in p.terms if isinstance(t, TermVar) and t not in b]
+    if len(rest_vars) > 1:
+        return
+    rest = rest_vars[0] if rest_vars else None
+    fixed = [t for t in p.terms if t is not rest]
+    yield from _assign(fixed, list(summands(e)), rest, b)
+
+
+def _assign(patterns: list[Expr], terms: list[Expr], rest: Expr | None, b: Bindings
+            ) -> Iterator[Bindings]:
+    if not patterns:
+        if rest is None:
+            if not terms:
+                yield b
+        else:
+            yield from _bind(rest, add(*terms) if terms else Const(0), b)
+        return
+    first, others = patterns[0], patterns[1:]
+    for i, t in enumerate(terms):
+        for b1 in _match(first, t, b):
+            yield from _assign(others, terms[:i] + terms[i + 1:], rest, b1)
+
+
+# -- the condition, for every size ------------------------------------------------------------
+
+Formula = tuple  # ("truth", bool) | ("cmp", op, Expr, Expr) | ("not", F) | ("and"/"or", (F, ...))
+
+
+def condition_for_all_sizes(condition: Condition, env: Mapping[Expr, Expr],
+                            bounds: Mapping[Expr, Expr], sizes: Mapping[Variable, Interval]
+                            ) -> tuple[bool, str]:
+    """Whether the rule's condition holds for every size in `sizes`, with its constants bound
+    by `env` and its `lo(t)`/`hi(t)` replaced by `bounds` (integers, or expressions over the
+    sizes: bounds valid for every size); and how that was decided (for the trace). False
+    covers "fails for some size" and "could not tell"."""
+    try:
+        formula = _formula(condition, env, bounds)
+    except _Unbound as why:
+        return False, f"refused: {why}"
+    text = _formula_text(formula)
+    verdict = _interval_truth(formula, sizes)
+    if verdict is True:
+        return True, f"{text}: holds for every size (intervals)"
+    if verdict is False:
+        return False, f"{text}: refused: fails for every size (intervals)"
+    holds, how = for_all_sizes(formula, sizes)
+    if holds is True:
+        return True, f"{text}: holds for every size ({how})"
+    return False, f"{text}: refused: {how}"
+
+
+def _formula_text(f: Formula) -> str:
+    """The condition as decided, constants and bounds replaced (`N > 0 and min(63, N - 1) <
+    N`), for the trace."""
+    kind = f[0]
+    if kind == "truth":
+        return "true" if f[1] else "false"
+    if kind == "not":
+        return f"not ({_formula_text(f[1])})"
+    if kind in ("and", "or"):
+        return f" {kind} ".join(f"({_formula_text(g)})" if g[0] in ("and", "or") else
+                               _formula_text(g) for g in f[1])
+    return f"{f[2]} {f[1]} {f[3]}"
+
+
+class _Unbound(Exception):
+    """A part of the condition has no expression over the sizes (gcd of a size, ...)."""
+
+
+def _formula(cond: Condition, env: Mapping[Expr, Expr], bounds: Mapping[Expr, Expr]) -> Formula:
+    if isinstance(cond, Truth):
+        return ("truth", cond.value)
+    if isinstance(cond, Compare):
+        return ("cmp", cond.op, _term(cond.lhs, env, bounds), _term(cond.rhs, env, bounds))
+    if isinstance(cond, Not):
+        return ("not", _formula(cond.arg, env, bounds))
+    assert isinstance(cond, BoolOp)
+    return (cond.op, tuple([_formula(c, env, bounds) for c in cond.args]))
+
+
+def _term(e: Expr, env: Mapping[Expr, Expr], bounds: Mapping[Expr, Expr]) -> Expr:
+    """A condition term with the rule's constants and bounds replaced: an expression over
+    sizes and integers."""
+    if isinstance(e, ConstVar):
+        bound = env.get(e)
+        if bound is None:
+            raise _Unbound(f"{e} is not bound")
+        return bound
+    if isinstance(e, Call):
+        if e.fn in ("lo", "hi"):
+            value = bounds.get(e)
+            if value is None:
+                raise _Unbound(f"no interval for {e}")
+            return value
+        args = [_term(a, env, bounds) for a in e.args]
+        if not all(isinstance(a, Const) for a in args):
+            raise _Unbound(f"{e.fn} of a size")
+        try:
+            return Const(e.rebuild(args).evaluate({}))
+        except EvaluationError as err:
+            raise _Unbound(str(err)) from None
+    if not e.children:
+        return e
+    return e.rebuild([_term(c, env, bounds) for c in e.children])
+
+
+def _defined_everywhere(e: Expr, sizes: Mapping[Variable, Interval]) -> bool:
+    """Every division in `e` has a divisor that is nonzero (positive for `mod`) at every size."""
+    for node in e.walk():
+        if isinstance(node, (FloorDiv, CeilDiv, Mod)) and not isinstance(node.rhs, Const):
+            r = range_of(node.rhs, sizes)
+            if (r.lo < 1 if isinstance(node, Mod) else r.lo <= 0 <= r.hi):
+                return False
+    return True
+
+
+def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | None:
+    """Three-valued: True/False when the intervals decide for every size, None otherwise."""
+    kind = f[0]
+    if kind == "truth":
+        return bool(f[1])
+    if kind == "not":
+        inner = _interval_truth(f[1], sizes)
+        return None if inner is None else not inner
+    if kind in ("and", "or"):
+        parts = [_interval_truth(g, sizes) for g in f[1]]
+        decisive = kind == "or"  # a True decides an `or`, a False an `and`
+        if decisive in parts:
+            return decisive
+        return None if None in parts else not decisive
+    _, op, lhs, rhs = f
+    if not (_defined_everywhere(lhs, sizes) and _defined_everywhere(rhs, sizes)):
+        return None  # an interval skips the undefined points: Z3 requires definedness
+    try:
+        d = range_of(add(lhs, neg(rhs)), sizes)
+    except (KeyError, EvaluationError):
+        return None
+    if d.is_empty:
+        return None
+    if op == "<":
+        return True if d.hi < 0 else False if d.lo >= 0 else None
+    if op == "<=":
+        return True if d.hi <= 0 else False if d.lo > 0 else None
+    if op == ">":
+        return True if d.lo > 0 else False if d.hi <= 0 else None
+    if op == ">=":
+        return True if d.lo >= 0 else False if d.hi < 0 else None
+    if op == "==":
+        return True if d.lo == d.hi == 0 else False if 0 not in d else None
+    return False if d.lo == d.hi == 0 else True if 0 not in d else None  # !=

@@ -1,0 +1,562 @@
+"""sympy index expressions (as PyTorch Inductor writes them) to indexing maps and back.
+
+Inductor's index expressions are sympy terms over loop variables `x0 < extent` with its own
+function classes (`FloorDiv`, `ModularIndexing(x, div, mod)` = `(x // div) % mod`, ...).
+`from_sympy` reads one as a map with one result and a dimension per loop variable, and
+`to_sympy` writes a one-result map back. Functions are recognised by class *name*, so the
+classes of `torch.utils._sympy.functions` and the stand-ins `parse_text` builds (no torch
+needed: recorded logs replay anywhere) read alike. Whatever has no exact counterpart in a map
+is an `UnsupportedError` naming the subterm; nothing is approximated.
+
+Size symbols (`s0`, ...) are accepted in the signature (`size_ranges`) so that the symbolic
+sizes of issue 23 slot in; until then any term that uses one is unsupported.
+
+sympy is imported inside the functions only: it is a dependency of this module alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn
+
+from .errors import DivisorError, ParseError, UnsupportedError
+from .expr import (
+    CeilDiv,
+    Const,
+    Dim,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Variable,
+    add,
+    ceildiv,
+    floordiv,
+    maximum,
+    minimum,
+    mod,
+    mul,
+)
+from .indexing_map import IndexingMap, Var
+from .interval import Interval, range_of
+
+# sympy objects are untyped here (sympy ships no stubs we rely on)
+Sym = Any
+
+#: Inductor's function classes (torch.utils._sympy.functions) and sympy's own, by class name,
+#: with their arity. Semantics (checked against torch 2.13's source):
+#: FloorDiv/CleanDiv a // b, rounding down (CleanDiv: b divides a); CeilDiv rounds up (torch
+#: builds it as FloorDiv(a + b - 1, b)); ModularIndexing(x, d, m) (x // d) % m with C's %, and
+#: torch's Mod C's % on a nonnegative dividend (both read only where the dividend cannot be
+#: negative); PythonMod and sympy's Mod Python's % (positive divisors only); Identity(x) x
+#: (printed as plain parentheses); floor/ceiling of a rational linear term; Min/Max of any
+#: number of arguments.
+KNOWN_FUNCTIONS: dict[str, tuple[int, ...]] = {
+    "FloorDiv": (2,), "CleanDiv": (2,), "CeilDiv": (2,), "ModularIndexing": (3,),
+    "PythonMod": (2,), "Mod": (2,), "Identity": (1,), "floor": (1,), "ceiling": (1,),
+    "FloorToInt": (1,), "CeilToInt": (1,), "Min": (), "Max": (),
+}
+#: Names Inductor uses that a map cannot express (reported as unsupported, not unknown).
+INEXPRESSIBLE = frozenset({
+    "IntTrueDiv", "FloatTrueDiv", "TruncToInt", "TruncToFloat", "RoundToInt", "RoundDecimal",
+    "ToFloat", "FloatPow", "PowByNatural", "LShift", "RShift", "BitwiseFn_bitwise_and",
+    "BitwiseFn_bitwise_or", "BitwiseFn_bitwise_xor", "IsNonOverlappingAndDenseIndicator",
+    "Abs", "OpaqueUnaryFn_sqrt", "Where", "Piecewise",
+})
+
+SIZE_MESSAGE = "size symbols not yet supported"
+#: Inductor's indirect indices (`indirect0`, `tmp4`: values loaded from a tensor), which it
+#: ranges as [0, int_oo]; a map's runtime variables need finite bounds.
+RUNTIME_MESSAGE = "indirect index symbols not yet supported"
+
+
+# -- sympy to maps -------------------------------------------------------------------------------
+
+
+def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
+               size_ranges: Mapping[Any, Any] | None = None) -> IndexingMap:
+    """The map `(x0, x1, ...) -> (expr)` with `x_i in [0, extent_i - 1]`, one dimension per
+    entry of `var_ranges` (symbol or name to extent, in that order). `size_ranges` (symbol or
+    name to `(lo, hi)`) names the size symbols; terms using them raise `UnsupportedError`
+    until symbolic sizes land. A symbol in neither raises `ParseError`."""
+    names = [_name(k) for k in var_ranges]
+    dims = tuple(Var(Interval(0, _extent(n, v, size_ranges) - 1), n)
+                 for n, v in zip(names, var_ranges.values()))
+    reader = _Reader({n: Dim(i) for i, n in enumerate(names)},
+                     {_name(k) for k in (size_ranges or {})},
+                     {Dim(i): d.bounds for i, d in enumerate(dims)})
+    return IndexingMap((reader.read(expr),), dims)
+
+
+def _name(symbol: Any) -> str:
+    """A symbol's name (sympy's printer, behind str(), costs microseconds)."""
+    name = getattr(symbol, "name", None)
+    return name if isinstance(name, str) else str(symbol)
+
+
+def _extent(name: str, extent: Any, size_ranges: Mapping[Any, Any] | None) -> int:
+    if isinstance(extent, int):
+        value = extent
+    elif getattr(extent, "is_Integer", False):
+        value = int(extent)
+    else:
+        text = str(extent).strip()
+        if not text.isascii() or not text.isdigit():
+            if re.fullmatch(r"[A-Za-z_0-9*+\-() ]*[A-Za-z_][A-Za-z_0-9*+\-() ]*", text):
+                raise UnsupportedError(f"{SIZE_MESSAGE}: {text} (the extent of {name})")
+            raise ParseError(f"the extent of {name} must be a positive integer, not {text!r}")
+        value = int(text)
+    if value < 1:
+        raise UnsupportedError(f"the extent of {name} is {value}: an empty loop")
+    return value
+
+
+class _Reader:
+    """One walk over a sympy tree, building verifidx expressions."""
+
+    def __init__(self, dims: Mapping[str, Expr], sizes: set[str],
+                 bounds: dict[Variable, Interval]) -> None:
+        self.dims = dims
+        self.sizes = sizes
+        self.bounds = bounds
+        self.ranges: dict[Expr, Interval] = {}
+
+    def read(self, node: Sym, parent: Sym = None) -> Expr:
+        name = type(node).__name__
+        if node.is_Integer:
+            return Const(int(node))
+        if node.is_Symbol:
+            return self._symbol(node, parent)
+        if node.is_Rational:
+            raise UnsupportedError(f"a non-integer value: {node}")
+        if name == "Add":
+            return add(*[self.read(a, node) for a in _args(node)])
+        if name == "Mul":  # a rational coefficient is refused where it is read
+            factors = _args(node)
+            out: Expr = self.read(factors[0], node)
+            for a in factors[1:]:
+                out = mul(out, self.read(a, node))
+            return out
+        if name == "Pow":
+            base, exp = _args(node)
+            if not (exp.is_Integer and 0 <= int(exp) <= 64):
+                raise UnsupportedError(f"a power that is not a natural number up to 64: {node}")
+            if int(exp) == 0:
+                return Const(1)
+            b = self.read(base, node)
+            out = b
+            for _ in range(int(exp) - 1):
+                out = mul(out, b)
+            return out
+        return self._function(name, node)
+
+    def _symbol(self, node: Sym, parent: Sym) -> Expr:
+        key = _name(node)
+        if key in self.dims:
+            return self.dims[key]
+        if key in self.sizes:
+            where = parent if parent is not None else node
+            if re.fullmatch(r"(?:s|u|ps)[0-9]+", key):
+                raise UnsupportedError(f"{SIZE_MESSAGE}: {where}")
+            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop variable "
+                                   "or a size symbol: a value read at run time)")
+        raise ParseError(f"symbol {key} has no range (give it in var_ranges or size_ranges)",
+                         source="<sympy>")
+
+    def _function(self, name: str, node: Sym) -> Expr:
+        args = _args(node)
+        if name in INEXPRESSIBLE:
+            raise UnsupportedError(f"{name} has no counterpart in indexing maps: {node}")
+        arity = KNOWN_FUNCTIONS.get(name)
+        if arity is None:
+            raise ParseError(f"unknown function {name} in {node}", source="<sympy>")
+        if arity and len(args) not in arity:
+            raise ParseError(f"{name} takes {arity[0]} arguments, not {len(args)}: {node}",
+                             source="<sympy>")
+        if name in ("Min", "Max"):
+            if not args:
+                raise ParseError(f"{name} needs an argument", source="<sympy>")
+            op = minimum if name == "Min" else maximum
+            out = self.read(args[0], node)
+            for a in args[1:]:
+                out = op(out, self.read(a, node))
+            return out
+        if name == "Identity":
+            return self.read(args[0], node)
+        if name in ("floor", "ceiling", "FloorToInt", "CeilToInt"):
+            return self._rounded(name, node)
+        kids = [self.read(a, node) for a in args]
+        for d in kids[1:]:
+            if not isinstance(d, Const):
+                raise UnsupportedError(f"a divisor that is not an integer constant: {node}")
+        try:
+            if name in ("FloorDiv", "CleanDiv"):
+                return floordiv(kids[0], kids[1])
+            if name == "CeilDiv":
+                return ceildiv(kids[0], kids[1])
+            if name == "ModularIndexing":  # x // d >= 0 needs x >= 0 and d > 0
+                _positive(kids[1], node)
+                _positive(kids[2], node)
+                self._nonnegative(kids[0], node)
+                return mod(floordiv(kids[0], kids[1]), kids[2])
+            _positive(kids[1], node)
+            if name == "Mod":
+                self._nonnegative(kids[0], node)
+            return mod(kids[0], kids[1])
+        except DivisorError as err:
+            raise UnsupportedError(f"{err}: {node}") from None
+
+    def _nonnegative(self, dividend: Expr, node: Sym) -> None:
+        """ModularIndexing is `(x // d) % m` with C's `%`, and torch's Mod is defined for a
+        nonnegative dividend only (sympy's Mod, the same name, is Python's): read only where
+        the dividend cannot be negative, so that every meaning agrees."""
+        if range_of(dividend, self.bounds, self.ranges).lo < 0:
+            raise UnsupportedError(f"a modulus of a value that may be negative (C's and "
+                                   f"Python's % differ there): {node}")
+
+    def _rounded(self, name: str, node: Sym) -> Expr:
+        """floor(t) / ceiling(t) of a term with rational coefficients: q * t is integral for
+        the least common denominator q, and floor(t) = (q * t) floordiv q."""
+        arg = _args(node)[0]
+        terms = _args(arg) if type(arg).__name__ == "Add" else (arg,)
+        parts = [t.as_coeff_Mul() for t in terms]
+        q = 1
+        for c, _ in parts:
+            if not c.is_Rational:
+                raise UnsupportedError(f"a non-rational coefficient: {node}")
+            q = q * int(c.q) // math.gcd(q, int(c.q))
+        total = add(*[mul(Const(int(c * q)), self.read(rest, node) if not rest.is_Number
+                          else Const(int(rest)))
+                      for c, rest in parts])
+        up = name in ("ceiling", "CeilToInt")
+        return ceildiv(total, q) if up else floordiv(total, q)
+
+
+def _args(node: Sym) -> tuple[Sym, ...]:
+    """A node's arguments in stored order: sympy's `args` sorts those of a sum or product on
+    every access (microseconds each), and the order means nothing here."""
+    raw = getattr(node, "_args", None)
+    return raw if isinstance(raw, tuple) else tuple(node.args)
+
+
+def _positive(d: Expr, node: Sym) -> None:
+    if isinstance(d, Const) and d.value <= 0:
+        raise UnsupportedError(f"a divisor or modulus that is not positive: {node}")
+
+
+# -- maps to sympy -------------------------------------------------------------------------------
+
+
+def to_sympy(m: IndexingMap, symbols: Iterable[Sym] | None = None) -> Sym:
+    """The one result of `m` as a sympy expression over the dims' symbols (`symbols`, or new
+    integer, nonnegative symbols named as the dims). Uses Inductor's function classes when
+    torch is loaded already, the stand-ins otherwise; `(a floordiv d) mod m` is written
+    `ModularIndexing(a, d, m)` and another `a mod m` as `ModularIndexing(a, 1, m)` where `a`
+    cannot be negative on the map's domain, `PythonMod(a, m)` elsewhere."""
+    import sympy
+
+    if m.num_results != 1 or m.num_range_vars or m.num_rt_vars:
+        raise UnsupportedError("to_sympy writes maps with one result and dimensions only")
+    if symbols is None:
+        syms = [sympy.Symbol(v.name or f"d{i}", integer=True, nonnegative=True)
+                for i, v in enumerate(m.dims)]
+    else:
+        syms = list(symbols)
+    env: dict[Expr, Sym] = {Dim(i): s for i, s in enumerate(syms)}
+    fns = inductor_classes()
+    cache: dict[Expr, Sym] = {}
+    bounds = m.bounds
+    ranges: dict[Expr, Interval] = {}
+
+    def nonnegative(e: Expr) -> bool:
+        return range_of(e, bounds, ranges).lo >= 0
+
+    def write(e: Expr) -> Sym:
+        if e in cache:
+            return cache[e]
+        if isinstance(e, Const):
+            out = sympy.Integer(e.value)
+        elif e in env:
+            out = env[e]
+        elif isinstance(e, Mod) and isinstance(e.lhs, FloorDiv) and nonnegative(e.lhs.lhs):
+            out = fns["ModularIndexing"](write(e.lhs.lhs), write(e.lhs.rhs), write(e.rhs))
+        elif isinstance(e, Mod) and nonnegative(e.lhs):
+            out = fns["ModularIndexing"](write(e.lhs), sympy.Integer(1), write(e.rhs))
+        elif isinstance(e, Mod):  # Python's %: ModularIndexing's C % differs below zero
+            out = fns["PythonMod"](write(e.lhs), write(e.rhs))
+        elif isinstance(e, FloorDiv):
+            out = fns["FloorDiv"](write(e.lhs), write(e.rhs))
+        elif isinstance(e, CeilDiv):
+            out = fns["CeilDiv"](write(e.lhs), write(e.rhs))
+        elif isinstance(e, Mul):
+            out = write(e.lhs) * write(e.rhs)
+        elif isinstance(e, Min):
+            out = sympy.Min(write(e.lhs), write(e.rhs))
+        elif isinstance(e, Max):
+            out = sympy.Max(write(e.lhs), write(e.rhs))
+        elif type(e).__name__ == "Add":
+            out = sympy.Add(*[write(t) for t in e.children])
+        else:
+            raise UnsupportedError(f"no sympy form for {e}")
+        cache[e] = out
+        return out
+
+    return write(m.results[0])
+
+
+def inductor_classes() -> dict[str, Callable[..., Sym]]:
+    """Inductor's classes when torch is loaded (never imported here: it costs seconds), else
+    this module's unevaluated stand-ins of the same names."""
+    if "torch" in sys.modules:
+        try:
+            from torch.utils._sympy import functions as f  # type: ignore[import-not-found]
+
+            return {n: getattr(f, n) for n in ("FloorDiv", "CeilDiv", "ModularIndexing",
+                                                 "CleanDiv", "PythonMod", "Identity")}
+        except (ImportError, AttributeError):  # pragma: no cover - another torch layout
+            pass
+    return standin_classes()
+
+
+_STANDINS: dict[str, Any] = {}
+
+
+def standin_classes() -> dict[str, Any]:
+    """Unevaluated sympy functions named as Inductor's (they never rewrite themselves, so a
+    parsed expression is exactly the text)."""
+    if not _STANDINS:
+        import sympy
+
+        for name in ("FloorDiv", "CleanDiv", "CeilDiv", "ModularIndexing", "PythonMod",
+                     "Identity", "FloorToInt", "CeilToInt", *sorted(INEXPRESSIBLE)):
+            _STANDINS[name] = type(name, (sympy.Function,), {"is_integer": True})
+    return _STANDINS
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+#: Deeper text is refused by the parser (Python's recursion would give out near 160; maps hold
+#: expressions up to verifidx.expr.MAX_DEPTH = 64 levels anyway).
+MAX_NESTING = 100
+
+_TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
+                    r"|(?P<op>\*\*|//|[-+*/%(),]))")
+
+
+class _Parser:
+    """Recursive descent over Python's expression grammar (the subset Inductor prints),
+    building sympy terms literally (functions unevaluated); errors carry the column."""
+
+    def __init__(self, text: str, known: set[str] | None, source: str, line: int) -> None:
+        self.text, self.known, self.source, self.line = text, known, source, line
+        self.tokens: list[tuple[str, str, int]] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                col = pos + len(text[pos:]) - len(text[pos:].lstrip())
+                self.fail("an integer, a name, an operator or a parenthesis", col)
+            kind = m.lastgroup or "op"
+            self.tokens.append((kind, m.group(kind), m.start(kind)))
+            pos = m.end()
+        self.tokens.append(("end", "", len(text)))
+        self.i = 0
+        self.depth = 0
+
+    def fail(self, expected: str, offset: int | None = None) -> NoReturn:
+        col = self.tokens[self.i][2] if offset is None else offset
+        raise ParseError(f"expected {expected} in the expression {self.text!r}", self.line,
+                         col + 1, self.source)
+
+    def peek(self) -> tuple[str, str, int]:
+        return self.tokens[self.i]
+
+    def take(self, op: str) -> bool:
+        if self.tokens[self.i][1] == op and self.tokens[self.i][0] == "op":
+            self.i += 1
+            return True
+        return False
+
+    def parse(self) -> Sym:
+        e = self.sum()
+        if self.peek()[0] != "end":
+            self.fail("an operator or the end")
+        return e
+
+    def sum(self) -> Sym:
+        e = self.product()
+        while True:
+            if self.take("+"):
+                e = e + self.product()
+            elif self.take("-"):
+                e = e - self.product()
+            else:
+                return e
+
+    def product(self) -> Sym:
+        e = self.unary()
+        while True:
+            if self.take("*"):
+                e = e * self.unary()
+            elif self.take("//"):
+                e = standin_classes()["FloorDiv"](e, self.unary())
+            elif self.take("/"):
+                e = e / self.unary()
+            elif self.take("%"):  # Python's %, whatever the sign
+                e = standin_classes()["PythonMod"](e, self.unary())
+            else:
+                return e
+
+    def unary(self) -> Sym:
+        if self.take("-"):
+            return -self.unary()
+        if self.take("+"):
+            return self.unary()
+        return self.power()
+
+    def power(self) -> Sym:
+        import sympy
+
+        base = self.atom()
+        if self.take("**"):
+            return sympy.Pow(base, self.unary())
+        return base
+
+    def atom(self) -> Sym:
+        import sympy
+
+        kind, text, offset = self.peek()
+        if self.depth > MAX_NESTING:
+            raise ParseError(f"nested deeper than {MAX_NESTING} parentheses or calls",
+                             self.line, offset + 1, self.source)
+        if kind == "int":
+            self.i += 1
+            return sympy.Integer(int(text))
+        if kind == "op" and text == "(":
+            self.i += 1
+            self.depth += 1
+            e = self.sum()
+            self.depth -= 1
+            if not self.take(")"):
+                self.fail("')'")
+            return e
+        if kind != "name":
+            self.fail("an integer, a name or '('")
+        self.i += 1
+        if self.take("("):
+            self.depth += 1
+            args = [self.sum()]
+            while self.take(","):
+                args.append(self.sum())
+            self.depth -= 1
+            if not self.take(")"):
+                self.fail("',' or ')'")
+            return self.call(text, args, offset)
+        if text in ("oo", "int_oo"):
+            self.fail("a finite term", offset)
+        if self.known is not None and text not in self.known:
+            raise ParseError(f"symbol {text} has no range (give it in var_ranges or "
+                             "size_ranges)", self.line, offset + 1, self.source)
+        return sympy.Symbol(text, integer=True)
+
+    def call(self, name: str, args: list[Sym], offset: int) -> Sym:
+        import sympy
+
+        arity = KNOWN_FUNCTIONS.get(name)
+        if arity is None and name not in INEXPRESSIBLE:
+            raise ParseError(f"unknown function {name} (known: "
+                             f"{', '.join(sorted(KNOWN_FUNCTIONS))})", self.line, offset + 1,
+                             self.source)
+        if arity and len(args) not in arity:
+            raise ParseError(f"{name} takes {arity[0]} arguments, not {len(args)}", self.line,
+                             offset + 1, self.source)
+        builtin = {"floor": sympy.floor, "ceiling": sympy.ceiling, "Mod": sympy.Mod,
+                   "Min": sympy.Min, "Max": sympy.Max}.get(name)
+        if builtin is not None:
+            if not args:
+                raise ParseError(f"{name} needs an argument", self.line, offset + 1, self.source)
+            return builtin(*args, evaluate=False)
+        return standin_classes()[name](*args)
+
+
+def parse_text(text: str, known: set[str] | None = None, source: str = "<string>",
+               line: int = 1) -> Sym:
+    """A sympy expression from the text Inductor prints (`str(expr)`), without torch: the
+    function names of KNOWN_FUNCTIONS and INEXPRESSIBLE, `+ - * / // % **`, integers and
+    symbols (with `known`, every symbol must be in it). Never `eval`s the text."""
+    return _Parser(text, known, source, line).parse()
+
+
+def count_divisions(e: Expr) -> int:
+    """floordiv, ceildiv and mod nodes: what simplification should remove."""
+    seen: set[Expr] = set()
+    n = 0
+    for node in e.walk():
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, (FloorDiv, CeilDiv, Mod)):
+            n += 1
+    return n
+
+
+def evaluate_sympy(node: Sym, env: Mapping[str, int]) -> int:
+    """Plain integer evaluation of a sympy index expression by function name (Python's
+    `//` and `%`): the re-evaluation of a counterexample, independent of the map reader."""
+    name = type(node).__name__
+    if node.is_Integer:
+        return int(node)
+    if node.is_Symbol:
+        return env[str(node)]
+    if node.is_Rational:
+        raise UnsupportedError(f"a non-integer value: {node}")
+    if name in ("floor", "ceiling", "FloorToInt", "CeilToInt"):
+        from fractions import Fraction
+
+        v = _rational(node.args[0], env, Fraction)
+        return math.floor(v) if name in ("floor", "FloorToInt") else math.ceil(v)
+    vals = [evaluate_sympy(a, env) for a in node.args]
+    if name == "Add":
+        return sum(vals)
+    if name == "Mul":
+        out = 1
+        for v in vals:
+            out *= v
+        return out
+    if name == "Pow":
+        return int(vals[0] ** vals[1])
+    ops: dict[str, Callable[[list[int]], int]] = {
+        "FloorDiv": lambda a: a[0] // a[1], "CleanDiv": lambda a: a[0] // a[1],
+        "CeilDiv": lambda a: -(-a[0] // a[1]), "ModularIndexing": lambda a: (a[0] // a[1]) % a[2],
+        "PythonMod": lambda a: a[0] % a[1], "Mod": lambda a: a[0] % a[1],
+        "Identity": lambda a: a[0], "Min": min, "Max": max}
+    if name not in ops:
+        raise UnsupportedError(f"cannot evaluate {name}")
+    if name in ("ModularIndexing", "Mod") and vals[0] < 0:
+        raise UnsupportedError(f"{name} of a negative value (C's and Python's % differ)")
+    return ops[name](vals)
+
+
+def _rational(node: Sym, env: Mapping[str, int], fraction: Any) -> Any:
+    name = type(node).__name__
+    if node.is_Rational:
+        return fraction(int(node.p), int(node.q))
+    if name == "Add":
+        return sum((_rational(a, env, fraction) for a in node.args), fraction(0))
+    if name == "Mul":
+        out = fraction(1)
+        for a in node.args:
+            out *= _rational(a, env, fraction)
+        return out
+    return fraction(evaluate_sympy(node, env))
+
+
+__all__ = ["KNOWN_FUNCTIONS", "count_divisions", "evaluate_sympy", "from_sympy",
+           "inductor_classes", "parse_text", "to_sympy"]

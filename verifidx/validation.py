@@ -1,0 +1,250 @@
+"""Checking another compiler's simplification: is `result` equal to `expr` over the ranges?
+
+One record of a log is either sympy text as Inductor prints it (`expr`, `var_ranges`,
+optional `size_ranges`, `result`) or a pair of XLA maps (`input`, `output`). The verdict is
+`proved` only from a decision procedure (`verifidx.equality.equal`: canonical identity,
+exhaustive enumeration of a small box, the proven simplifier, Z3), `refuted` only with a
+counterexample that plain integer arithmetic reproduces, `unknown` when neither, and
+`unsupported` (with the reason) when a term has no counterpart in the map language. Beside the
+verdict: verifidx's own proven simplification of the input and the divisions each side keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .equality import equal
+from .errors import DepthError, EvaluationError, ParseError, UnsupportedError
+from .indexing_map import IndexingMap
+from .sympy_bridge import (
+    count_divisions,
+    evaluate_sympy,
+    from_sympy,
+    parse_text,
+    to_sympy,
+)
+from .syntax import parse_map
+
+PROVED, REFUTED, UNKNOWN, UNSUPPORTED = "proved", "refuted", "unknown", "unsupported"
+
+#: Z3's share of one record (the cheap decisions come first and usually settle it).
+TIMEOUT_MS = 2000
+
+
+@dataclass
+class Validation:
+    """What `validate_*` found for one record. `divisions` counts floordiv/ceildiv/mod in
+    verifidx's reading of the input, of the other compiler's result and of verifidx's
+    simplification; `fewer_divisions` says whether verifidx's keeps fewer than the result."""
+
+    verdict: str
+    reason: str = ""
+    counterexample: dict[str, int] | None = None
+    expr_value: object = None
+    result_value: object = None
+    simplified: str | None = None
+    divisions: dict[str, int] = field(default_factory=dict)
+    fewer_divisions: bool | None = None
+    seconds: float = 0.0
+    kind: str = "sympy"
+    text: str = ""  # the input as given (for reports)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "input": self.text, "verdict": self.verdict,
+                "reason": self.reason, "counterexample": self.counterexample,
+                "expr_value": self.expr_value, "result_value": self.result_value,
+                "simplified": self.simplified, "divisions": self.divisions,
+                "fewer_divisions": self.fewer_divisions, "seconds": round(self.seconds, 6)}
+
+
+# -- sympy records -------------------------------------------------------------------------------
+
+
+def validate_sympy(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
+                   size_ranges: Mapping[Any, Any] | None = None,
+                   timeout_ms: int = TIMEOUT_MS) -> Validation:
+    """`result == expr` for every loop variable `0 <= x < extent` (sympy expressions; size
+    symbols, until issue 23 lands, make the record `unsupported`)."""
+    start = time.perf_counter()
+    try:
+        f = from_sympy(expr, var_ranges, size_ranges)
+        g = from_sympy(result, var_ranges, size_ranges)
+    except (UnsupportedError, EvaluationError, DepthError) as err:  # beyond maps, not bad input
+        return Validation(UNSUPPORTED, str(err), text=str(expr),
+                          seconds=time.perf_counter() - start)
+    out = _compare(f, g, timeout_ms)
+    out.text = str(expr)
+    if out.verdict == REFUTED:
+        _reevaluate(out, expr, result, var_ranges)
+    simplified = f.simplify()
+    try:
+        out.simplified = str(to_sympy(simplified))
+    except UnsupportedError:
+        out.simplified = str(simplified)
+    _count(out, f, g, simplified)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any, Any]) -> None:
+    """The counterexample, evaluated on both sympy trees with Python integers; a point that
+    does not reproduce (or lies outside the ranges) turns the verdict to unknown."""
+    point = out.counterexample or {}
+    names = [str(k) for k in var_ranges]
+    extents = [int(str(v)) for v in var_ranges.values()]
+    if set(point) != set(names) or any(not 0 <= point[n] < e for n, e in zip(names, extents)):
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} is not a loop point"
+        out.counterexample = None
+        return
+    try:
+        a, b = evaluate_sympy(expr, point), evaluate_sympy(result, point)
+    except (UnsupportedError, ZeroDivisionError) as err:
+        out.verdict, out.reason = UNKNOWN, f"the counterexample does not evaluate: {err}"
+        return
+    if a == b:
+        out.verdict = UNKNOWN
+        out.reason = f"the counterexample {point} did not reproduce (both give {a})"
+        out.counterexample = None
+        return
+    out.counterexample = {n: point[n] for n in names}
+    out.expr_value, out.result_value = a, b
+
+
+# -- XLA map pairs -------------------------------------------------------------------------------
+
+
+def validate_maps(f: IndexingMap, g: IndexingMap, timeout_ms: int = TIMEOUT_MS) -> Validation:
+    """`g` (another simplifier's output) denotes the same relation as `f` (its input)."""
+    start = time.perf_counter()
+    out = _compare(f, g, timeout_ms)
+    out.kind, out.text = "map", str(f)
+    if out.verdict == REFUTED and not (f.num_range_vars or f.num_rt_vars or g.num_range_vars
+                                       or g.num_rt_vars):
+        _reevaluate_maps(out, f, g)
+    simplified = f.simplify()
+    out.simplified = str(simplified)
+    _count(out, f, g, simplified)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
+    """Maps of dimensions only: the point is inside one domain, and the other map is outside
+    its domain there or gives another value (the solver path re-checks maps with range
+    variables itself)."""
+    from .syntax import variable_names
+
+    names = variable_names(f)
+    point = out.counterexample or {}
+    try:
+        dims = [point[names[v]] for v in f.variables]
+    except KeyError:
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no dimensions"
+        return
+
+    def value(m: IndexingMap) -> tuple[int, ...] | None:
+        if len(dims) != m.num_dims or not all(x in i.bounds for x, i in zip(dims, m.dims)):
+            return None
+        try:
+            return m.evaluate(dims) if m.constraints_satisfied(dims) else None
+        except EvaluationError:
+            return None
+
+    a, b = value(f), value(g)
+    if a == b:
+        out.verdict = UNKNOWN
+        out.reason = f"the counterexample {point} did not reproduce"
+        out.counterexample = None
+        return
+    out.expr_value = list(a) if a is not None else None
+    out.result_value = list(b) if b is not None else None
+
+
+# -- shared --------------------------------------------------------------------------------------
+
+
+def _compare(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation:
+    v = equal(f, g, timeout_ms)
+    if v.holds is True:
+        return Validation(PROVED, v.message)
+    if v.holds is False:
+        return Validation(REFUTED, v.message, counterexample=dict(v.counterexample or {}),
+                          expr_value=v.lhs_value, result_value=v.rhs_value)
+    return Validation(UNKNOWN, v.message or "undecided")
+
+
+def _count(out: Validation, f: IndexingMap, g: IndexingMap, simplified: IndexingMap) -> None:
+    def divisions(m: IndexingMap) -> int:
+        return sum(count_divisions(r) for r in m.results) + sum(
+            count_divisions(c) for c in m.constraints)
+
+    out.divisions = {"expr": divisions(f), "result": divisions(g),
+                     "verifidx": divisions(simplified)}
+    out.fewer_divisions = out.divisions["verifidx"] < out.divisions["result"]
+
+
+# -- log records ---------------------------------------------------------------------------------
+
+
+def validate_record(line_text: str, source: str = "<string>", line: int = 1,
+                    timeout_ms: int = TIMEOUT_MS) -> Validation:
+    """One JSON line of a log. Malformed JSON, a missing field, malformed expression text, an
+    unknown function or a symbol without a range raise ParseError (line of the log; column in
+    the JSON text, or in the expression's text for the expression's own errors)."""
+    try:
+        record = json.loads(line_text)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"expected a JSON object ({err.msg})", line, err.colno, source) from None
+    if not isinstance(record, dict):
+        raise ParseError("expected a JSON object", line, 1, source)
+    if "input" in record or "output" in record:
+        f = _map(record, "input", source, line)
+        g = _map(record, "output", source, line)
+        out = validate_maps(f, g, timeout_ms)
+        out.text = record["input"]
+        return out
+    for key in ("expr", "var_ranges", "result"):
+        if key not in record:
+            raise ParseError(f"expected the field {key!r} (or 'input' and 'output' maps)", line,
+                             1, source)
+    var_ranges = record["var_ranges"]
+    size_ranges = record.get("size_ranges") or {}
+    if not isinstance(var_ranges, dict) or not isinstance(size_ranges, dict):
+        raise ParseError("expected var_ranges and size_ranges as JSON objects", line, 1, source)
+    for name, extent in var_ranges.items():
+        if not isinstance(extent, (str, int)) or isinstance(extent, bool):
+            raise ParseError(f"expected the extent of {name} as a string or an integer", line,
+                             1, source)
+    known = {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
+    exprs = []
+    for key in ("expr", "result"):
+        if not isinstance(record[key], str):
+            raise ParseError(f"expected {key} as a string of sympy text", line, 1, source)
+        try:
+            exprs.append(parse_text(record[key], known, source, line))
+        except ParseError as err:
+            raise ParseError(f"{key}: {err.message}", err.line, err.column, source) from None
+    try:
+        out = validate_sympy(exprs[0], exprs[1], var_ranges, size_ranges, timeout_ms)
+    except ParseError as err:  # an extent that is not a number
+        raise ParseError(err.message, line, 1, source) from None
+    out.text = record["expr"]
+    return out
+
+
+def _map(record: dict[str, Any], key: str, source: str, line: int) -> IndexingMap:
+    text = record.get(key)
+    if not isinstance(text, str):
+        raise ParseError(f"expected {key!r} as XLA map text", line, 1, source)
+    try:
+        return parse_map(text, source)
+    except ParseError as err:
+        raise ParseError(f"{key}: {err.message}", line, err.column, source) from None
+
+
+__all__ = ["PROVED", "REFUTED", "UNKNOWN", "UNSUPPORTED", "Validation", "validate_maps",
+           "validate_record", "validate_sympy"]
