@@ -32,7 +32,9 @@ from verifidx.batch import file_key, index_item, options_of
 from verifidx.rules.items import prove_item, recheck_item, rule_item
 from verifidx.rules.parser import default_rule_dir
 from verifidx.rules.prover import PROVED, ProverConfig, recheck_query_for
+from verifidx.rules.results import budgeted
 from verifidx.rules.store import load_files, result_from_entry
+from verifidx.smt_terms import safety_net_ms
 from verifidx.work import Engine, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,8 +86,10 @@ def rule_items(limit: int | None) -> tuple[list[str], list[str]]:
             seed = entry.get("seed", 0)
             q = recheck_query_for(r, res.strategy, res.strength, seed if isinstance(seed, int)
                                   else -1)
-            if q is not None:
-                check.append(json.dumps({"query": q, "timeout_ms": config.timeout_ms}))
+            rlimit = entry.get("rlimit")
+            if q is not None and isinstance(rlimit, int):  # what `check` runs: the budget too
+                net = safety_net_ms(rlimit * q.count("(check-sat"))
+                check.append(json.dumps({"query": budgeted(q, rlimit), "timeout_ms": net}))
     return prove, check
 
 
