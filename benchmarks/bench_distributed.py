@@ -177,10 +177,10 @@ def main() -> None:
     print(f"  2,000-rule base, this base's proof times repeated (mean "
           f"{statistics.mean(per_rule):.2f}s, longest {max(per_rule):.1f}s), "
           f"{over * 1e3:.0f} ms overhead per item:")
-    print(f"    1 process: {sum(base2000) / 60:.0f} min")
+    print(f"    1 process: {sum(base2000) / 60:.1f} min")
     for w in (16, 64):
         print(f"    {w} workers: {makespan(base2000, w, over) / 60:.1f} min "
-              f"(no better than the longest rule, {max(per_rule):.0f}s)")
+              f"(no better than the longest rule, {max(per_rule):.1f}s)")
     if args.subst_groups:
         per_group, g2, g3 = subst_sample(args.subst_groups)
         mean = statistics.mean(per_group)
