@@ -135,7 +135,7 @@ def _run_prove(args: argparse.Namespace) -> int:
         return _explain(args.explain, [r for rf in files for r in rf.rules], args.format)
     if not any(rf.rules for rf in files):
         raise UsageError("no rules found")
-    text = args.format == "text"
+    readable = args.format == "text"
     suggestions: dict[int, str] = {}
     printed: list[ProofResult] = []
 
@@ -144,7 +144,7 @@ def _run_prove(args: argparse.Namespace) -> int:
         if args.suggest and res.verdict == REFUTED and res.rule is not None:
             print(f"searching side conditions for {res.name}...", file=sys.stderr)
             suggestions[len(printed)] = suggest(res.rule, config).text
-        if text:
+        if readable:
             echo(result_text(res, gate_failure(res, res.rule)))  # type: ignore[arg-type]
             if len(printed) in suggestions:
                 echo(f"    suggestion: {suggestions[len(printed)]}")
