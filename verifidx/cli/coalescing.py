@@ -1,6 +1,7 @@
 """`verifidx coalescing FILE.hlo`: whether each fusion operand's reads coalesce.
 
     verifidx coalescing module.hlo [--json] [--warp-size 32] [--transaction-bytes 128] [--unroll 1]
+    verifidx coalescing --batch DIR|FILE|@LIST ... -o OUT.jsonl [--workers N]
 
 docs/tiling.md has the JSON contract and the thread order used. The module is validated as
 `verifidx indexing` validates it (`common.read_hlo`).
@@ -11,20 +12,33 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..batch import coalescing_options
 from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
-from .common import Subparsers, UsageError, add_command, add_opcode_option, read_file, read_hlo
+from .common import (
+    Subparsers,
+    UsageError,
+    add_batch_flags,
+    add_command,
+    add_opcode_option,
+    engine,
+    read_file,
+    read_hlo,
+    run_batch,
+)
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "coalescing", "whether each fusion operand's reads coalesce "
                                        "(loop-emitter thread order)", _run)
-    p.add_argument("hlo", help="an HLO module file")
+    p.add_argument("hlo", nargs="+", metavar="FILE",
+                   help="an HLO module file (with --batch: files, directories, @LIST)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--warp-size", type=int, default=WARP_SIZE)
     p.add_argument("--transaction-bytes", type=int, default=TRANSACTION_BYTES)
     p.add_argument("--unroll", type=int, default=1,
                    help="output elements per thread in the loop emitter's order")
     add_opcode_option(p)
+    add_batch_flags(p)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -32,7 +46,13 @@ def _run(args: argparse.Namespace) -> int:
                     ("--transaction-bytes", args.transaction_bytes), ("--unroll", args.unroll)):
         if v < 1:
             raise UsageError(f"{name} must be at least 1, got {v}")
-    text, source = read_file(args.hlo)
+    if args.batch:
+        return run_batch(args, args.hlo, coalescing_options(
+            args.warp_size, args.transaction_bytes, args.unroll, args.allow_unknown_opcodes))
+    if len(args.hlo) != 1 or args.output:
+        raise UsageError("give one FILE, or --batch (with --output) to analyse several")
+    engine(args)  # a usage check only: one module is one item, analysed here
+    text, source = read_file(args.hlo[0])
     module = read_hlo(text, source, args.allow_unknown_opcodes)
     results = coalescing(module, args.warp_size, args.transaction_bytes,
                          loop_thread_order(args.unroll))

@@ -7,18 +7,23 @@ code; `verifidx.cli.main` is the one place that turns errors into `error: ...` l
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..batch import expand, file_key, index_item, read_records, summarize, unknown_record
 from ..errors import ParseError, VerifidxError
 from ..hlo.module import HloModule
 from ..hlo.opcodes import check_opcodes
 from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
 from ..syntax import parse_map
+from ..work import Engine, Progress, engine_for, run, show_progress
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check, proof or comparison failed
@@ -163,3 +168,130 @@ def read_hlo(text: str, source: str, allow_unknown_opcodes: bool = False) -> Hlo
     if not allow_unknown_opcodes:
         check_opcodes(module, text, source)
     return module
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Where independent work items run (`verifidx.work`): in this process by default."""
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="run the work items on a local Dask cluster of N worker processes "
+                        "(needs verifidx[distributed])")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the work items on the Dask scheduler at ADDRESS (default: "
+                        "$DASK_SCHEDULER_ADDRESS when set; needs verifidx[distributed])")
+
+
+def engine(args: argparse.Namespace) -> Engine:
+    return engine_for(getattr(args, "workers", None), getattr(args, "scheduler", None))
+
+
+def add_batch_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", action="store_true",
+                   help="every FILE (directories: their *.hlo, *.mlir, *.stablehlo; @LIST: the "
+                        "paths in LIST): one JSON Lines record per file in --output, a summary "
+                        "on stdout; a rerun reuses the records that are current")
+    p.add_argument("-o", "--output", metavar="OUT.jsonl",
+                   help="--batch: where the records go (only a file an earlier --batch run "
+                        "wrote is ever replaced)")
+    add_engine_flags(p)
+
+
+# -- --batch: many files, one record each (verifidx.batch) --------------------------------
+
+
+def run_batch(args: argparse.Namespace, paths: list[str], options: dict[str, object]) -> int:
+    """Every file's record, in the order of the files, whatever ran where; the records already
+    in --output (or in its `.partial` file, from an interrupted run) that are current are kept."""
+    if not args.output:
+        raise UsageError("--batch needs --output OUT.jsonl (where the records go)")
+    where = engine(args)
+    files = expand(paths)
+    if not files:
+        raise UsageError("no module files found")
+    out = Path(args.output)
+    partial = out.with_name(out.name + ".partial")
+    if out.resolve() in {Path(f).resolve() for f in files}:
+        raise UsageError(f"--output {out} is one of the input files")
+    known: dict[str, str] = {}
+    for path in (out, partial):
+        found = read_records(path)
+        if found is None:
+            raise UsageError(f"{path} exists and is not verifidx --batch output; choose "
+                             "another --output or remove it")
+        known.update(found)
+    start = time.perf_counter()
+    lines: list[str | None] = []
+    todo: list[tuple[int, str, str]] = []  # (position, file, key) of the items to run
+    items: list[str] = []
+    reused = 0
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError as err:
+            lines.append(json.dumps({"file": f, "key": None, "status": "error", "error": {
+                "message": f"cannot read: {err.strerror}", "line": None, "column": None}},
+                separators=(",", ":")))
+            continue
+        key = file_key(data, options)
+        cached = known.get(key)
+        if cached is not None and json.loads(cached)["file"] == f:
+            lines.append(cached)
+            reused += 1
+            continue
+        try:
+            text = decode_utf8(data, f)
+        except ParseError as err:
+            lines.append(json.dumps({"file": f, "key": key, "status": "error", "error": {
+                "message": err.message, "line": err.line, "column": err.column}},
+                separators=(",", ":")))
+            continue
+        todo.append((len(lines), f, key))
+        items.append(json.dumps({"file": f, "key": key, "text": text, "options": options}))
+        lines.append(None)
+    text_out = not args.json
+    with Progress(len(items), str(options["kind"]), show_progress("text" if text_out else "json")
+                  ) as bar, open(partial, "a", encoding="utf-8") as log:
+        for outcome in run(index_item, items, where, bar):
+            position, f, key = todo[outcome.index]
+            line = outcome.text if outcome.text is not None else \
+                unknown_record(f, key, outcome.error or "no answer")
+            lines[position] = line
+            log.write(line + "\n")
+            log.flush()
+            if text_out:
+                bar.echo(_record_line(json.loads(line)))
+    done = [ln for ln in lines if ln is not None]
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(ln + "\n" for ln in done), encoding="utf-8")
+    os.replace(tmp, out)
+    partial.unlink()
+    summary = summarize(done, time.perf_counter() - start, reused)
+    summary["output"] = str(out)
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        unknown = ", ".join(f"{op} {n}" for op, n in summary["unknown_indexing"].items())
+        print(f"{summary['files']} files: {summary['ok']} done, {summary['error']} "
+              f"errors, {summary['unknown']} unknown ({reused} reused); {summary['ops']} ops; "
+              + (f"unknown indexing: {unknown or 'none'}; " if options["kind"] == "indexing"
+                 else "") + f"{summary['seconds']:.1f}s; records in "
+              f"{out}")
+    if summary["unknown"]:
+        return EXIT_UNKNOWN
+    return EXIT_FAILED if summary["error"] else EXIT_OK
+
+
+def _record_line(rec: dict[str, Any]) -> str:
+    if rec["status"] == "ok" and "fusions" in rec:
+        operands = [o for f in rec["fusions"] for o in f["operands"]]
+        slow = sum(1 for o in operands if not o["coalesced"])
+        return (f"{rec['file']}: {len(rec['fusions'])} fusions, {slow} of {len(operands)} "
+                f"operands not coalesced")
+    if rec["status"] == "ok":
+        unknown = sum(rec["unknown_indexing"].values())
+        return f"{rec['file']}: {rec['ops']} ops, {unknown} with unknown indexing"
+    if rec["status"] == "error":
+        err = rec["error"]
+        place = f":{err['line']}:{err['column']}" if err["line"] is not None else ""
+        return f"{rec['file']}{place}: error: {err['message']}"
+    return f"{rec['file']}: unknown: {rec['reason']}"

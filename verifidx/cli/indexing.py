@@ -19,6 +19,11 @@ import re
 import sys
 from typing import Any
 
+from ..batch import computation_json as _computation_json
+from ..batch import operand_json as _operand_json
+from ..batch import (
+    options_of,
+)
 from ..computation_maps import (
     ComputationIndexing,
     computation_indexing,
@@ -28,17 +33,28 @@ from ..computation_maps import (
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..hlo.opcodes import check_opcodes
-from ..hlo.runtime import OperandIndexing
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
-from ..syntax import print_map
-from .common import Subparsers, UsageError, add_command, read_file
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    Subparsers,
+    UsageError,
+    add_batch_flags,
+    add_command,
+    engine,
+    read_file,
+    run_batch,
+)
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "indexing",
                     "indexing maps of an HLO module: per computation, or per instruction", _run)
-    p.add_argument("file", help="HLO or StableHLO (MLIR) module text (XLA dump, JAX "
-                                ".as_text(), jax.export); - for stdin")
+    p.add_argument("file", nargs="+", metavar="FILE",
+                   help="HLO or StableHLO (MLIR) module text (XLA dump, JAX .as_text(), "
+                        "jax.export); - for stdin. With --batch: files, directories (their "
+                        "*.hlo, *.mlir, *.stablehlo) and @LIST files of paths")
     p.add_argument("--instruction", metavar="NAME", help="only this instruction's per-op maps")
     p.add_argument("--computation", metavar="NAME", help="only this computation")
     p.add_argument("--direction", choices=("out2in", "in2out"), default="out2in",
@@ -55,47 +71,10 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
+    add_batch_flags(p)
 
 
 # -- JSON --------------------------------------------------------------------------------------
-
-
-def _map_text(m: OperandIndexing) -> str:
-    return print_map(m.map)
-
-
-def _operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {"maps": [_map_text(m) for m in maps]}
-    if any(m.runtime for m in maps):
-        out["runtime_variables"] = [
-            [{"rt": f"rt{k}", "source": rv.label, "instruction": rv.source.name,
-              "map": print_map(rv.map)} for k, rv in enumerate(m.runtime)]
-            for m in maps
-        ]
-    if any(m.replica is not None for m in maps):
-        out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
-    if any(m.is_undefined for m in maps):
-        out["reasons"] = [("; ".join(m.notes) or "no reason recorded") if m.is_undefined
-                          else None for m in maps]
-    return out
-
-
-def _computation_json(ci: ComputationIndexing) -> dict[str, Any]:
-    comp = ci.computation
-    outputs = []
-    for o, shape in enumerate(ci.outputs):
-        operands = []
-        for p in comp.parameters:
-            number = p.parameter_number or 0
-            leaves = len(p.shape.leaves())
-            for leaf in range(leaves):
-                entry: dict[str, Any] = {"parameter_number": number, "parameter_name": p.name}
-                if p.shape.is_tuple:
-                    entry["tuple_index"] = leaf
-                entry.update(_operand_json(ci.maps_for(o, number, leaf)))
-                operands.append(entry)
-        outputs.append({"output_index": o, "shape": str(shape), "operands": operands})
-    return {"name": comp.name, "root": comp.root.name, "outputs": outputs}
 
 
 def _instruction_json(module: HloModule, comp: HloComputation, inst: HloInstruction,
@@ -158,8 +137,19 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.batch:
+        if args.instruction or args.computation or args.refine:
+            raise UsageError("--batch reports every computation: drop --instruction, "
+                             "--computation and --refine")
+        return run_batch(args, args.file, options_of(args.direction, not args.textual_dedup,
+                                          args.explain_dedup, args.allow_unknown_opcodes))
+    if len(args.file) != 1:
+        raise UsageError("give one FILE, or --batch to index several")
+    if args.output:
+        raise UsageError("--output is for --batch")
+    engine(args)  # a usage check only: one module is one item, indexed here
     set_proven_dedup(not args.textual_dedup)
-    text, source = read_file(args.file)
+    text, source = read_file(args.file[0])
     if args.refine:
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True)
@@ -219,7 +209,6 @@ def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
     refined sizes equal them (exit 1 with the counterexample when refuted, 3 when unknown)."""
     from ..refinement import compare
     from ..stablehlo.refine import argument_sizes, refine, split_types
-    from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN
 
     if args.instruction or args.direction != "out2in" or args.computation:
         raise UsageError("--refine reports the root-to-parameter maps of every computation: "

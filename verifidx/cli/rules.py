@@ -28,7 +28,17 @@ from ..rules.store import (
     summary,
 )
 from ..rules.suggest import suggest
-from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, github_escape
+from ..work import echo, show_progress
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Subparsers,
+    UsageError,
+    add_command,
+    add_engine_flags,
+    engine,
+    github_escape,
+)
 
 
 def register(sub: Subparsers) -> None:
@@ -48,6 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="certificate directory (default: proofs/ beside rules/, else ./proofs)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="prove in N worker processes")
+    add_engine_flags(p)
     p.add_argument("--rlimit", type=int, default=ProverConfig.rlimit, metavar="N",
                    help="Z3 resource limit of each unbounded attempt (deterministic, about "
                         "2-3 million a second; default %(default)s)")
@@ -124,25 +135,31 @@ def _run_prove(args: argparse.Namespace) -> int:
         return _explain(args.explain, [r for rf in files for r in rf.rules], args.format)
     if not any(rf.rules for rf in files):
         raise UsageError("no rules found")
-    results = prove_files(files, config, args.jobs, force=args.force,
-                          write=not args.no_write, log=True)
-    failures = _failures(results)
+    readable = args.format == "text"
     suggestions: dict[int, str] = {}
-    if args.suggest:
-        for i, res in enumerate(results):
-            if res.verdict == REFUTED and res.rule is not None:
-                print(f"searching side conditions for {res.name}...", file=sys.stderr)
-                suggestions[i] = suggest(res.rule, config).text
+    printed: list[ProofResult] = []
+
+    def each(res: ProofResult) -> None:
+        """Text output, a rule at a time as its proof is done (in the files' order)."""
+        if args.suggest and res.verdict == REFUTED and res.rule is not None:
+            print(f"searching side conditions for {res.name}...", file=sys.stderr)
+            suggestions[len(printed)] = suggest(res.rule, config).text
+        if readable:
+            echo(result_text(res, gate_failure(res, res.rule)))  # type: ignore[arg-type]
+            if len(printed) in suggestions:
+                echo(f"    suggestion: {suggestions[len(printed)]}")
+        printed.append(res)
+
+    results = prove_files(files, config, args.jobs, force=args.force,
+                          write=not args.no_write, log=True, engine=engine(args),
+                          progress=show_progress(args.format), each=each)
+    failures = _failures(results)
     if args.format == "json":
         doc = _document({RULES: results}, failures)
         for i, text in suggestions.items():
             doc[RULES][i]["suggestion"] = text  # type: ignore[index]
         print(json.dumps(doc, indent=1))
     else:
-        for i, res in enumerate(results):
-            print(result_text(res, failures.get(id(res))))
-            if i in suggestions:
-                print(f"    suggestion: {suggestions[i]}")
         print(_summary_line({RULES: results}, failures))
     return EXIT_FAILED if failures else EXIT_OK
 
@@ -186,7 +203,8 @@ def _run_check(args: argparse.Namespace) -> int:
              for kind, hook in CHECK_HOOKS.items()}
     if not any(rf.rules for rf in files) and not any(extra.values()):
         raise UsageError("no rules found")
-    groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove, cache=cache),
+    groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove, cache=cache,
+                                 engine=engine(args), progress=show_progress(args.format)),
               **extra}
     results = [r for group in groups.values() for r in group]
     failures = _failures(results)

@@ -25,6 +25,7 @@ from ..subst.prove import (
     DEFAULT_RLIMIT,
     PROVED,
 )
+from ..work import show_progress
 from . import rules as rules_cli
 from .common import Parser, Subparsers, UsageError, add_command, read_text
 
@@ -115,7 +116,8 @@ def _run_subst(args: argparse.Namespace) -> int:
         raise UsageError("--ranks takes a comma-separated list of 1, 2, 3")
     result = generate(ops, args.depth, compare=args.compare or _default_paths([]),
                       log=sys.stderr, jobs=args.jobs, ranks=ranks,
-                      group_seconds=args.group_seconds)
+                      group_seconds=args.group_seconds,
+                      progress=show_progress(args.format))
     if args.output:
         Path(args.output).write_text(result.text(), encoding="utf-8")
     if args.format == "json":

@@ -21,6 +21,7 @@ from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from ..tiling.propagation import SymbolicTiling, analyze, propagate
 from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+from ..work import show_progress
 from .common import (
     EXIT_FAILED,
     Subparsers,
@@ -118,7 +119,8 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
     sym = analyze(module, args.computation, keep_untiled=True)
     tiled = propagate(module, sym.computation, _sizes(args.tile_sizes, sym),
                       prove=not args.no_prove, timeout_ms=args.timeout_ms, analysis=sym,
-                      keep_untiled=True)
+                      keep_untiled=True,
+                      progress=show_progress("json" if args.json else "text"))
     code = EXIT_FAILED if tiled.untiled else 0
     if args.json:
         print(json.dumps(tiled.to_json(), indent=2))

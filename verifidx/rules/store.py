@@ -15,12 +15,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
 from ..version import __version__
+from ..work import Engine, Progress
 from .model import Rule
 from .parser import load_rule_file, rule_files
 from .proof_cache import ProofCache, cache_key
@@ -295,11 +296,14 @@ def _with_place(res: ProofResult, rule: Rule) -> ProofResult:
 
 
 def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
-                force: bool = False, write: bool = True, log: bool = True
-                ) -> list[ProofResult]:
+                force: bool = False, write: bool = True, log: bool = True,
+                engine: Engine | None = None, progress: bool = False,
+                each: Callable[[ProofResult], None] | None = None) -> list[ProofResult]:
     """`verifidx prove`: re-prove rules whose certificate is not current (all with `force`),
-    keep the rest, and write the certificate files."""
-    from .prover import prove_rules
+    keep the rest, and write the certificate files. The proofs run on `engine` when it is a
+    Dask cluster, else in `jobs` processes; `each` gets every result, in the order of the
+    files, as soon as it and the ones before it are known."""
+    from .items import prove_on
 
     for rf in files:
         if rf.foreign and write:
@@ -316,12 +320,23 @@ def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
                 cached[(r.file, r.name)] = _with_place(result_from_entry(r, entry), r)
         if rf.problem and log:
             print(f"warning: {rf.problem}; it will be rewritten", file=sys.stderr)
+    total = sum(len(rf.rules) for rf in files)
+    where = engine if engine is not None and engine.on_dask else Engine(processes=jobs)
     if log:
-        total = sum(len(rf.rules) for rf in files)
-        print(f"proving {len(todo)} of {total} rules ({total - len(todo)} unchanged) with "
-              f"{jobs} job{'s' if jobs != 1 else ''}", file=sys.stderr)
-    fresh = {(r.file, r.name): _with_place(res, r)
-             for r, res in zip(todo, prove_rules(todo, config, jobs))}
+        print(f"proving {len(todo)} of {total} rules ({total - len(todo)} unchanged) on "
+              f"{where.describe()}", file=sys.stderr)
+    order = [(r.file, r.name) for rf in files for r in rf.rules]
+    fresh: dict[tuple[str, str], ProofResult] = {}
+    shown = 0
+    with Progress(len(todo), "prove", progress) as bar:
+        for r, res in zip(todo, prove_on(todo, config, where, bar)):
+            fresh[(r.file, r.name)] = _with_place(res, r)
+            while each is not None and shown < len(order) and \
+                    (order[shown] in fresh or order[shown] in cached):
+                each(fresh.get(order[shown]) or cached[order[shown]])
+                shown += 1
+    for key in order[shown:] if each is not None else ():
+        each(fresh.get(key) or cached[key])  # type: ignore[misc]
     results: list[ProofResult] = []
     for rf in files:
         new = {r.name: fresh[(r.file, r.name)] for r in rf.rules if (r.file, r.name) in fresh}
@@ -333,15 +348,19 @@ def prove_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
 
 
 def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
-                reprove: bool = False, cache: ProofCache | None = None) -> list[ProofResult]:
+                reprove: bool = False, cache: ProofCache | None = None,
+                engine: Engine | None = None, progress: bool = False) -> list[ProofResult]:
     """`verifidx check`: a rule passes only when its certificate is current and its query,
     rebuilt from the rule's text, answers `unsat` again now (or did on this machine before, as
     the proof cache remembers). With `reprove`, the whole proof search runs again instead."""
-    from .prover import prove_rules
-
     if reprove:
+        from .items import prove_on
+
         rules = [r for rf in files for r in rf.rules]
-        return [_with_place(res, r) for r, res in zip(rules, prove_rules(rules, config, jobs))]
+        where = engine if engine is not None and engine.on_dask else Engine(processes=jobs)
+        with Progress(len(rules), "prove", progress) as bar:
+            return [_with_place(res, r)
+                    for r, res in zip(rules, prove_on(rules, config, where, bar))]
     from .order import classify
 
     results: list[ProofResult] = []
@@ -366,7 +385,8 @@ def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
                     if job is not None:
                         todo.append((res, *job))
             results.append(_with_place(res, r))
-    _run_rechecks(todo, config, jobs, cache)
+    with Progress(len(todo), "check", progress) as bar:
+        _run_rechecks(todo, config, jobs, cache, engine, bar)
     return results
 
 
@@ -412,9 +432,11 @@ def _recheck_job(res: ProofResult, rule: Rule, entry: dict[str, object],
 
 
 def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: ProverConfig,
-                  jobs: int, cache: ProofCache | None) -> None:
+                  jobs: int, cache: ProofCache | None, engine: Engine | None = None,
+                  bar: Progress | None = None) -> None:
     """Run the queries, `jobs` at a time, each in its own `z3` process (in this process, one at
-    a time, when the executable of this Z3 version is not installed)."""
+    a time, when the executable of this Z3 version is not installed), or on `engine` when it
+    is a Dask cluster (a query no worker answered is unknown)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..smt_terms import safety_net_ms  # Z3 loads where a query runs
@@ -424,14 +446,28 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
         return
     exe = z3_binary()
 
-    def one(job: tuple[ProofResult, str, int, str]) -> tuple[list[str], float]:
+    def prepared(job: tuple[ProofResult, str, int, str]) -> tuple[str, int]:
+        """The query under its budget, and the wall-clock net of its run."""
         _, query, rlimit, _ = job
         net = config.timeout_ms or safety_net_ms(rlimit * query.count("(check-sat"))
-        start = time.perf_counter()
-        return run_query(budgeted(query, rlimit), net, exe), time.perf_counter() - start
+        return budgeted(query, rlimit), net
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = list(pool.map(one, todo))
+    def one(job: tuple[ProofResult, str, int, str]) -> tuple[list[str], float]:
+        query, net = prepared(job)
+        start = time.perf_counter()
+        return run_query(query, net, exe), time.perf_counter() - start
+
+    outcomes: list[tuple[list[str], float]] = []
+    if engine is not None and engine.on_dask:
+        from .items import recheck_on
+
+        outcomes = recheck_on([prepared(job) for job in todo], engine, bar)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for outcome in pool.map(one, todo):
+                outcomes.append(outcome)
+                if bar is not None:
+                    bar.advance()
     for (res, query, _, key), (answers, seconds) in zip(todo, outcomes):
         res.seconds = seconds
         checks = query.count("(check-sat")

@@ -50,6 +50,7 @@ from verifidx.subst.instances import Instance, has_instance, sample
 from verifidx.subst.model import Node, Substitution
 from verifidx.subst.prove import UNKNOWN, SubstProof, prove
 from verifidx.subst.semantics import IllFormed
+from verifidx.work import Progress
 
 SUPPORTED = ("transpose", "reshape", "slice", "concatenate", "reverse", "pad", "broadcast",
              "copy")
@@ -210,7 +211,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
              log: TextIO | None = None, jobs: int = 1, ranks: Iterable[int] = (1, 2, 3),
              timeout_ms: int = GENERATION_TIMEOUT_MS,
              enum_bound: int = GENERATION_ENUM_BOUND,
-             group_seconds: float = GROUP_BUDGET_S) -> Generated:
+             group_seconds: float = GROUP_BUDGET_S, progress: bool = False) -> Generated:
+    """`progress`: a bar of the groups done on stderr (`verifidx.work.Progress`)."""
     unknown = [o for o in ops if o not in SUPPORTED]
     if unknown:
         raise UnsupportedError(f"generation over {unknown[0]} is not yet supported (supported: "
@@ -237,11 +239,17 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
               f"and prove ({jobs} job{'s' * (jobs != 1)})", file=log)
     work = functools.partial(_generalize_group, timeout_ms=timeout_ms, enum_bound=enum_bound,
                              group_seconds=group_seconds)
-    if jobs > 1:
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            outcomes = pool.map(work, tasks, chunksize=1)
-    else:
-        outcomes = [work(t) for t in tasks]
+    outcomes: list[Outcome] = []
+    with Progress(len(tasks), "generate", progress) as bar:
+        if jobs > 1:
+            with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+                for o in pool.imap(work, tasks, chunksize=1):
+                    outcomes.append(o)
+                    bar.advance()
+        else:
+            for task in tasks:
+                outcomes.append(work(task))
+                bar.advance()
     found: list[tuple[Substitution, list[Pair], int]] = []
     slow = sorted(zip(outcomes, tasks), key=lambda ot: -ot[0].seconds)[:5]
     out.slowest = [f"{t[2]} {o.seconds:.1f}s {o.proofs} proofs: {t[0][0][0]} => {t[0][0][1]}"

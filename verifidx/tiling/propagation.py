@@ -26,6 +26,7 @@ from ..hlo.indexing import output_to_input as instruction_output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..indexing_map import IndexingMap, Var, compose
 from ..interval import Interval
+from ..work import Progress
 from .constraints import ConstraintExpression, ConstraintsTooComplex
 from .proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from .symbolic_tile import NoTile, SymbolicTile, symbolic_tile
@@ -328,13 +329,14 @@ def _resolve(module: HloModule, computation: str | None) -> HloComputation:
 
 def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[int],
               prove: bool = True, timeout_ms: int = 5000, check_constraints: bool = True,
-              analysis: SymbolicTiling | None = None, keep_untiled: bool = False
-              ) -> TiledComputation:
+              analysis: SymbolicTiling | None = None, keep_untiled: bool = False,
+              progress: bool = False) -> TiledComputation:
     """Tiles of every value of `computation` (default: the fused computation of the entry's root
     fusion) for the tile sizes (XLA's order: a dot root's contracting sizes, then the root's
     output sizes). Raises TilingError when it cannot be tiled with them; with `keep_untiled`,
     a value that gets no tile (no symbolic tile, or tile sizes that violate its constraints) is
-    listed in `untiled` with the reason instead, and the others are still tiled."""
+    listed in `untiled` with the reason instead, and the others are still tiled. `progress`:
+    a bar of the values done on stderr (`verifidx.work.Progress`)."""
     sym = analysis if analysis is not None else analyze(module, computation, keep_untiled)
     comp = module.computation(sym.computation)
     given = tuple(tile_sizes)
@@ -354,35 +356,37 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     tiled: list[TiledInstruction] = []
     seen: set[tuple[str, tuple[int, ...], tuple[int, ...], str]] = set()
     violated: set[str] = set()
-    for e in sym.entries:
-        sizes_here = space if e.contraction else space[:n_out]
-        if check_constraints and keep_untiled and not e.tile.satisfied_by(sizes_here):
-            if e.name not in violated:
-                violated.add(e.name)
-                untiled.append(UntiledValue(
-                    e.name, e.opcode, e.shape, f"{comp.name}: {e.opcode} {e.name} cannot be "
-                    f"tiled with tile sizes {list(given)}: they violate its constraints "
-                    f"{e.tile.constraints.to_text()}"))
-            continue
-        offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing,
-                               sizes_here)
-        t_sizes = e.tile.evaluate_sizes(sizes_here)
-        t_strides = e.tile.evaluate_strides(sizes_here)
-        key = (e.name, t_sizes, t_strides, str(offsets))
-        if key in seen:
-            continue
-        seen.add(key)
-        if prove:
-            # the proofs cover tile sizes up to the root's extents; larger ones (a tile that
-            # reaches past the end of a dimension) need proofs that cover them too
-            proven = e.tile
-            if any(t > b.hi for t, b in zip(sizes_here, proven.tile_size_bounds)):
-                proven = proven.with_tile_size_limits(sizes_here)
-            sound, exact = prove_sound(proven, timeout_ms), prove_exact(proven, timeout_ms)
-        else:
-            sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
-        tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
-                                      e.tile, sound, exact))
+    with Progress(len(sym.entries), "tile", progress) as bar:
+        for e in sym.entries:
+            bar.advance()  # counted when begun: the bar shows values reached
+            sizes_here = space if e.contraction else space[:n_out]
+            if check_constraints and keep_untiled and not e.tile.satisfied_by(sizes_here):
+                if e.name not in violated:
+                    violated.add(e.name)
+                    untiled.append(UntiledValue(
+                        e.name, e.opcode, e.shape, f"{comp.name}: {e.opcode} {e.name} cannot be "
+                        f"tiled with tile sizes {list(given)}: they violate its constraints "
+                        f"{e.tile.constraints.to_text()}"))
+                continue
+            offsets = tile_offsets(inner_pid if e.contraction else pid_map, e.indexing,
+                                   sizes_here)
+            t_sizes = e.tile.evaluate_sizes(sizes_here)
+            t_strides = e.tile.evaluate_strides(sizes_here)
+            key = (e.name, t_sizes, t_strides, str(offsets))
+            if key in seen:
+                continue
+            seen.add(key)
+            if prove:
+                # the proofs cover tile sizes up to the root's extents; larger ones (a tile that
+                # reaches past the end of a dimension) need proofs that cover them too
+                proven = e.tile
+                if any(t > b.hi for t, b in zip(sizes_here, proven.tile_size_bounds)):
+                    proven = proven.with_tile_size_limits(sizes_here)
+                sound, exact = prove_sound(proven, timeout_ms), prove_exact(proven, timeout_ms)
+            else:
+                sound = exact = TileProof(UNKNOWN, message="not proven (--no-prove)")
+            tiled.append(TiledInstruction(e.name, e.opcode, e.shape, t_sizes, t_strides, offsets,
+                                          e.tile, sound, exact))
     constraints = sym.constraints
     total = pid_map.dims[0].bounds.hi + 1
     listed = {u.name for u in untiled}

@@ -1,0 +1,236 @@
+"""Independent work items run in this process, on a local Dask cluster or on a Dask scheduler.
+
+A work item is text in, text out (rule text, SMT-LIB, HLO text, map text): it pickles, and
+anything that does not (Z3 objects) is built inside the worker from the text. `run` hands the
+answers back in input order, each as soon as every item before it is done, so what a command
+prints is the same byte for byte whatever the number of workers and the order they finish in.
+
+Dask (`verifidx[distributed]`) is optional and imported only when a cluster is asked for. On a
+cluster a lost worker's item runs again elsewhere (Dask reschedules it) and an item that raises
+is retried; a worker over its memory limit is restarted by its nanny, and its item counts as
+lost. An item that fails on every try comes back with `error` set, which callers report as
+unknown with that reason, never as a result.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .errors import UnsupportedError
+
+INSTALL_HINT = "pip install 'verifidx[distributed]'"
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+
+Task = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One item's answer: `text`, or `error` (why every try failed) when there is none."""
+
+    index: int
+    text: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where items run: in this process (nothing set), in a local pool of `processes` (the
+    commands' `-j N`; no retries: an item whose process dies is unknown), on a local Dask
+    cluster of `workers` processes, or on the Dask scheduler at `scheduler`."""
+
+    workers: int = 0
+    scheduler: str | None = None
+    processes: int = 0
+    retries: int = 2  # tries after the first, for an item that raised or lost its worker
+    memory_limit: str = "auto"  # per local worker; beyond it the nanny restarts the worker
+
+    @property
+    def in_process(self) -> bool:
+        return not self.workers and not self.scheduler and self.processes <= 1
+
+    @property
+    def on_dask(self) -> bool:
+        return bool(self.workers or self.scheduler)
+
+    def describe(self) -> str:
+        if self.scheduler:
+            return f"Dask scheduler {self.scheduler}"
+        if self.workers:
+            return f"{self.workers} local Dask worker{'s' if self.workers != 1 else ''}"
+        if self.processes > 1:
+            return f"{self.processes} local processes"
+        return "this process"
+
+
+def engine_for(workers: int | None = None, scheduler: str | None = None,
+               environ: dict[str, str] | None = None) -> Engine:
+    """The engine the flags ask for (`--scheduler` wins over `$DASK_SCHEDULER_ADDRESS`, which
+    wins over `--workers`); UnsupportedError with the install line when Dask is missing."""
+    env = os.environ if environ is None else environ
+    address = scheduler or env.get(SCHEDULER_ENV) or None
+    if workers is not None and workers < 0:
+        raise UnsupportedError("--workers takes a number of worker processes (0: in process)")
+    engine = Engine(workers=workers or 0, scheduler=address)
+    if engine.on_dask:
+        require_dask()
+    return engine
+
+
+def require_dask() -> None:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UnsupportedError(
+            f"--scheduler/--workers need Dask, which is not installed: {INSTALL_HINT}"
+        ) from None
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _in_process(task: Task, items: Sequence[str]) -> Iterator[Outcome]:
+    for i, item in enumerate(items):
+        try:
+            answer = task(item)
+        except Exception as err:  # noqa: BLE001 - the item is unknown, the run goes on
+            yield Outcome(i, None, _reason(err))
+            continue
+        yield _checked(i, answer)
+
+
+def _checked(i: int, answer: object) -> Outcome:
+    if not isinstance(answer, str):
+        return Outcome(i, None, f"the worker answered {type(answer).__name__}, not text")
+    return Outcome(i, answer)
+
+
+def _in_pool(task: Task, items: Sequence[str], processes: int) -> Iterator[Outcome]:
+    """Completion order, in spawned processes (a forked copy of a process that already ran Z3
+    is not safe)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(processes, len(items)), mp_context=ctx) as pool:
+        where = {pool.submit(task, item): i for i, item in enumerate(items)}
+        for fut in as_completed(where):
+            err = fut.exception()
+            yield _checked(where[fut], fut.result()) if err is None else \
+                Outcome(where[fut], None, _reason(err))
+
+
+def _on_dask(task: Task, items: Sequence[str], engine: Engine) -> Iterator[Outcome]:
+    """Completion order. `allowed-failures` is how many workers an item may take down (Dask
+    then raises KilledWorker for it); `retries` is how often an item that raised runs again."""
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster, as_completed
+
+    # a worker holds only the item it runs (saturation 1.0), so that a worker that dies takes
+    # no innocent queued item down with it (Dask counts those as suspects too)
+    with dask.config.set({"distributed.scheduler.allowed-failures": engine.retries,
+                          "distributed.scheduler.worker-saturation": 1.0}):
+        cluster = None
+        if engine.scheduler:
+            client = Client(engine.scheduler, set_as_default=False)
+        else:
+            cluster = LocalCluster(n_workers=engine.workers, threads_per_worker=1,
+                                   processes=True, memory_limit=engine.memory_limit,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+            client = Client(cluster, set_as_default=False)
+        try:
+            futures = client.map(task, list(items), retries=engine.retries, pure=False)
+            where = {f.key: i for i, f in enumerate(futures)}
+            for fut in as_completed(futures, loop=client.loop):
+                i = where[fut.key]
+                if fut.status == "finished":
+                    yield _checked(i, fut.result())
+                else:
+                    yield Outcome(i, None, _reason(fut.exception()))
+                fut.release()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def run(task: Task, items: Sequence[str], engine: Engine = Engine(),
+        progress: Progress | None = None) -> Iterator[Outcome]:
+    """`task(item)` for every item; outcomes in input order, each yielded as soon as it and
+    every earlier item are done. `task` must be a module-level function (workers import it)."""
+    if not items:
+        return  # no cluster is started for nothing
+    if engine.on_dask:
+        source = _on_dask(task, items, engine)
+    elif engine.processes > 1 and len(items) > 1:
+        source = _in_pool(task, items, engine.processes)
+    else:
+        source = _in_process(task, items)
+    waiting: dict[int, Outcome] = {}
+    next_index = 0
+    for outcome in source:
+        if progress is not None:
+            progress.advance()
+        waiting[outcome.index] = outcome
+        while next_index in waiting:
+            yield waiting.pop(next_index)
+            next_index += 1
+
+
+class Progress:
+    """Items done, rate and time left on stderr (tqdm), only when `show`; `echo` prints a line
+    on stdout without tearing the bar."""
+
+    def __init__(self, total: int, description: str, show: bool) -> None:
+        self._bar: Any = None
+        if show and total:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=description, unit="item", file=sys.stderr,
+                             leave=False, dynamic_ncols=True)
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def echo(self, line: str, file: IO[str] | None = None) -> None:
+        out = file or sys.stdout
+        if self._bar is not None:
+            self._bar.clear()
+            print(line, file=out, flush=True)
+            self._bar.refresh()
+        else:
+            print(line, file=out, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def echo(line: str) -> None:
+    """A line on stdout that does not tear a bar on the terminal (none shown: plain print)."""
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+    sys.stdout.flush()
+
+
+def show_progress(form: str = "text", stream: IO[str] | None = None) -> bool:
+    """Progress is for people: text output, stderr a terminal."""
+    err = stream or sys.stderr
+    return form == "text" and hasattr(err, "isatty") and err.isatty()
