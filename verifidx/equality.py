@@ -25,7 +25,7 @@ import numpy as np
 from .canonical import canon
 from .expr import Expr
 from .indexing_map import IndexingMap
-from .smt import DEFAULT_TIMEOUT_MS, Verdict
+from .smt import DEFAULT_TIMEOUT_MS, Verdict, refutation
 from .smt import equal as smt_equal
 from .smt import quick_equal as smt_quick_equal
 from .vectorised import evaluate as _evaluate
@@ -176,9 +176,6 @@ def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
 
 def _counterexample(a: IndexingMap, b: IndexingMap, row: np.ndarray, which: str) -> Verdict:
-    from .syntax import variable_names
-
-    names = variable_names(a)
     nrt, nd = a.num_rt_vars, a.num_dims
     rts, dims = [int(x) for x in row[:nrt]], [int(x) for x in row[nrt:nrt + nd]]
     result = tuple(int(x) for x in row[nrt + nd:])
@@ -186,19 +183,7 @@ def _counterexample(a: IndexingMap, b: IndexingMap, row: np.ndarray, which: str)
     if a.num_range_vars:  # a witness for the range variables (the box is small)
         syms = next(list(s) for d, s, rt, res in a.points()
                     if list(d) == dims and list(rt) == rts and res == result)
-    point = {names[v]: x for v, x in zip(a.variables, [*dims, *syms, *rts])}
-    b_value: object = None
-    if b.num_range_vars == 0 and not b.is_known_empty and all(
-            x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
-            b.constraints_satisfied(dims, rts):
-        b_value = b.evaluate(dims, rts)
-    other = "second" if which == "first" else "first"
-    where = (f"gives {b_value}" if b_value is not None else
-             "no value of its range variables gives it" if b.num_range_vars else
-             "outside its domain")
-    msg = (f"the {which} map relates {point} to {result}; the {other} map does not ({where})")
-    lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
-    return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
+    return refutation(a, b, which, [*dims, *syms, *rts], result)
 
 
 __all__ = ["ENUMERATION_POINTS", "ENUMERATION_POINTS_WITH_RANGE", "equal"]

@@ -338,7 +338,7 @@ def _sampled_counterexample(f: IndexingMap, g: IndexingMap, quick: bool = False
                                witness=False)
         for point, result, answer in zip(points, results, answers):
             if answer is False:
-                return _refutation(a, b, which, list(point), result)
+                return refutation(a, b, which, list(point), result)
     return None
 
 
@@ -373,7 +373,7 @@ def _presburger_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
     if related is None and not _relates_by_solver(b, dims, rts, result, timeout_ms):
         related = False
     if related is False:
-        return _refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
+        return refutation(a, b, which, [*dims, *witness, *rts], tuple(result))
     return None  # isl's tuple did not check out: Z3 decides
 
 
@@ -407,7 +407,7 @@ def _relates_by_solver(b: IndexingMap, dims: Sequence[int], rts: Sequence[int],
     return s.check() != z3.unsat
 
 
-def _refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
+def refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
                 result: tuple[int, ...]) -> Verdict:
     """The verdict for a checked tuple: `a` relates the point `values` (all of a's variables)
     to `result`, `b` relates its dims and runtime values to no such result."""
