@@ -154,7 +154,7 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
 
 
 #: The wall-clock timeout is only the far backstop against a runaway query (`safety_net_ms`,
-#: ten minutes and more), never a budget: on a starved machine a budget's worth of units can
+#: a minute and more), never a budget: on a starved machine a budget's worth of units can
 #: take many times its nominal milliseconds.
 
 

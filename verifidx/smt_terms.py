@@ -119,13 +119,13 @@ class Query:
 
 
 def safety_net_ms(rlimit: int) -> int:
-    """The wall-clock net of a solver run with this resource budget: ten minutes plus one second
-    per 10,000 units, a rate hundreds of times below a busy core's (a loaded two-core machine
-    still does 50,000 a second), at most a day (a script of thousands of small checks has a
-    large total budget and spends little of it). It exists for a runaway process (a Z3 defect
-    that stops counting), not as a budget: the budget, not the machine's load, decides every
-    answer."""
-    return min(600_000 + max(0, rlimit) // 10, 86_400_000)
+    """The wall-clock net of a solver run with this resource budget: a minute plus one second per
+    50,000 units, the rate of a heavily loaded two-core machine (an idle core does 2-3 million
+    a second), at most a day (a script of thousands of small checks has a large total budget
+    and spends little of it). It exists for a runaway check (one where Z3 stops counting its
+    resources, as some non-linear mutants of the rule base show), not as a budget: the budget,
+    not the machine's load, decides every answer of a check that counts."""
+    return min(60_000 + max(0, rlimit) // 50, 86_400_000)
 
 
 #: An explicit tactic: a plain `(check-sat)` lets Z3 pick one for the logic it detects, and for

@@ -64,7 +64,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "2-3 million a second; default %(default)s)")
     p.add_argument("--timeout-ms", type=int, default=None,
                    help="wall-clock safety net of one Z3 run, for a runaway process only "
-                        "(default: ten minutes plus a second per 10,000 resource units of its "
+                        "(default: a minute plus a second per 50,000 resource units of its "
                         "budget; a net below the budget makes the verdict depend on the "
                         "machine's load)")
     p.add_argument("--bound", type=int, default=ProverConfig.bound, metavar="N",

@@ -702,10 +702,14 @@ def _sign_splits(rule: Rule, ob: Obligation, config: ProverConfig, notes: list[s
         rlimit = config.case_rlimit * ESCALATION
         for seed in ESCALATION_SEEDS:
             text = render_query(ob, "sign splits", True, cases, seed)
+            started = time.monotonic()
             answers = ScriptRun(rlimit, config.timeout_ms).run(text)
             if answers == ["unsat"] * len(cases):
                 return _Outcome(PROVED, "sign splits", "all", query=text, seed=seed,
                                 rlimit=rlimit)
+            net = safety_net_ms(rlimit) if config.timeout_ms is None else config.timeout_ms
+            if (time.monotonic() - started) * 1000 >= net:
+                break  # a check that outran the wall-clock net (a runaway): no more seeds
     notes.append(f"sign splits: {fewest} case(s) unknown under each of {len(SEEDS)} seeds"
                  + (f" (and of {len(ESCALATION_SEEDS)} with {ESCALATION}x the budget)"
                     if fewest == 1 else ""))
