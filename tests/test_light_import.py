@@ -64,3 +64,14 @@ r = output_to_input(root, module.entry, 0, module=module)
 assert r.maps and all(not m.is_undefined for ms in r.maps for m in ms), r
 """
     _loaded_after(f"PATH = {str(EXAMPLES / 'seed_fusion_chained_reshapes.hlo')!r}\n" + code)
+
+
+@pytest.mark.parametrize("word", ["check", "prove"])
+def test_the_gate_loads_every_kind_it_checks(word: str) -> None:
+    """`check` and `prove` alone in a fresh process still gate the graph substitutions: the
+    lazy command loading once left `cli.subst` out, and `check` then passed without them."""
+    code = (f"from verifidx.cli import build_parser, rules\nbuild_parser([{word!r}])\n"
+            "print('HOOKS', sorted(rules.CHECK_HOOKS), sorted(rules.CHECK_SUFFIXES))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert "HOOKS ['substitutions'] ['.subst']" in proc.stdout, proc.stdout

@@ -32,6 +32,10 @@ COMMANDS: dict[str, str] = {
 """Every command word and the module of this package that registers it, in the order
 `verifidx --help` lists them."""
 
+#: Modules that must load beside a command's own: the substitution gate (`cli.subst`) joins
+#: `prove` and `check` when it is imported, and a check without it would pass unchecked files.
+COMPANIONS: dict[str, tuple[str, ...]] = {"rules": ("subst",)}
+
 
 def subcommands(names: Sequence[str] | None = None) -> tuple[ModuleType, ...]:
     """The subcommand modules (imported now) of the given modules names, default all."""
@@ -58,7 +62,8 @@ def build_parser(argv: Sequence[str] | None = None) -> Parser:
                         version=f"verifidx {__version__}, {build().describe()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     word = None if argv is None else _command_word(argv)
-    for module in subcommands(None if word is None else [COMMANDS[word]]):
+    names = None if word is None else [COMMANDS[word], *COMPANIONS.get(COMMANDS[word], ())]
+    for module in subcommands(names):
         module.register(sub)
     return parser
 
