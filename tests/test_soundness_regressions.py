@@ -275,3 +275,26 @@ def test_equal_finds_a_counterexample_in_a_large_range_box() -> None:
     assert all(g.evaluate([point["d0"], point["d1"]], [s])[0] != value[0]
                for s in range(-2, 4293))
     assert equal(f, f.replace(range_vars=f.range_vars)).holds is True
+
+
+def test_constraints_that_become_one_expression_keep_both_bounds() -> None:
+    # fuzzer, seed 2211, case ~790,000: `d0 * 2` and `d0 + d0` have one canonical form, and the
+    # canonical comparison kept only the second bound, so equal() said "structurally identical"
+    # of two maps that differ at d0 = -3
+    text = ("(d0)[s0] -> (s0 * 16 * (d0 floordiv -4), (d0 ceildiv 2) * s0), "
+            "domain: d0 in [-3, 4], s0 in [6, 7], {extra}d0 + d0 in [-6, 0]")
+    loose = vx.parse_map(text.format(extra=""))
+    tight = vx.parse_map(text.format(extra="d0 * 2 in [-4, 5], "))
+    verdict = vx.equal(loose, tight)
+    assert verdict.holds is False
+    assert verdict.counterexample is not None and verdict.counterexample["d0"] == -3
+    assert vx.equal(tight, tight.simplify()).holds is True
+    # the helper every re-keying of constraints goes through intersects on a collision
+    from verifidx.canonical import canon
+    from verifidx.indexing_map import merged_constraints
+    from verifidx.interval import Interval
+
+    d0 = Dim(0)
+    merged = merged_constraints([(canon(add(d0, d0)), Interval(-6, 0)),
+                                 (canon(mul(d0, 2)), Interval(-4, 5))])
+    assert list(merged.values()) == [Interval(-4, 0)]

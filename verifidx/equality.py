@@ -24,7 +24,7 @@ import numpy as np
 
 from .canonical import canon
 from .expr import Expr
-from .indexing_map import IndexingMap
+from .indexing_map import IndexingMap, merged_constraints
 from .smt import DEFAULT_TIMEOUT_MS, Verdict, refutation
 from .smt import equal as smt_equal
 from .smt import quick_equal as smt_quick_equal
@@ -64,7 +64,8 @@ def _canonical(m: IndexingMap) -> IndexingMap:
     if m.is_known_empty:
         return m
     return m.replace(results=tuple(canon(r) for r in m.results),
-                     constraints={canon(e): iv for e, iv in m.constraints.items()})
+                     constraints=merged_constraints((canon(e), iv)
+                                                    for e, iv in m.constraints.items()))
 
 
 # -- enumeration -------------------------------------------------------------------------------

@@ -234,6 +234,16 @@ class AffineMap:
         return (AffineMap, (self.num_dims, self.num_symbols, self.results))  # as Interval's
 
 
+def merged_constraints(items: Iterable[tuple[Expr, Interval]]) -> dict[Expr, Interval]:
+    """Constraints keyed by expression, where two that become one expression (after a renaming or
+    a canonical form) keep both bounds: their intersection, never the last one written."""
+    merged: dict[Expr, Interval] = {}
+    for e, iv in items:
+        old = merged.get(e)
+        merged[e] = iv if old is None else old.intersect(iv)
+    return merged
+
+
 @dataclass(frozen=True, eq=False, init=False)
 class IndexingMap:
     """An indexing map. Equality and hashing are structural and ignore custom names."""
@@ -666,7 +676,7 @@ class IndexingMap:
             tuple(self.dims[i] for i in keep_dims),
             tuple(self.range_vars[i] for i in keep_range),
             tuple(self.rt_vars[i] for i in keep_rt),
-            {e.substitute(mapping): iv for e, iv in cons.items()},
+            merged_constraints((e.substitute(mapping), iv) for e, iv in cons.items()),
             self.is_known_empty,
             False,
             self.sizes,
@@ -768,7 +778,7 @@ class IndexingMap:
             self.dims + tuple(self.range_vars[i] for i in chosen),
             tuple(self.range_vars[i] for i in rest),
             self.rt_vars,
-            {e.substitute(mapping): iv for e, iv in self.constraints.items()},
+            merged_constraints((e.substitute(mapping), iv) for e, iv in self.constraints.items()),
             self.is_known_empty,
             False,
             self.sizes,
@@ -784,7 +794,7 @@ class IndexingMap:
             self.all_vars,
             (),
             (),
-            {e.substitute(mapping): iv for e, iv in self.constraints.items()},
+            merged_constraints((e.substitute(mapping), iv) for e, iv in self.constraints.items()),
             self.is_known_empty,
             False,
             self.sizes,
@@ -823,8 +833,8 @@ class IndexingMap:
             rvars = list(m.range_vars)
             rvars[i] = Var(Interval(lo, hi) if ok else Interval(1, 0), rvars[i].name)
             replacement = add(mul(s, c), k)
-            cons = {ce.substitute({s: replacement}): civ
-                    for ce, civ in m.constraints.items() if ce not in gone}
+            cons = merged_constraints((ce.substitute({s: replacement}), civ)
+                                      for ce, civ in m.constraints.items() if ce not in gone)
             m = IndexingMap(
                 tuple(r.substitute({s: replacement}) for r in m.results),
                 m.dims,
