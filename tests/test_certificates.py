@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -63,14 +62,13 @@ def test_every_committed_query_rechecks_with_the_z3_executable(name: str, entry:
     query = tmp_path / "query.smt2"
     script = _script(entry)
     query.write_text(script)
-    start = time.perf_counter()
-    out = subprocess.run([exe, "-T:10", str(query)], capture_output=True, text=True,
-                         timeout=30)
-    took = time.perf_counter() - start
+    # the budget the certificate records, counted in Z3's resource units (per check), so the
+    # verdict does not depend on how loaded the machine is; the timeout only guards a hang
+    out = subprocess.run([exe, f"rlimit={entry['rlimit']}", str(query)], capture_output=True,
+                         text=True, timeout=600)
     answers = out.stdout.split()
     checks = script.count("(check-sat")
     assert checks > 0 and answers == ["unsat"] * checks, (name, out.stdout[:500])
-    assert took < 10, f"{name}: {took:.1f} s"
 
 
 LINEAR = [(n, e) for n, e in ENTRIES if e["logic"] == "QF_LIA"]
@@ -80,7 +78,7 @@ def _cvc5(text: str) -> list[str]:
     cvc5 = pytest.importorskip("cvc5")  # in the test extra; never skipped there
     tm = cvc5.TermManager()
     solver = cvc5.Solver(tm)
-    solver.setOption("tlimit", "10000")
+    solver.setOption("rlimit-per", "2000000")  # per check, in cvc5's resource units
     parser = cvc5.InputParser(solver)
     # the logic the certificate claims: cvc5 rejects a non-linear term under QF_LIA
     script = "(set-logic QF_LIA)\n" + CHECK_USING.sub("(check-sat)", text)
@@ -100,11 +98,9 @@ def test_a_good_share_of_the_queries_is_linear() -> None:
 
 @pytest.mark.parametrize(("name", "entry"), LINEAR, ids=[n for n, _ in LINEAR])
 def test_linear_queries_recheck_with_cvc5(name: str, entry: dict) -> None:
-    start = time.perf_counter()
     script = _script(entry)  # bounded proofs are non-linear (QF_NIA): none reach here so far
     answers = _cvc5(script)
     assert answers == ["unsat"] * script.count("(check-sat"), name
-    assert time.perf_counter() - start < 10
 
 
 # -- the gate ----------------------------------------------------------------------------------
