@@ -285,3 +285,40 @@ def test_bounded_cases_written_as_text_are_the_bytes_of_their_z3_terms() -> None
         names = nonlinear_constants(rule)
         cases = [c for m in range(4) for c in _bounded_cases(ob, names, m)]
         assert bounded_query(rule, 3) == render_query(ob, "bounded", True, cases)
+
+
+WRONG_SUBST = """\
+subst transposes_vanish:
+  inputs x[a...]
+  perms p, q
+  transpose(transpose(x, perm=p), perm=q) => x
+"""
+
+TWO_TRANSPOSES = """\
+HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  t = f32[3,2] transpose(p), dimensions={1,0}
+  ROOT u = f32[2,3] transpose(t), dimensions={1,0}
+}
+"""
+
+
+def test_optimize_never_applies_a_substitution_whose_certificate_was_forged(
+        work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (work / "rules" / "mine.subst").write_text(WRONG_SUBST)
+    code, out, _ = _run(["subst", "prove", "rules/mine.subst"], capsys)
+    assert code == 1 and "refuted" in out, out
+    cert = work / "proofs" / "mine.subst.json"
+    doc = json.loads(cert.read_text())
+    entry = doc["substitutions"]["transposes_vanish"]
+    assert entry["verdict"] == "refuted"
+    entry.update(verdict="proved", counterexample=None)
+    cert.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    (work / "m.hlo").write_text(TWO_TRANSPOSES)
+    code, out, err = _run(["optimize", "m.hlo", "--rules", "rules/mine.subst"], capsys)
+    # the forged one is never tried (here it would even pass translation validation: these two
+    # transposes do cancel), and the error says why
+    assert code == 2 and out == "", out
+    assert err.startswith("error: no proven substitutions to apply (rules/mine.subst:1: "
+                          "substitution transposes_vanish is not used: "), err

@@ -430,12 +430,23 @@ class OptimizeResult:
         return "\n".join([text, *(f"note: {line}" for line in [*rejected, *self.notes])])
 
 
-def load_proven(paths: Sequence[str | Path]) -> list[Substitution]:
-    """The substitutions of `paths` whose certificate is current and says proved."""
+def load_proven(paths: Sequence[str | Path], unused: list[str] | None = None
+                ) -> list[Substitution]:
+    """The substitutions of `paths` whose certificate is current and proves again now (or did on
+    this machine before, as the proof cache remembers): a certificate is evidence to re-check,
+    never a verdict to believe, whether it came with verifidx or from the user. Each one left
+    out is described in `unused`, with its file, line and verdict."""
+    from verifidx.rules.proof_cache import ProofCache
     from verifidx.subst.certificates import check_files
     from verifidx.subst.parser import load_substitution_file, substitution_files
 
-    ok = {(r.file, r.name) for r in check_files(paths) if r.verdict == "proved"}
+    ok = set()
+    for r in check_files(paths, recheck=True, cache=ProofCache()):
+        if r.verdict == "proved":
+            ok.add((r.file, r.name))
+        elif unused is not None:
+            unused.append(f"{r.file}:{r.line}: substitution {r.name} is not used: {r.verdict}"
+                          + (f" ({r.message})" if r.message else ""))
     return [s for f in substitution_files(paths) for s in load_substitution_file(f)
             if (s.file, s.name) in ok]
 
@@ -607,17 +618,19 @@ def optimize(text: str, source: str = "<string>",
     module = parse_hlo(text, source, check_shapes=True)
     subs = [s for s in substitutions if isinstance(s, Substitution)]
     paths = [s for s in substitutions if not isinstance(s, Substitution)]
+    unused: list[str] = []
     if paths:
-        subs += load_proven(paths)  # type: ignore[arg-type]
+        subs += load_proven(paths, unused)  # type: ignore[arg-type]
     if not subs:
-        raise UnsupportedError("no proven substitutions to apply (run verifidx subst prove)")
+        why = f" ({'; '.join(unused)})" if unused else ""
+        raise UnsupportedError(f"no proven substitutions to apply{why}; run verifidx subst prove")
     lines = text.splitlines()
     opt = _Optimizer(subs)
     before = [0, 0]
     after = [0, 0]
     replaced: dict[int, list[str]] = {}  # first line of a computation body -> new lines
     dropped: set[int] = set()
-    notes: list[str] = []
+    notes: list[str] = unused
     for comp in module.computations.values():
         c = _Computation(comp, lines)
         m0 = c.measure()
