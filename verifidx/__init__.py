@@ -13,6 +13,7 @@ used (`_LAZY`), so a compiler or a one-shot command pays only for what it calls.
 from importlib import import_module as _import_module
 
 from . import native as native  # first: decides compiled or pure source (verifidx/native.py)
+from . import seams as _seams
 from .errors import (
     DepthError,
     DivisorError,
@@ -42,8 +43,16 @@ def _simplify_on_first_use(m: IndexingMap, point_dims: str) -> IndexingMap:
 
 _register_simplifier(_simplify_on_first_use)
 
+
+def _load_computation_maps() -> None:
+    """`fusion` and `call` get their maps from this analysis, which registers itself in
+    `hlo.ops.called` when it loads: a caller of the per-op table loads it on first use."""
+    _import_module("verifidx.computation_maps")
+
+
+_seams.provide("called computations", _load_computation_maps)
+
 #: Names of the API that load their module on first use: name -> (module, attribute).
-#: The HLO names load `computation_maps`, which registers the maps of `fusion` and `call`.
 _LAZY = {
     "simplify": ("verifidx.simplifier", "simplify"),
     "Verdict": ("verifidx.smt", "Verdict"),
@@ -60,8 +69,6 @@ def __getattr__(name: str) -> object:
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module 'verifidx' has no attribute {name!r}")
-    if where[0] == "verifidx.hlo":
-        _import_module("verifidx.computation_maps")
     value = getattr(_import_module(where[0]), where[1])
     globals()[name] = value  # once: later lookups do not come here
     return value
@@ -70,7 +77,6 @@ def __getattr__(name: str) -> object:
 def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
     """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
     `verifidx[stablehlo]` (jax, jaxlib)."""
-    _import_module("verifidx.computation_maps")  # the maps of fusion and call
     from .stablehlo import parse_module as _parse_module
 
     return _parse_module(text, source, check_shapes=check_shapes)
