@@ -37,7 +37,7 @@ from .expr import (
     Symbol,
     Variable,
 )
-from .indexing_map import IndexingMap
+from .indexing_map import IndexingMap, merge_sizes
 from .interval import Interval
 from .smt_terms import RLIMIT_PER_MS, safety_net_ms
 
@@ -796,9 +796,19 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
                                  f"not confirmed at those sizes ({static.label})")
 
 
+def _same_shared_sizes(f: IndexingMap, g: IndexingMap) -> bool:
+    table = {z.name: z.bounds for z in f.sizes}
+    return all(table.get(z.name, z.bounds) == z.bounds for z in g.sizes)
+
+
 def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict:
     """Equal for every size in the intervals (True), or different at sizes where the static
-    maps are shown to differ (False). Decided for maps that declare the same sizes."""
+    maps are shown to differ (False). Decided for maps whose common sizes have the same
+    intervals: a size one map does not declare is one it does not depend on, so both are
+    read over all the sizes of either."""
+    if f.sizes != g.sizes and _same_shared_sizes(f, g):
+        f, g = f.replace(sizes=merge_sizes(f.sizes, g.sizes)), \
+            g.replace(sizes=merge_sizes(g.sizes, f.sizes))
     if f.sizes != g.sizes:
         def text(m: IndexingMap) -> str:
             return ", ".join(f"{z.name} in {z.bounds}" for z in m.sizes) or "none"

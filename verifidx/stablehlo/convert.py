@@ -22,11 +22,13 @@ so a callee's sizes are always its caller's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from verifidx.errors import ParseError
+from verifidx.expr import is_size_name
 from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
 from verifidx.hlo.module import (
     AttributeValue,
@@ -224,12 +226,18 @@ class _Function:
                 sizes.append(int(n))
                 continue
             bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
-            key = f"{self.name}/{what}/{d}"
-            if not what.startswith("parameter("):  # every op result's `?` is its own size
+            label = f"dimension {d} of {what} in {self.name}"
+            if what.startswith("parameter("):
+                number = int(what[len("parameter("):-1])
+                key = f"{self.name}_arg{number}_d{d}"
+                named = self.conv.dim_names.get((number, d)) if self.conv.entry == self.name \
+                    else None
+                if named is not None:
+                    key, label = named, f"{label} (jax.export dimension variable {named})"
+            else:  # every op result's `?` is its own size
                 self.conv.opaque += 1
-                key = f"{self.name}/{what}#{self.conv.opaque}/{d}"
-            sizes.append(SymSize.of(SizeVar(key, f"dimension {d} of {what} in {self.name}",
-                                            bound)))
+                key = f"size{self.conv.opaque}_d{d}"
+            sizes.append(SymSize.of(SizeVar(key, label, bound)))
         return element_type(str(rt.element_type)), tuple(sizes)
 
     @staticmethod
@@ -283,6 +291,8 @@ class Converter:
         self.copies: dict[str, int] = {}
         self.region_count = 0
         self.opaque = 0
+        self.entry = ""
+        self.dim_names: dict[tuple[int, int], str] = {}
         # one naming state for the module: value.get_name() alone renumbers the whole function
         # on every call
         self.asm = mlir()["ir"].AsmState(module.operation)
@@ -300,6 +310,8 @@ class Converter:
         entry = "main" if "main" in self.funcs else next(
             (n for n, f in self.funcs.items() if _visibility(f) != "private"),
             list(self.funcs)[-1])
+        self.entry = entry
+        self.dim_names = _export_dim_names(self.funcs, entry)
         self.function(entry, None, None)
         for fname in self.funcs:
             if not any(key[0] == fname for key in self.signatures):
@@ -381,6 +393,43 @@ class Converter:
         body = _Function(self, name, around)
         self.block(body, region.blocks[0], None, None)
         return name
+
+
+_GENERATED = re.compile(r"(.*_arg\d+_d\d+|size\d+_d\d+)")
+"""Keys the converter makes up for sizes: a dimension variable named so is not used as one."""
+
+
+def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], str]:
+    """(argument, dimension) of the entry -> the `jax.export` dimension variable it defines.
+    `jax.export`'s entry measures each dimension variable once (`get_dimension_size` of an
+    argument, maybe converted) and passes it to the wrapped function, whose parameter says
+    which variable it is (`jax.global_constant = "b"`)."""
+    names: dict[tuple[int, int], str] = {}
+    block = funcs[entry].regions[0].blocks[0]
+    args = list(block.arguments)
+    for op in block.operations:
+        if op.operation.name != "func.call":
+            continue
+        callee = funcs.get(str(op.attributes["callee"]).lstrip("@").strip('"'))
+        if callee is None or "arg_attrs" not in callee.attributes:
+            continue
+        arg_attrs = list(callee.attributes["arg_attrs"])
+        for k, value in enumerate(op.operands):
+            if k >= len(arg_attrs) or "jax.global_constant" not in arg_attrs[k]:
+                continue
+            name = str(arg_attrs[k]["jax.global_constant"]).strip('"')
+            source = value.owner
+            while getattr(source, "name", None) == "stablehlo.convert":
+                source = source.operands[0].owner
+            if getattr(source, "name", None) != "stablehlo.get_dimension_size" or \
+                    not is_size_name(name) or _GENERATED.fullmatch(name) or \
+                    name in names.values():
+                continue
+            measured = source.operands[0]
+            if measured in args:
+                names.setdefault((args.index(measured), _int(source.attributes["dimension"])),
+                                 name)
+    return names
 
 
 def _visibility(f: Any) -> str:
@@ -868,11 +917,7 @@ def _arith(opname: str, a: SymSize, b: SymSize) -> SymSize | None:
         return a.plus(b)
     if opname == "stablehlo.subtract":
         return a.plus(b.times(-1))
-    if a.is_constant:
-        return b.times(a.const)
-    if b.is_constant:
-        return a.times(b.const)
-    return None
+    return a.mul(b)
 
 
 def _constant_ints(op: Any) -> tuple[SymSize, ...] | None:

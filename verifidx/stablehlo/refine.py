@@ -69,8 +69,8 @@ def argument_sizes(dynamic: HloModule, static: HloModule) -> dict[str, int]:
             continue
         for d, s in enumerate(sizes):
             if isinstance(s, SymSize) and s.const == 0 and len(s.terms) == 1 \
-                    and s.terms[0][1] == 1 and d < q.shape.rank:
-                values[s.terms[0][0].key] = q.shape.dims[d]
+                    and s.terms[0][1] == 1 and len(s.terms[0][0]) == 1 and d < q.shape.rank:
+                values[s.terms[0][0][0].key] = q.shape.dims[d]
     return values
 
 
