@@ -48,21 +48,22 @@ UNBOUNDED_SIZE = 2**31 - 1
 SIZES_ATTRIBUTE = "dynamic_sizes"
 
 
+_ESCAPES = {"_": "__", "/": "_s", ".": "_p", "+": "_a"}
+
+
 def size_name(key: str) -> str:
     """The name of the size with key `key` in maps: the key itself when it is a size name (a
-    `jax.export` dimension variable, `main_arg0_d1`), else an escaped form (one-to-one: every
-    character but letters and digits is written `_<hex>_`, and `_` as `__`; escaped names start
-    with `z_`, which an unescaped name never does)."""
+    `jax.export` dimension variable, `main_arg0_d1`), else an escaped form, one-to-one: `z_`,
+    then the key with `_` written `__`, `/` `_s`, `.` `_p`, `+` `_a` and any other character but
+    letters and digits `_x<hex>_` (an unescaped name never starts with `z_`)."""
     if is_size_name(key) and not key.startswith("z_"):
         return key
     out = ["z_"]
     for ch in key:
         if ch.isascii() and ch.isalnum():
             out.append(ch)
-        elif ch == "_":
-            out.append("__")
         else:
-            out.append(f"_{ord(ch):x}_")
+            out.append(_ESCAPES.get(ch) or f"_x{ord(ch):x}_")
     return "".join(out)
 
 
