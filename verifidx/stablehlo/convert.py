@@ -271,6 +271,10 @@ def _normal(s: Size) -> Size:
     return s
 
 
+def _bound(s: Size) -> int:
+    return s if isinstance(s, int) else s.hi
+
+
 def _as_sym(s: Size) -> SymSize:
     return s if isinstance(s, SymSize) else SymSize(s)
 
@@ -710,14 +714,33 @@ class OpConverter:
                     padding=tuple(PadDim(a, b, c) for a, b, c in zip(lo, hi, inner)))
 
     def op_dynamic_pad(self) -> None:
-        rank = len(self.in_sizes(0))
-        parts = [self.fn.ints.get(self.op.operands[i]) for i in (2, 3, 4)]
-        if all(p is not None and len(p) == rank and all(v.is_constant for v in p)
-               for p in parts):
-            lo, hi, inner = ([v.const for v in p] for p in parts)  # type: ignore[union-attr]
-            self._pad(lo, hi, inner, self.operands()[:2])
-        else:
+        """With constant low and interior paddings; the high padding (`jnp.pad` to a multiple
+        of a dynamic size computes it) only sets the output's size, which may stay a size of
+        its own: no element before it depends on it."""
+        src = self.in_sizes(0)
+        rank = len(src)
+        low, high, interior = (self.fn.ints.get(self.op.operands[i]) for i in (2, 3, 4))
+        if not all(p is not None and len(p) == rank and all(v.is_constant for v in p)
+                   for p in (low, interior)):
             self.generic("stablehlo.dynamic_pad")
+            return
+        lo = [v.const for v in low or ()]
+        inner = [v.const for v in interior or ()]
+        if high is not None and len(high) == rank and all(v.is_constant for v in high):
+            self._pad(lo, [v.const for v in high], inner, self.operands()[:2])
+            return
+        inferred: list[Size | None] = []
+        for k, s in enumerate(src):
+            h = high[k] if high is not None and len(high) == rank else None
+            inferred.append(None if h is None or min(inner[k], lo[k]) < 0 else _normal(
+                _as_sym(s).times(inner[k] + 1).plus(lo[k] - inner[k]).plus(h)))
+        etype, typed = self.fn.result_sizes(self.op.results[0].type, inferred, "%dynamic_pad")
+        padding = []
+        for k in range(rank):
+            n_in, n_out = _bound(src[k]), _bound(typed[k])
+            hi = n_out - lo[k] - n_in - max(n_in - 1, 0) * inner[k]
+            padding.append(PadDim(lo[k], hi, inner[k]))
+        self.single("pad", self.operands()[:2], typed, padding=tuple(padding))
 
     def op_concatenate(self) -> None:
         d = _int(self.op.attributes["dimension"])
