@@ -1,27 +1,27 @@
-"""Dynamic dimensions: sizes known only at run time, as runtime variables of the maps.
+"""Dynamic dimensions: sizes known only at run time, as sizes of the maps.
 
-A front end that reads dynamic programs (StableHLO's `tensor<?x4xf32>`) gives every instruction
-array shapes sized by the dimension's upper bound (`Shape.dims`, with `dynamic` set) and records
-the symbolic size of every dynamic dimension in the attribute `dynamic_sizes` (one tuple per
-output leaf, `None` for static dimensions). A symbolic size is an affine sum of size variables
-(`SizeVar`: a dimension of a function argument, or an opaque size a program computes) and a
-constant; each size variable has its interval, `[1, bound]`.
+A front end that reads dynamic programs (StableHLO's `tensor<?x4xf32>`, HLO's `f32[<=16,4]`)
+gives every instruction array shapes sized by the dimension's upper bound (`Shape.dims`, with
+`dynamic` set) and records the symbolic size of every dynamic dimension in the attribute
+`dynamic_sizes` (one tuple per output leaf, `None` for static dimensions). A symbolic size is a
+polynomial in size variables (`SizeVar`: a dimension of a function argument, or an opaque size
+a program computes) with integer coefficients; each size variable has its interval.
 
-Maps of such instructions are the maps the per-op table gives at the bound sizes, restricted to
-the elements that exist: the domain gets `d_i - N in [lo, -1]` for every dynamic output
-dimension of size `N`, and every operand index read gets `e_j - M in [lo, -1]`. `N`, `M` are
-runtime variables whose provenance names the size variable (`rt0: size of dimension 0 of
-parameter(0) of main`); they do not depend on the index, so two runtime variables with the same
-provenance always hold the same value and are merged (`merge_size_vars`). Like every runtime
-variable, they are quantified universally by `verifidx.smt.equal`: a claim about such a map holds
-for every size in the interval.
+In a map a size variable is a size (`verifidx.expr.Size`, docs/semantics.md, Sizes) named
+after its key, with its interval and its provenance: universally quantified, so a claim about
+the map holds for every size in the interval, and the same name in two maps is the same
+size, which composition keeps as one. Maps of such instructions are the maps the per-op table
+gives at the bound sizes, restricted to the elements that exist: the domain gets
+`d_i - N in [lo, -1]` for every dynamic output dimension of size `N`, and every operand index
+read gets `e_j - M in [lo, -1]`.
 
 This restriction is exact only for ops whose element at an index does not depend on the sizes
 of their dynamic dimensions ("prefix-consistent": the op at size N is the op at the bound,
-cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold
-(reverse of a dynamic dimension, concatenation along one, reshape that merges dynamic
-dimensions, clamped start indices into a dynamic operand, a broadcast that may expand a dynamic
-size-1 dimension), the map becomes "unknown indexing" with the reason. Never a missed read.
+cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold,
+the op's maps are built with the sizes in them where it can be (`verifidx.hlo.sized_ops`:
+reverse, concatenation, reshape), and are "unknown indexing" with the reason elsewhere (clamped
+start indices into a dynamic operand, a broadcast that may expand a dynamic size-1 dimension,
+...). Never a missed read.
 """
 
 from __future__ import annotations
