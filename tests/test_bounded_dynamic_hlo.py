@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from verifidx.computation_maps import computation_indexing
 from verifidx.hlo import parse_hlo
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, size_var_of
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes
 from verifidx.hlo.indexing import input_to_output, output_to_input
 from verifidx.hlo.runtime import OperandIndexing
 
@@ -73,7 +73,7 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[Case, int, int]:
                     lambda n: ((n, k), lambda i: {0: {(i[0], k - 1 - i[1])}}))
     elif kind == "reverse_dynamic":
         case = Case(module([p0], f"f32[<={bound},{k}] reverse(p0), dimensions={{0}}"),
-                    lambda n: ((n, k), lambda i: {0: {(n - 1 - i[0], i[1])}}), exact=False)
+                    lambda n: ((n, k), lambda i: {0: {(n - 1 - i[0], i[1])}}))
     elif kind == "slice_whole":
         a = draw(st.integers(0, k - 1))
         b = draw(st.integers(a + 1, k))
@@ -121,7 +121,7 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[Case, int, int]:
         case = Case(module([p0, f"f32[2,{k}]"],
                            f"f32[<={bound + 2},{k}] concatenate(p0, p1), dimensions={{0}}"),
                     lambda n: ((n + 2, k), lambda i: {0: {i}} if i[0] < n
-                               else {1: {(i[0] - n, i[1])}}), exact=False)
+                               else {1: {(i[0] - n, i[1])}}))
     elif kind == "broadcast":
         case = Case(module([p0], f"f32[<={bound},{k},3] broadcast(p0), dimensions={{0,1}}"),
                     lambda n: ((n, k, 3), lambda i: {0: {i[:2]}}))
@@ -156,10 +156,10 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[Case, int, int]:
     elif kind == "reshape":
         case = Case(module([f"f32[<={bound},4]"], f"f32[<={bound},2,2] reshape(p0)"),
                     lambda n: ((n, 2, 2), lambda i: {0: {(i[0], 2 * i[1] + i[2])}}))
-    elif kind == "reshape_merge":  # the dynamic dimension merged: not modelled, unknown
+    elif kind == "reshape_merge":  # the dynamic dimension merged: a map with sizes
         w = k + 1
         case = Case(module([f"f32[<={bound},{w}]"], f"f32[<={bound * w}] reshape(p0)"),
-                    lambda n: ((n * w,), lambda i: {0: {(i[0] // w, i[0] % w)}}), exact=False)
+                    lambda n: ((n * w,), lambda i: {0: {(i[0] // w, i[0] % w)}}))
     else:  # elementwise into a static output: elements past the size read padding
         case = Case(module([p0], f"f32[{bound},{k}] negate(p0)"),
                     lambda n: ((bound, k), lambda i: {0: {i}}), exact=False)
@@ -170,12 +170,11 @@ def pairs_at(ind: OperandIndexing, sizes: dict[str, int]) -> set[tuple[Index, In
     """The relation of a map with every size variable fixed to its value (None: unknown)."""
     if ind.is_undefined:
         return None
-    for rv in ind.runtime:
-        var = size_var_of(rv)
-        assert var is not None, f"a runtime variable that is not a size: {rv.label}"
-        assert var.least == 0, "XLA's dynamic sizes may be 0"
+    assert not ind.runtime, str(ind)
+    for z in ind.map.sizes:  # XLA's dynamic sizes may be 0: the map's size is one more
+        assert z.provenance is not None and z.provenance.endswith("plus 1"), z
     fixed = instantiate_sizes(ind, sizes)
-    assert not fixed.map.num_rt_vars, str(fixed)
+    assert not fixed.map.sizes, str(fixed)
     return {(d, res) for _rt, d, res in fixed.map.relation()}
 
 
@@ -189,8 +188,9 @@ def runtime_sizes(text: str, n: int, root_sizes: Index) -> dict[str, int]:
             for d, size in enumerate(leaf):
                 if size is None:
                     continue
-                for var, _coef in size.terms:
-                    values[var.key] = root_sizes[d] if inst.is_root else n
+                for mono, _coef in size.terms:
+                    for var in mono:
+                        values[var.key] = root_sizes[d] if inst.is_root else n
     return values
 
 
@@ -226,20 +226,22 @@ def test_bounded_dynamic_maps_match_the_oracle_at_every_size(kind: str, data: st
         assert union_in == inverse, (case.text, n, p, union_in ^ inverse)
 
 
-def test_reverse_along_a_bounded_dimension_is_unknown_not_the_bound_map() -> None:
-    """The bug this fixes: `(d0) -> (15 - d0)` was reported for a `<=16` dimension."""
+def test_reverse_along_a_bounded_dimension_reads_from_the_size_not_the_bound() -> None:
+    """The bug this fixed: `(d0) -> (15 - d0)` was reported for a `<=16` dimension; the map
+    now reads `size - 1 - d0` at every size, empty included."""
     mod = parse_hlo(module(["f32[<=16]"], "f32[<=16] reverse(p0), dimensions={0}"))
-    result = output_to_input("r", mod.entry)
-    assert result.maps[0][0].is_undefined
-    assert any("reverse along a dynamic dimension" in note for note in result.notes)
+    (ind,) = output_to_input("r", mod.entry).maps[0]
+    for n in range(17):
+        got = pairs_at(ind, {"e/p0/0": n, "e/r/0": n})
+        assert got == {((i,), (n - 1 - i,)) for i in range(n)}, n
 
 
 def test_elementwise_map_carries_the_size_variable() -> None:
     mod = parse_hlo(module(["f32[<=16,8]"], "f32[<=16,8] negate(p0)"))
     ind = output_to_input("r", mod.entry).maps[0][0]
-    assert ind.map.num_rt_vars == 1
-    assert (ind.map.rt_vars[0].bounds.lo, ind.map.rt_vars[0].bounds.hi) == (0, 16)
-    assert "dimension 0 of %p0 in e" in ind.runtime[0].label
+    (size,) = ind.map.sizes
+    assert not ind.map.num_rt_vars and (size.bounds.lo, size.bounds.hi) == (1, 17)
+    assert size.provenance is not None and "dimension 0 of %p0 in e" in size.provenance
 
 
 @pytest.mark.parametrize("text", [
@@ -267,18 +269,29 @@ ENTRY e {
 @given(st.integers(1, 4).flatmap(lambda b: st.tuples(st.just(b), st.integers(0, b))))
 def test_a_size_flows_through_a_chain_and_composes(bound_n: tuple[int, int]) -> None:
     """The parameter's size is followed through elementwise, transpose and broadcast, so the
-    composed computation map has one size variable and is exact at every size.
-
-    At bound 1 the composed map's size variable is tightened to the point 1 and folded by
-    `fold_point_runtime`, which over-approximates by design (at size 0 it claims the reads of
-    size 1): then only containment is required."""
+    composed computation map has one size and is exact at every size."""
     bound, n = bound_n
     mod = parse_hlo(CHAIN.replace("BOUND", str(bound)))
     ci = computation_indexing(mod, mod.entry, "out2in")
     (ind,) = ci.maps[(0, 0, 0)]
-    got = pairs_at(ind, {"hlo/e/p0/0/0": n})
+    got = pairs_at(ind, {"e/p0/0": n})
     expected = {((c, i, j), (i, c)) for c in range(2) for i in range(n) for j in range(3)}
-    assert got is not None and expected <= got
-    if bound > 1:
-        assert len(ind.runtime) == 1 and "%p0" in ind.runtime[0].label
-        assert got == expected
+    assert got == expected
+    (size,) = ind.map.sizes
+    assert size.provenance is not None and "%p0" in size.provenance
+
+
+def test_coalescing_reads_a_bounded_fusion_at_its_bound() -> None:
+    """Coalescing evaluates maps at points: the sizes of dynamic dimensions sit at their bound
+    (the buffer as allocated), as if static; it used to stop at a size without a value."""
+    from verifidx.tiling.coalescing import fusion_coalescing
+
+    def fusion(shape: str) -> str:
+        return ("HloModule m\n\nfused {\n  p = " + shape + " parameter(0)\n"
+                "  ROOT r = " + shape + " reverse(p), dimensions={0,1}\n}\n\n"
+                "ENTRY e {\n  p0 = " + shape + " parameter(0)\n"
+                "  ROOT f = " + shape + " fusion(p0), kind=kLoop, calls=fused\n}\n")
+
+    dynamic, static = parse_hlo(fusion("f32[<=16,8]")), parse_hlo(fusion("f32[16,8]"))
+    got = fusion_coalescing(dynamic, dynamic.entry.root)
+    assert got == fusion_coalescing(static, static.entry.root)

@@ -182,3 +182,57 @@ def test_unions_of_large_boxes() -> None:
     point = v.counterexample
     value = high.evaluate([point["d0"]], [point["s0"], point["s1"]])
     assert value == v.lhs_value and value[0] % 8192 == 8191
+
+
+# -- sizes as isl parameters (docs/semantics.md, Sizes) -----------------------------------------
+
+CUT = "(d0)<N> -> (d0), domain: d0 in [0, 15], N in [1, 16], d0 - N in [-16, -1]"
+
+
+def _intervals(m: IndexingMap) -> dict[str, Interval]:
+    return {z.name: z.bounds for z in m.sizes}
+
+
+@pytest.mark.parametrize("other, same", [
+    # the same relation written otherwise: equal at every size
+    ("(d0)<N> -> (d0), domain: d0 in [0, 15], N in [1, 16], N - d0 in [1, 16]", True),
+    # the whole box: equal only at N = 16
+    ("(d0)<N> -> (d0), domain: d0 in [0, 15], N in [1, 16]", False),
+    # an offset by the size
+    ("(d0)<N> -> (d0 + N - N), domain: d0 in [0, 15], N in [1, 16], d0 - N in [-16, -1]",
+     True),
+])
+def test_isl_decides_for_every_size(other: str, same: bool) -> None:
+    f, g = parse_map(CUT), parse_map(other)
+    decided, found = presburger.decide(f, g, _intervals(f))
+    assert decided is same
+    if not same:  # the sampled difference is a real one, at the sizes isl names
+        assert found is not None and set(found.sizes) == {"N"}
+        at = found.sizes
+        assert equal(f.with_sizes(at), g.with_sizes(at)).holds is False
+    # and the solver layer agrees, refuting only with checked sizes
+    v = equal(f, g)
+    assert v.holds is same
+    if not same:
+        assert v.counterexample is not None and v.counterexample["N"] < 16
+
+
+def test_a_product_with_a_size_is_left_to_z3() -> None:
+    m = parse_map("(d0, d1)<N> -> (d0 * N + d1), domain: d0 in [0, 3], d1 in [0, 15], "
+                  "N in [1, 16], d1 - N in [-16, -1]")
+    assert presburger.decide(m, m.replace(results=(Dim(0),)), _intervals(m)) == (None, None)
+    assert presburger.sample(m, _intervals(m)) is None
+
+
+def test_a_sampled_point_is_a_point_at_its_sizes() -> None:
+    m = parse_map("(d0)[s0]<N> -> (d0 + s0), domain: d0 in [0, 15], s0 in [0, 3], "
+                  "N in [2, 9], d0 + s0 - N in [0, 0]")
+    found = presburger.sample(m, _intervals(m))
+    assert found is not None
+    at, values = found
+    fixed = m.with_sizes(at)
+    assert fixed.constraints_satisfied(values[:1], values[1:])
+    empty = parse_map("(d0)<N> -> (d0), domain: d0 in [0, 15], N in [1, 4], d0 - N in [5, 20], "
+                      "d0 in [0, 3]")
+    assert presburger.sample(empty, _intervals(empty)) is None
+    assert presburger.is_empty(empty, _intervals(empty)) is True

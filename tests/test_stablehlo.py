@@ -20,7 +20,7 @@ import verifidx as vx
 from verifidx.cli import main
 from verifidx.computation_maps import computation_indexing
 from verifidx.dedup import MapSet
-from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict, size_source
+from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap
 
@@ -146,10 +146,12 @@ func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 def test_add_one_dynamic_is_parametric() -> None:
     module = parse_module(ADD_ONE_DYNAMIC)
     (m,) = entry_maps(module)[(0, 0)]
-    assert m.num_rt_vars == 1
-    assert m.rt_vars[0].bounds == vx.Interval(1, 2**31 - 1)
+    (size,) = m.sizes
+    assert not m.num_rt_vars and size.bounds == vx.Interval(1, 2**31 - 1)
+    assert size.provenance == "size of dimension 0 of parameter(0) in main"
     for n in (1, 5, 16):
-        assert m.constraints_satisfied([n - 1], [n]) and not m.constraints_satisfied([n], [n])
+        assert m.constraints_satisfied([n - 1], sizes={size.name: n})
+        assert not m.constraints_satisfied([n], sizes={size.name: n})
     static = refine(ADD_ONE_DYNAMIC, ["tensor<16xf32>"])
     assert [c.holds for c in compare(module, static, argument_sizes(module, static))] == [True]
 
@@ -162,7 +164,7 @@ func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<16, ?>>) -> tensor<?x3x
 }
 """
     (m,) = entry_maps(parse_module(text))[(0, 0)]
-    assert m.rt_vars[0].bounds == vx.Interval(1, 16)
+    assert m.sizes[0].bounds == vx.Interval(1, 16)
     assert m.dims[0].bounds == vx.Interval(0, 15)
 
 
@@ -170,7 +172,7 @@ func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<16, ?>>) -> tensor<?x3x
 def test_symbolic_export_instantiated_equals_static_lowering(name: str) -> None:
     text = (DATA / f"{name}.dyn.mlir").read_text()
     dynamic = parse_module(text)
-    assert any(m.num_rt_vars for ms in entry_maps(dynamic).values() for m in ms)
+    assert any(m.sizes for ms in entry_maps(dynamic).values() for m in ms)
     for tag in SYMBOLIC[name]:
         static = parse_module((DATA / f"{name}.at{tag}.mlir").read_text())
         hlo = vx.parse_hlo((DATA / f"{name}.at{tag}.hlo").read_text())
@@ -194,31 +196,32 @@ def test_claims_hold_for_every_size_not_one() -> None:
     var = SizeVar("t/n", "test size", 16)
     box = OperandIndexing(IndexingMap.identity((16,)))
     cut = restrict(box, (SymSize.of(var),), None, domain_only=True)
-    assert cut.map.num_rt_vars == 1 and cut.runtime[0].source is size_source(var)
-    verdict = vx.equal(cut.map, box.map.replace(rt_vars=cut.map.rt_vars))
+    assert not cut.map.num_rt_vars and [z.name for z in cut.map.sizes] == [var.name]
+    verdict = vx.equal(cut.map, box.map)
     assert verdict.holds is False and verdict.counterexample is not None
-    assert verdict.counterexample["rt0"] < 16
+    assert verdict.counterexample[var.name] < 16
     simplified = cut.map.simplify()
     assert vx.equal(simplified, cut.map).holds is True
-    assert vx.equal(simplified, box.map.replace(rt_vars=cut.map.rt_vars)).holds is False
+    assert vx.equal(simplified, box.map).holds is False
     bucket: MapSet[str] = MapSet()
     bucket.add("cut", cut.map)
-    bucket.add("box", box.map.replace(rt_vars=cut.map.rt_vars))
+    bucket.add("box", box.map)
     assert len(bucket) == 2 and not bucket.merges
 
 
 def test_unsound_ops_on_dynamic_dimensions_are_unknown() -> None:
     text = """
-func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>) -> tensor<?x3xf32, #stablehlo.bounds<8, ?>> {
-  %0 = stablehlo.reverse %arg0, dims = [0] : tensor<?x3xf32, #stablehlo.bounds<8, ?>>
-  return %0 : tensor<?x3xf32, #stablehlo.bounds<8, ?>>
+func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>, %i: tensor<i32>) -> tensor<2x3xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.dynamic_slice %arg0, %i, %c, sizes = [2, 3] : (tensor<?x3xf32, #stablehlo.bounds<8, ?>>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
 }
 """
     module = parse_module(text)
     ci = computation_indexing(module, module.entry, "out2in")
     (m,) = ci.maps[(0, 0, 0)]
     assert m.is_undefined
-    assert any("reverse along a dynamic dimension" in n for n in ci.notes)
+    assert any("start indices clamped to a dynamic size" in n for n in ci.notes)
 
 
 def test_refine_on_the_command_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -326,12 +329,11 @@ func.func @main(%x: tensor<4x3xf32>, %y: tensor<?xf32, #stablehlo.bounds<4>>) ->
     maps = entry_maps(module)
     (m,) = maps[(0, 0)]
     assert (0, 1) not in maps or maps[(0, 1)] == []  # the size, not an element of %y
-    assert m.num_rt_vars == 1 and m.rt_vars[0].bounds == vx.Interval(1, 4)
-    ci = computation_indexing(module, module.entry, "out2in")
-    (ind,) = ci.maps[(0, 0, 0)]
-    assert ind.runtime[0].label == "size of dimension 0 of parameter(1) in main"
+    (size,) = m.sizes
+    assert not m.num_rt_vars and size.bounds == vx.Interval(1, 4)
+    assert size.provenance == "size of dimension 0 of parameter(1) in main"
     for n in range(1, 5):
-        rel = {(d, r) for _rt, d, r in m.relation() if _rt == (n,)}
+        rel = {(d, r) for _rt, d, r in m.with_sizes({size.name: n}).relation()}
         assert rel == {((i, j), (i, j)) for i in range(n) for j in range(3)}
 
 

@@ -247,6 +247,18 @@ def apply(g: Gen, v: Value, op: str, a: int, b: int, c: int) -> Value:
         g.lines.append(f"{r} = stablehlo.concatenate {v.name}, {v.name}, dim = {axis} : "
                        f"({ttype(v)}, {ttype(v)}) -> {ttype(out)}")
         return out
+    if op == "reverse_dyn" and dyn >= 0:
+        g.lines.append(f"{r} = stablehlo.reverse {v.name}, dims = [{dyn}] : {ttype(v)}")
+        return Value(r, list(v.dims), list(v.bounds))
+    if op == "concat_dyn" and dyn >= 0:
+        bounds = list(v.bounds)
+        bounds[dyn] = 2 * v.bounds[dyn]
+        out = Value(r, list(v.dims), bounds)
+        e = g.fresh()
+        g.lines.append(f"{e} = stablehlo.exponential {v.name} : {ttype(v)}")
+        g.lines.append(f"{r} = stablehlo.concatenate {e}, {v.name}, dim = {dyn} : "
+                       f"({ttype(v)}, {ttype(v)}) -> {ttype(out)}")
+        return out
     if op == "dyn_add_one":
         shape = _shape_tensor(g, v, v)
         one, bc = g.fresh(), g.fresh()
@@ -266,7 +278,7 @@ def apply(g: Gen, v: Value, op: str, a: int, b: int, c: int) -> Value:
 
 
 OPS = ["exp", "add_self", "transpose", "reduce_static", "reduce_dyn", "bcast", "pad_dyn",
-       "concat_static", "dyn_add_one", "dyn_iota"]
+       "concat_static", "dyn_add_one", "dyn_iota", "reverse_dyn", "concat_dyn"]
 
 
 @st.composite
@@ -340,6 +352,21 @@ DYNAMIC_OPS = {
   %sz = stablehlo.constant dense<[1, 3]> : tensor<2xi32>
   %0 = "stablehlo.dynamic_gather"(%arg0, %idx, %sz) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>} : ({t}, tensor<2x1xi32>, tensor<2xi32>) -> tensor<2x3xf32>""",
                        "tensor<2x3xf32>"),
+    # maps with sizes in their strides, offsets and divisors (verifidx/hlo/sized_ops.py)
+    "reverse_dynamic": ("tensor<?x2xf32, #stablehlo.bounds<4, ?>>", 2, """%0 = stablehlo.reverse %arg0, dims = [0, 1] : {t}""", "tensor<?x2xf32, #stablehlo.bounds<4, ?>>"),
+    "concatenate_dynamic": ("tensor<?x2xf32, #stablehlo.bounds<3, ?>>", 2, """%e = stablehlo.exponential %arg0 : {t}
+  %0 = stablehlo.concatenate %arg0, %e, %arg0, dim = 0 : ({t}, {t}, {t}) -> tensor<?x2xf32, #stablehlo.bounds<9, ?>>""",
+                            "tensor<?x2xf32, #stablehlo.bounds<9, ?>>"),
+    "reshape_merge": ("tensor<?x3xf32, #stablehlo.bounds<4, ?>>", 3, _DIMS + """
+  %c = stablehlo.constant dense<3> : tensor<1xi32>
+  %s = stablehlo.multiply %n1, %c : tensor<1xi32>
+  %0 = stablehlo.dynamic_reshape %arg0, %s : ({t}, tensor<1xi32>) -> tensor<?xf32, #stablehlo.bounds<12>>""",
+                      "tensor<?xf32, #stablehlo.bounds<12>>"),
+    "reshape_regroup": ("tensor<?x2xf32, #stablehlo.bounds<4, ?>>", 2, _DIMS + """
+  %c = stablehlo.constant dense<2> : tensor<1xi32>
+  %s = stablehlo.concatenate %c, %n1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %0 = stablehlo.dynamic_reshape %arg0, %s : ({t}, tensor<2xi32>) -> tensor<2x?xf32, #stablehlo.bounds<?, 4>>""",
+                        "tensor<2x?xf32, #stablehlo.bounds<?, 4>>"),
 }
 
 

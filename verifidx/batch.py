@@ -48,6 +48,9 @@ def operand_json(maps: tuple[OperandIndexing, ...]) -> dict[str, Any]:
               "map": print_map(rv.map)} for k, rv in enumerate(m.runtime)]
             for m in maps
         ]
+    if any(m.map.sizes for m in maps):
+        out["sizes"] = [[{"name": z.name, "interval": [z.bounds.lo, z.bounds.hi],
+                          "source": z.provenance} for z in m.map.sizes] for m in maps]
     if any(m.replica is not None for m in maps):
         out["replica_ids"] = [None if m.replica is None else print_map(m.replica) for m in maps]
     if any(m.is_undefined for m in maps):

@@ -16,10 +16,11 @@ Answers are True, False or None. None covers "not expressible", "islpy is not in
 verdict does not depend on machine load). A False from `equal` is not a certificate; the
 caller takes the tuple of the difference that `decide` samples and checks it by evaluation.
 
-Sizes (issue 23, not in the expression language yet) are meant to enter as isl parameters:
-`equal(f, g, sizes={"N": Interval(1, 1 << 31)})` decides the equality for every value of the
-parameters in their intervals (isl parameters are universally quantified in `is_equal`);
-`_Builder.params` holds them for the expression case that issue 23 adds.
+Sizes (docs/semantics.md, Sizes) enter as isl parameters: `equal(f, g, sizes={"N":
+Interval(1, 1 << 31)})` decides the equality for every value of the parameters in their
+intervals (isl parameters are universally quantified in `is_equal`). A size is translated where
+the map is linear in it (`d0 - N`, an offset `N`); a product with a size (`d0 * N`) or a
+division by one is not Presburger, and is left to Z3.
 """
 
 from __future__ import annotations
@@ -28,7 +29,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Max, Min, Mod, Mul, RtVar, Symbol
+from .expr import (
+    Add,
+    CeilDiv,
+    Const,
+    Dim,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    RtVar,
+    Size,
+    Symbol,
+)
 from .indexing_map import IndexingMap
 from .interval import Interval
 
@@ -82,6 +97,7 @@ class _Builder:
                     for i, v in enumerate(m.variables)}
         self.params = [isl.PwAff.from_aff(isl.Aff.var_on_domain(self.ls, isl.dim_type.param, i))
                        for i in range(len(sizes))]
+        self.param_of = dict(zip(sizes, self.params))
 
     def val(self, c: int) -> Any:
         return _val(c)
@@ -95,6 +111,8 @@ class _Builder:
             return self.const(e.value)
         if isinstance(e, (Dim, Symbol, RtVar)):
             return self.var[e]
+        if isinstance(e, Size):  # a parameter; None when the caller did not declare it
+            return self.param_of.get(e.name)
         if isinstance(e, Add):
             out = None
             for t in e.terms:
@@ -299,6 +317,32 @@ def is_empty(m: IndexingMap, sizes: Sizes | None = None) -> bool | None:
     if _context() is None:
         return None
     return _run(lambda: _emptiness(m, sizes))  # type: ignore[no-any-return]
+
+
+def sample(m: IndexingMap, sizes: Sizes | None = None
+           ) -> tuple[dict[str, int], list[int]] | None:
+    """A point of the map's domain (every variable: dims, range, runtime) and the sizes at
+    which it is one, as isl samples it (not a certificate: the caller evaluates it); None when
+    the domain is empty for every size or isl cannot say."""
+    if _context() is None:
+        return None
+
+    def run() -> tuple[dict[str, int], list[int]] | None:
+        full = _with_range_vars(m, sizes)
+        if full is None:
+            return None
+        domain = full.domain()
+        if domain.is_empty():
+            return None
+        point = domain.sample_point()
+        values = [point.get_coordinate_val(_isl.dim_type.set, i).to_python()
+                  for i in range(domain.dim(_isl.dim_type.set))]
+        at = {domain.get_dim_name(_isl.dim_type.param, i):
+              point.get_coordinate_val(_isl.dim_type.param, i).to_python()
+              for i in range(domain.dim(_isl.dim_type.param))}
+        return at, values
+
+    return _run(run)  # type: ignore[no-any-return]
 
 
 def _emptiness(m: IndexingMap, sizes: Sizes | None) -> bool | None:

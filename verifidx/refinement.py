@@ -6,16 +6,16 @@ For each (output, parameter) of the entry computation, each map of one side must
 (`vx.equal`, Z3) to a map of the other. A refutation comes with the solver's counterexample; an
 unknown answer, or unknown indexing on either side, is never reported as a proof.
 
-The two programs number their runtime variables independently, and the dynamic one may keep
-sizes the refinement does not determine, so the maps are compared as relations over one list
-of runtime variables, not position by position (`align`): a variable of one map is the same
-variable as one of the other only when both read the same value (same source value, the same
-element of it, the same interval); every other variable is quantified on its own. Equality
-proven so holds whatever values the unpaired variables take. A difference is reported (with a
-counterexample) when every variable is paired, or when the unpaired ones are data and one map
-reads an element the other never reads whatever values they take; an unpaired size (one the
-refinement leaves open) never refutes. Otherwise the answer is unknown, naming the variables
-without counterpart.
+Sizes of dynamic dimensions are sizes of the maps (docs/semantics.md, Sizes), instantiated by
+name at the refined values; a size the refinement does not fix (one the program computes) stays,
+quantified universally, and never refutes. The two programs number their runtime variables (data
+read at run time) independently, so the maps are compared as relations over one list of runtime
+variables, not position by position (`align`): a variable of one map is the same variable as one
+of the other only when both read the same value (same source value, the same element of it, the
+same interval); every other variable is quantified on its own. Equality proven so holds whatever
+values the unpaired variables take. A difference is reported (with a counterexample) when every
+variable is paired, or when one map reads an element the other never reads whatever values the
+unpaired ones take. Otherwise the answer is unknown, naming the variables without counterpart.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from verifidx.computation_maps import computation_indexing
 from verifidx.expr import Expr, RtVar, Symbol
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, leaf_sizes, size_var_of
+from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap, Var
@@ -79,9 +79,10 @@ class ValueKeys:
             dims = list(leaf.dims)
             for d, s in enumerate(leaf_sizes(inst, k) or ()):
                 if s is not None:
-                    if any(v.key not in self.values for v, _c in s.terms):
+                    value = s.value(self.values)
+                    if value is None:
                         return None  # a size the refinement does not fix
-                    dims[d] = s.const + sum(c * self.values[v.key] for v, c in s.terms)
+                    dims[d] = value
             out.append((leaf.element_type, *dims))
         return tuple(out)
 
@@ -144,16 +145,11 @@ class _Side:
     def label(self, k: int) -> str:
         return self.indexing.runtime[k].label
 
-    def is_data(self, k: int) -> bool:
-        return size_var_of(self.indexing.runtime[k]) is None
-
 
 def _same_value(a: _Side, i: int, b: _Side, j: int) -> bool:
     """Runtime variable i of `a` and j of `b` always hold the same value: both are data read
     from values with the same structural name, at the same element, with the same interval."""
     ra, rb = a.indexing.runtime[i], b.indexing.runtime[j]
-    if size_var_of(ra) is not None or size_var_of(rb) is not None:
-        return False  # a size left symbolic after refinement is nobody's counterpart
     if a.indexing.map.rt_vars[i].bounds != b.indexing.map.rt_vars[j].bounds:
         return False
     ka, kb = a.keys.key(ra.source), b.keys.key(rb.source)
@@ -181,16 +177,16 @@ def _renumbered(m: IndexingMap, where: Sequence[int], rt_vars: tuple[Var, ...]) 
     """`m` over the runtime variables `rt_vars`, its variable k moved to position where[k]."""
     subst: dict[Expr, Expr] = {RtVar(k): RtVar(p) for k, p in enumerate(where)}
     out = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims, m.range_vars,
-                      rt_vars, {}, m.is_known_empty)
+                      rt_vars, {}, m.is_known_empty, sizes=m.sizes)
     for e, iv in m.constraints.items():
         out = out.add_constraint(e.substitute(subst), iv)
     return out
 
 
-def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[tuple[bool, str]]]:
+def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[str]]:
     """Both maps over one list of runtime variables: the pairs that read the same value first,
-    then a's unpaired variables, then b's (each map ignores the other's). Also, for each
-    unpaired variable, whether it is data (not a size) and its label."""
+    then a's unpaired variables, then b's (each map ignores the other's). Also the labels of
+    the unpaired variables."""
     ma, mb = a.indexing.map, b.indexing.map
     pairs: dict[int, int] = {}
     taken: set[int] = set()
@@ -212,8 +208,7 @@ def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[tuple[bool
         where_a[i] = p
     for p, j in enumerate(only_b, start=len(pairs) + len(only_a)):
         where_b[j] = p
-    unpaired = [(a.is_data(i), a.label(i)) for i in only_a] + \
-        [(b.is_data(j), b.label(j)) for j in only_b]
+    unpaired = [a.label(i) for i in only_a] + [b.label(j) for j in only_b]
     return _renumbered(ma, where_a, rt_vars), _renumbered(mb, where_b, rt_vars), unpaired
 
 
@@ -222,20 +217,25 @@ def equal_as_relations(a: _Side, b: _Side) -> Verdict:
     read (`align`), never by position."""
     x, y, unpaired = align(a, b)
     v = equal(x.simplify(), y.simplify())
-    if v.holds is not False or not unpaired:
+    if v.holds is not False:
         return v
-    if all(n for n, _label in unpaired):
-        # every unpaired variable is data: each of its values is a run of the program
-        keep = x.num_rt_vars - len(unpaired)
-        for first, second, which in ((x, y, "parametric"), (y, x, "refined")):
-            w = includes(_existential(first, keep), _existential(second, keep))
-            if w.holds is False:
-                return Verdict(False, w.counterexample, message=(
-                    f"the {which} map reads an element the other never reads, whatever "
-                    f"values their unpaired runtime variables take"))
+    left = [z.provenance or z.name for z in (*x.sizes, *y.sizes)]
+    if left:  # the program holds one value of each; the difference may be at another
+        return Verdict(None, message="the maps differ for some values of sizes the refinement "
+                                     "does not fix (" + "; ".join(left) + "): not decided")
+    if not unpaired:
+        return v
+    # every unpaired variable is data: each of its values is a run of the program
+    keep = x.num_rt_vars - len(unpaired)
+    for first, second, which in ((x, y, "parametric"), (y, x, "refined")):
+        w = includes(_existential(first, keep), _existential(second, keep))
+        if w.holds is False:
+            return Verdict(False, w.counterexample, message=(
+                f"the {which} map reads an element the other never reads, whatever "
+                f"values their unpaired runtime variables take"))
     return Verdict(None, message="the maps differ for some values of runtime variables "
                                  "that have no counterpart in the other program ("
-                   + "; ".join(label for _n, label in unpaired) + "): not decided")
+                   + "; ".join(unpaired) + "): not decided")
 
 
 def _existential(m: IndexingMap, keep: int) -> IndexingMap:
@@ -245,7 +245,8 @@ def _existential(m: IndexingMap, keep: int) -> IndexingMap:
     subst: dict[Expr, Expr] = {RtVar(k): Symbol(nr + k - keep)
                                for k in range(keep, m.num_rt_vars)}
     out = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims,
-                      m.range_vars + m.rt_vars[keep:], m.rt_vars[:keep], {}, m.is_known_empty)
+                      m.range_vars + m.rt_vars[keep:], m.rt_vars[:keep], {}, m.is_known_empty,
+                      sizes=m.sizes)
     for e, iv in m.constraints.items():
         out = out.add_constraint(e.substitute(subst), iv)
     return out

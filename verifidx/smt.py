@@ -17,6 +17,7 @@ import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import z3
 
@@ -37,9 +38,12 @@ from .expr import (
     Symbol,
     Variable,
 )
-from .indexing_map import IndexingMap
+from .indexing_map import IndexingMap, merge_sizes
 from .interval import Interval
 from .smt_terms import RLIMIT_PER_MS, safety_net_ms
+
+if TYPE_CHECKING:
+    from .presburger import Difference
 
 DEFAULT_TIMEOUT_MS = 2000
 #: Range-variable boxes up to this many points are expanded into disjunctions (complete and
@@ -777,6 +781,19 @@ def _unknown(s: z3.Solver, r: z3.CheckSatResult) -> Verdict:
 def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
     """Empty for every size in its interval (True), or a point at sizes the static check
     confirms (False)."""
+    from . import presburger
+
+    intervals = _size_intervals(m)
+    if presburger.is_empty(m, intervals) is True:
+        return Verdict(True, message="empty for every size in its interval (isl, Presburger "
+                                     "arithmetic with the sizes as parameters)")
+    found = presburger.sample(m, intervals)
+    if found is not None and set(found[0]) == set(intervals):
+        at, values = found
+        point = _checked_point(m.with_sizes(at), values)
+        if point is not None:
+            return Verdict(False, {**at, **point}, message=f"at sizes {at}: the domain has a "
+                                                            f"point")
     sizes = _size_env(m)
     env = _vars(m, "", sizes)
     s = _sized_solver(m, sizes)
@@ -796,9 +813,58 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
                                  f"not confirmed at those sizes ({static.label})")
 
 
+def _checked_point(m: IndexingMap, values: Sequence[int]) -> dict[str, int] | None:
+    """`values` (dims, range, runtime variables) named, when they are a point of the static
+    map `m`'s domain by evaluation; else None."""
+    nd = m.num_dims
+    if len(values) != len(m.all_vars) or not all(
+            x in info.bounds for x, info in zip(values, m.all_vars)):
+        return None
+    try:
+        if not m.constraints_satisfied(values[:nd], values[nd:]):
+            return None
+    except EvaluationError:
+        return None
+    from .syntax import variable_names
+
+    names = variable_names(m)
+    return {names[v]: x for v, x in zip(m.variables, values)}
+
+
+def _size_intervals(m: IndexingMap) -> dict[str, Interval]:
+    return {z.name: z.bounds for z in m.sizes}
+
+
+#: Small sizes at which `_equal_with_sizes` looks for a difference before a universal query.
+PROBE_SIZES = (1, 2, 3)
+
+
+def _probe_sizes(m: IndexingMap, found: Difference | None) -> list[dict[str, int]]:
+    """Assignments of the sizes where a difference is looked for with static maps: isl's
+    (when it sampled one), then every size at each of PROBE_SIZES (clipped to its interval).
+    A difference found there is checked like any static one, so it refutes soundly."""
+    out = [dict(found.sizes)] if found is not None and set(found.sizes) == {
+        z.name for z in m.sizes} else []
+    for v in PROBE_SIZES:
+        at = {z.name: min(max(v, z.bounds.lo), z.bounds.hi) for z in m.sizes}
+        if at not in out:
+            out.append(at)
+    return out
+
+
+def _same_shared_sizes(f: IndexingMap, g: IndexingMap) -> bool:
+    table = {z.name: z.bounds for z in f.sizes}
+    return all(table.get(z.name, z.bounds) == z.bounds for z in g.sizes)
+
+
 def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdict:
     """Equal for every size in the intervals (True), or different at sizes where the static
-    maps are shown to differ (False). Decided for maps that declare the same sizes."""
+    maps are shown to differ (False). Decided for maps whose common sizes have the same
+    intervals: a size one map does not declare is one it does not depend on, so both are
+    read over all the sizes of either."""
+    if f.sizes != g.sizes and _same_shared_sizes(f, g):
+        f, g = f.replace(sizes=merge_sizes(f.sizes, g.sizes)), \
+            g.replace(sizes=merge_sizes(g.sizes, f.sizes))
     if f.sizes != g.sizes:
         def text(m: IndexingMap) -> str:
             return ", ".join(f"{z.name} in {z.bounds}" for z in m.sizes) or "none"
@@ -808,6 +874,18 @@ def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
     if _shape_mismatch(f, g):
         return Verdict(None, message=_SIZES_NOT_YET.format(
             what=f"equality with {_shape_mismatch(f, g)}"))
+    from . import presburger
+
+    decided, found = presburger.decide(f, g, _size_intervals(f))
+    if decided is True:
+        return Verdict(True, message="equal for every size in its interval (isl, Presburger "
+                                     "arithmetic with the sizes as parameters)")
+    for at in _probe_sizes(f, found):
+        static = equal(f.with_sizes(at), g.with_sizes(at), timeout_ms)
+        if static.holds is False:
+            return Verdict(False, {**at, **(static.counterexample or {})},
+                           lhs_value=static.lhs_value, rhs_value=static.rhs_value,
+                           message=f"at sizes {at}: {static.message}")
     sizes = _size_env(f)
     for a, b, which in ((f, g, "first"), (g, f, "second")):
         v = _included_with_sizes(a, b, sizes)

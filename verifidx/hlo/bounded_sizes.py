@@ -64,8 +64,10 @@ def with_bounded_sizes(computation: str, instructions: Sequence[HloInstruction]
                     sizes.append(g)
                     continue
                 where = f" of leaf {li}" if inst.shape.is_tuple else ""
+                key = f"{computation}/{inst.name}/{li}/{d}" if inst.shape.is_tuple \
+                    else f"{computation}/{inst.name}/{d}"
                 sizes.append(SymSize.of(SizeVar(
-                    f"hlo/{computation}/{inst.name}/{li}/{d}",
+                    key,
                     f"dimension {d}{where} of %{inst.name} in {computation}", n, least=0)))
             per_leaf.append(tuple(sizes))
         known[inst.name] = tuple(per_leaf)

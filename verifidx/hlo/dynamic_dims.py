@@ -1,27 +1,27 @@
-"""Dynamic dimensions: sizes known only at run time, as runtime variables of the maps.
+"""Dynamic dimensions: sizes known only at run time, as sizes of the maps.
 
-A front end that reads dynamic programs (StableHLO's `tensor<?x4xf32>`) gives every instruction
-array shapes sized by the dimension's upper bound (`Shape.dims`, with `dynamic` set) and records
-the symbolic size of every dynamic dimension in the attribute `dynamic_sizes` (one tuple per
-output leaf, `None` for static dimensions). A symbolic size is an affine sum of size variables
-(`SizeVar`: a dimension of a function argument, or an opaque size a program computes) and a
-constant; each size variable has its interval, `[1, bound]`.
+A front end that reads dynamic programs (StableHLO's `tensor<?x4xf32>`, HLO's `f32[<=16,4]`)
+gives every instruction array shapes sized by the dimension's upper bound (`Shape.dims`, with
+`dynamic` set) and records the symbolic size of every dynamic dimension in the attribute
+`dynamic_sizes` (one tuple per output leaf, `None` for static dimensions). A symbolic size is a
+polynomial in size variables (`SizeVar`: a dimension of a function argument, or an opaque size
+a program computes) with integer coefficients; each size variable has its interval.
 
-Maps of such instructions are the maps the per-op table gives at the bound sizes, restricted to
-the elements that exist: the domain gets `d_i - N in [lo, -1]` for every dynamic output
-dimension of size `N`, and every operand index read gets `e_j - M in [lo, -1]`. `N`, `M` are
-runtime variables whose provenance names the size variable (`rt0: size of dimension 0 of
-parameter(0) of main`); they do not depend on the index, so two runtime variables with the same
-provenance always hold the same value and are merged (`merge_size_vars`). Like every runtime
-variable, they are quantified universally by `verifidx.smt.equal`: a claim about such a map holds
-for every size in the interval.
+In a map a size variable is a size (`verifidx.expr.Size`, docs/semantics.md, Sizes) named
+after its key, with its interval and its provenance: universally quantified, so a claim about
+the map holds for every size in the interval, and the same name in two maps is the same
+size, which composition keeps as one. Maps of such instructions are the maps the per-op table
+gives at the bound sizes, restricted to the elements that exist: the domain gets
+`d_i - N in [lo, -1]` for every dynamic output dimension of size `N`, and every operand index
+read gets `e_j - M in [lo, -1]`.
 
 This restriction is exact only for ops whose element at an index does not depend on the sizes
 of their dynamic dimensions ("prefix-consistent": the op at size N is the op at the bound,
-cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold
-(reverse of a dynamic dimension, concatenation along one, reshape that merges dynamic
-dimensions, clamped start indices into a dynamic operand, a broadcast that may expand a dynamic
-size-1 dimension), the map becomes "unknown indexing" with the reason. Never a missed read.
+cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold,
+the op's maps are built with the sizes in them where it can be (`verifidx.hlo.sized_ops`:
+reverse, concatenation, reshape), and are "unknown indexing" with the reason elsewhere (clamped
+start indices into a dynamic operand, a broadcast that may expand a dynamic size-1 dimension,
+...). Never a missed read.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from verifidx.expr import Const, Dim, Expr, RtVar, add, mul, neg
+from verifidx.expr import Const, Dim, Expr, Size, add, is_size_name, mul, neg
 from verifidx.hlo.module import HloInstruction
-from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, substitute_runtime
+from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap, Var
+from verifidx.indexing_map import IndexingMap, merge_sizes
+from verifidx.indexing_map import SizeVar as MapSize
 from verifidx.interval import Interval, range_of
 
 if TYPE_CHECKING:
@@ -47,58 +48,150 @@ UNBOUNDED_SIZE = 2**31 - 1
 SIZES_ATTRIBUTE = "dynamic_sizes"
 
 
+_ESCAPES = {"_": "__", "/": "_s", ".": "_p", "+": "_a"}
+
+
+def size_name(key: str) -> str:
+    """The name of the size with key `key` in maps: the key itself when it is a size name (a
+    `jax.export` dimension variable, `main_arg0_d1`), else an escaped form, one-to-one: `z_`,
+    then the key with `_` written `__`, `/` `_s`, `.` `_p`, `+` `_a` and any other character but
+    letters and digits `_x<hex>_` (an unescaped name never starts with `z_`)."""
+    if is_size_name(key) and not key.startswith("z_"):
+        return key
+    out = ["z_"]
+    for ch in key:
+        if ch.isascii() and ch.isalnum():
+            out.append(ch)
+        else:
+            out.append(_ESCAPES.get(ch) or f"_x{ord(ch):x}_")
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class SizeVar:
     """One unknown size: `key` identifies it, `label` says where it comes from, `bound` is the
     largest value it can take and `least` the smallest (StableHLO's `?`: 1; XLA's bounded
-    `<=N`, which may be empty at run time: 0)."""
+    `<=N`, which may be empty at run time: 0).
+
+    In maps it is the size `name` (`verifidx.expr.Size`, docs/semantics.md, Sizes) with the
+    interval `[least, bound]`. A size of a map is positive, so one that may be 0 is the size
+    `name` minus 1, `name` in `[1, bound + 1]` (its name is that of `key + "+1"`)."""
 
     key: str
     label: str
     bound: int
     least: int = 1
 
+    @property
+    def shift(self) -> int:
+        """What the map's size exceeds this size by (1 for a size that may be 0)."""
+        return 1 if self.least < 1 else 0
+
+    @property
+    def name(self) -> str:
+        return size_name(self.key + "+1" if self.shift else self.key)
+
+    def declared(self) -> MapSize:
+        extra = " plus 1" if self.shift else ""
+        return MapSize(self.name, Interval(self.least + self.shift, self.bound + self.shift),
+                       provenance=f"size of {self.label}{extra}")
+
+    def expr(self) -> Expr:
+        return add(Size(self.name), -self.shift) if self.shift else Size(self.name)
+
+
+Monomial = tuple[SizeVar, ...]
+"""A product of size variables, sorted by key (with repetition)."""
+
+
+def _mono_key(term: tuple[Monomial, int]) -> tuple[str, ...]:
+    return tuple(v.key for v in term[0])
+
 
 @dataclass(frozen=True)
 class SymSize:
-    """`const + sum(coef * var)`: the size of a dynamic dimension."""
+    """`const + sum(coef * product of vars)`: the size of a dynamic dimension, a polynomial in
+    size variables with integer coefficients (`jax.export` multiplies sizes: `b * s`)."""
 
     const: int = 0
-    terms: tuple[tuple[SizeVar, int], ...] = ()
+    terms: tuple[tuple[Monomial, int], ...] = ()
 
     @staticmethod
     def of(var: SizeVar) -> SymSize:
-        return SymSize(0, ((var, 1),))
+        return SymSize(0, (((var,), 1),))
 
     def plus(self, other: SymSize | int) -> SymSize:
         if isinstance(other, int):
             return SymSize(self.const + other, self.terms)
-        coefs: dict[SizeVar, int] = dict(self.terms)
-        for v, c in other.terms:
-            coefs[v] = coefs.get(v, 0) + c
-        terms = tuple(sorted(((v, c) for v, c in coefs.items() if c), key=lambda t: t[0].key))
+        coefs: dict[Monomial, int] = dict(self.terms)
+        for m, c in other.terms:
+            coefs[m] = coefs.get(m, 0) + c
+        terms = tuple(sorted(((m, c) for m, c in coefs.items() if c), key=_mono_key))
         return SymSize(self.const + other.const, terms)
 
     def times(self, k: int) -> SymSize:
         if k == 0:
             return SymSize(0)
-        return SymSize(self.const * k, tuple((v, c * k) for v, c in self.terms))
+        return SymSize(self.const * k, tuple((m, c * k) for m, c in self.terms))
+
+    def mul(self, other: SymSize) -> SymSize:
+        """The product of two polynomials."""
+        out = other.times(self.const)
+        for m, c in self.terms:
+            out = out.plus(SymSize(0, ((m, c),)).times(other.const))
+            for m2, c2 in other.terms:
+                mono = tuple(sorted((*m, *m2), key=lambda v: v.key))
+                out = out.plus(SymSize(0, ((mono, c * c2),)))
+        return out
 
     @property
     def is_constant(self) -> bool:
         return not self.terms
 
     @property
+    def variables(self) -> tuple[SizeVar, ...]:
+        return tuple(dict.fromkeys(v for m, _c in self.terms for v in m))
+
+    def _range(self, m: Monomial) -> tuple[int, int]:
+        lo = hi = 1
+        for v in m:  # every variable is at least 0
+            lo, hi = lo * v.least, hi * v.bound
+        return lo, hi
+
+    @property
     def hi(self) -> int:
-        """The largest value over the variables' intervals."""
-        return self.const + sum(c * (v.bound if c > 0 else v.least) for v, c in self.terms)
+        """The largest value over the variables' intervals (a bound: terms taken apart)."""
+        return self.const + sum(c * self._range(m)[1 if c > 0 else 0] for m, c in self.terms)
 
     @property
     def lo(self) -> int:
-        return self.const + sum(c * (v.least if c > 0 else v.bound) for v, c in self.terms)
+        return self.const + sum(c * self._range(m)[0 if c > 0 else 1] for m, c in self.terms)
+
+    def value(self, values: Mapping[str, int]) -> int | None:
+        """The size at the variables' values (by key), None when one is missing."""
+        total = self.const
+        for m, c in self.terms:
+            p = c
+            for v in m:
+                if v.key not in values:
+                    return None
+                p *= values[v.key]
+            total += p
+        return total
+
+    def expr(self) -> Expr:
+        """The size as an expression in the maps' sizes."""
+        terms: list[Expr] = [Const(self.const)]
+        for m, c in self.terms:
+            product = m[0].expr()
+            for v in m[1:]:
+                product = mul(product, v.expr())
+            terms.append(mul(product, c))
+        return add(*terms)
 
     def __str__(self) -> str:
-        parts = [(f"{c}*" if c != 1 else "") + v.label for v, c in self.terms]
+        parts = [(f"{c}*" if c != 1 else "") + "*".join(v.label for v in m)
+                 for m, c in self.terms]
         if self.const or not parts:
             parts.append(str(self.const))
         return " + ".join(parts)
@@ -123,56 +216,20 @@ def has_dynamic_sizes(inst: HloInstruction) -> bool:
 
 # -- building restricted maps ------------------------------------------------------------------
 
-_SOURCES: dict[SizeVar, HloInstruction] = {}
-_VAR_OF: dict[int, SizeVar] = {}
+
+def declare(m: IndexingMap, sizes: Sequence[SymSize | None]) -> IndexingMap:
+    """`m` with the sizes of `sizes`' variables declared (docs/semantics.md, Sizes)."""
+    new = tuple(dict.fromkeys(v.declared() for s in sizes if s is not None for v in s.variables))
+    if not new or m.is_undefined:
+        return m
+    return m.replace(sizes=merge_sizes(m.sizes, tuple(sorted(new, key=lambda z: z.name))))
 
 
-def size_source(var: SizeVar) -> HloInstruction:
-    """The instruction a size variable's provenance names: `get-dimension-size` of what it
-    measures (synthetic; its label says which dimension of which value)."""
-    found = _SOURCES.get(var)
-    if found is None:
-        found = HloInstruction(name=var.key, opcode="get-dimension-size", shape=Shape("s32"),
-                               raw_attributes={"size_of": var.label})
-        _SOURCES[var] = found
-        _VAR_OF[id(found)] = var
-    return found
-
-
-class _Builder:
-    """Adds size variables and constraints to one map, reusing a variable once added."""
-
-    def __init__(self, base: OperandIndexing) -> None:
-        self.map = base.map
-        self.runtime = list(base.runtime)
-        self.index: dict[SizeVar, int] = {}
-        for k, rv in enumerate(self.runtime):
-            var = _VAR_OF.get(id(rv.source))
-            if var is not None:
-                self.index[var] = k
-
-    def size_expr(self, size: SymSize) -> Expr:
-        terms: list[Expr] = [Const(size.const)]
-        for var, coef in size.terms:
-            k = self.index.get(var)
-            if k is None:
-                k = self.map.num_rt_vars
-                self.map = self.map.replace(rt_vars=(*self.map.rt_vars,
-                                                     Var(Interval(var.least, var.bound))))
-                domain = IndexingMap.build([], self.map.dims, self.map.range_vars)
-                self.runtime.append(RuntimeVar(size_source(var), domain))
-                self.index[var] = k
-            terms.append(mul(RtVar(k), coef))
-        return add(*terms)
-
-    def below(self, index: Expr, size: SymSize) -> None:
-        """Constrain `index < size`."""
-        diff = add(index, neg(self.size_expr(size)))
-        lo = min(range_of(diff, self.map.bounds).lo, -1)
-        self.map = self.map.add_constraint(diff, (lo, -1))
-
-    def done(self, base: OperandIndexing) -> OperandIndexing:
-        return OperandIndexing(self.map, tuple(self.runtime), base.replica, base.notes)
+def _below(m: IndexingMap, index: Expr, size: SymSize) -> IndexingMap:
+    """`m` with `index < size` (a constraint over the map's sizes)."""
+    diff = add(index, neg(size.expr()))
+    lo = min(range_of(diff, m.bounds).lo, -1)
+    return m.add_constraint(diff, (lo, -1))
 
 
 def restrict(m: OperandIndexing, domain: Sequence[SymSize | None] | None,
@@ -181,15 +238,15 @@ def restrict(m: OperandIndexing, domain: Sequence[SymSize | None] | None,
     """`m` with its domain cut to `domain`'s sizes and its results to `target`'s."""
     if m.is_undefined or (domain is None and target is None):
         return m
-    b = _Builder(m)
+    out = declare(m.map, [*(domain or ()), *(() if domain_only else target or ())])
     for k, size in enumerate(domain or ()):
-        if size is not None and k < b.map.num_dims:
-            b.below(Dim(k), size)
+        if size is not None and k < out.num_dims:
+            out = _below(out, Dim(k), size)
     if not domain_only:
         for k, size in enumerate(target or ()):
-            if size is not None and k < b.map.num_results:
-                b.below(b.map.results[k], size)
-    return b.done(m)
+            if size is not None and k < out.num_results:
+                out = _below(out, out.results[k], size)
+    return OperandIndexing(out, m.runtime, m.replica, m.notes)
 
 
 def start_indexing(inst: HloInstruction, leaf: int, shape: Shape) -> OperandIndexing:
@@ -295,22 +352,34 @@ pad, reduce-window, convolution, sort, iota, the routing ops, calls)."""
 Groups = tuple[tuple[OperandIndexing, ...], ...]
 
 
-def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int
-                      ) -> tuple[Groups, tuple[str, ...]]:
+SizedMaps = Callable[["OpContext", str, int], tuple[Groups | None, str]]
+"""Builds an op's maps with sizes in them (`verifidx.hlo.sized_ops.sized_maps`), or says why
+it cannot."""
+
+
+def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int,
+                      sized_maps: SizedMaps) -> tuple[Groups, tuple[str, ...], bool]:
     """The per-op maps (one group per operand for out2in, per output leaf for in2out) of an
-    instruction with dynamic dimensions, valid at every size (see the module docstring), and
-    the notes to add; unchanged when no dynamic dimension is involved."""
+    instruction with dynamic dimensions, valid at every size (see the module docstring), the
+    notes to add, and whether the table's notes still apply (not to maps `sized_maps` builds
+    for ops that are not prefix-consistent); unchanged when no dynamic dimension is
+    involved."""
     inst = ctx.instruction
     operand_sizes = [leaf_sizes(o) if o is not None else None for o in ctx.operands]
     if not has_dynamic_sizes(inst) and not any(operand_sizes):
-        return maps, ()
+        return maps, (), True
     check = CHECKS.get(inst.opcode)
     why = check(ctx) if check is not None else None
-    if why is None:
+    if why is not None:
+        sized, reason = sized_maps(ctx, direction, index)
+        if sized is not None:
+            return sized, (), False
+        why = f"{why} ({reason})" if reason else why
+    else:
         why = _static_reads_dynamic(ctx, maps, direction, index, operand_sizes)
     if why is not None:
         note = f"{inst.name} ({inst.opcode}): {why} is not supported"
-        return tuple((OperandIndexing.undefined(note),) for _ in maps), (note,)
+        return tuple((OperandIndexing.undefined(note),) for _ in maps), (note,), True
     keep_operand = inst.opcode == "set-dimension-size"
     groups = []
     for i, group in enumerate(maps):
@@ -322,7 +391,19 @@ def restrict_to_sizes(ctx: OpContext, maps: Groups, direction: str, index: int
             domain = operand_sizes[index] if index < len(operand_sizes) else None
             target = leaf_sizes(inst, i)
         groups.append(tuple(restrict(m, domain, target) for m in group))
-    return tuple(groups), ()
+    return tuple(groups), (), True
+
+
+def _callee_has_operand_sizes(ctx: OpContext) -> bool:
+    """True when the called computation's parameters have the sizes of the call's operands
+    (the StableHLO reader converts a callee per call-site sizes): its maps, built with those
+    sizes, are exact and read nothing past an operand's size."""
+    called = ctx.instruction.called_computations
+    if len(called) != 1 or ctx.module is None or called[0] not in ctx.module.computations:
+        return False
+    params = ctx.module.computation(called[0]).parameters
+    return len(params) == len(ctx.operands) and all(
+        op is not None and leaf_sizes(p) == leaf_sizes(op) for p, op in zip(params, ctx.operands))
 
 
 def _static_reads_dynamic(ctx: OpContext, maps: Groups, direction: str, index: int,
@@ -334,6 +415,8 @@ def _static_reads_dynamic(ctx: OpContext, maps: Groups, direction: str, index: i
     size but those past the operand's size read past it (padding in XLA's buffers), so cutting
     the reads would drop reads that happen."""
     inst = ctx.instruction
+    if inst.opcode == "call" and _callee_has_operand_sizes(ctx):
+        return None
 
     def dyn(sizes: Sequence[SymSize | None] | None, k: int) -> bool:
         return sizes is not None and k < len(sizes) and sizes[k] is not None
@@ -361,20 +444,19 @@ def _static_reads_dynamic(ctx: OpContext, maps: Groups, direction: str, index: i
     return None
 
 
-def size_var_of(rv: RuntimeVar) -> SizeVar | None:
-    """The size variable a runtime variable stands for, if it is one."""
-    return _VAR_OF.get(id(rv.source))
-
-
 def instantiate_sizes(ind: OperandIndexing, values: Mapping[str, int]) -> OperandIndexing:
-    """The map at concrete sizes: every size variable whose key is in `values` replaced by
-    that number (the relation at those sizes; other runtime variables stay)."""
+    """The map at concrete sizes: each size variable whose key is in `values` replaced by that
+    number (the relation at those sizes; other sizes stay)."""
     m = ind.map
-    if m.is_undefined or not ind.runtime:
+    if m.is_undefined or not m.sizes:
         return ind
-    subst: dict[int, Expr] = {}
-    for k, rv in enumerate(ind.runtime):
-        var = size_var_of(rv)
-        if var is not None and var.key in values:
-            subst[k] = Const(values[var.key])
-    return substitute_runtime(ind, subst)
+    names = {z.name for z in m.sizes}
+    given: dict[str, int] = {}
+    for key, value in values.items():
+        if size_name(key) in names:
+            given[size_name(key)] = value
+        elif size_name(key + "+1") in names:
+            given[size_name(key + "+1")] = value + 1
+    if not given:
+        return ind
+    return OperandIndexing(m.with_sizes(given), ind.runtime, ind.replica, ind.notes)

@@ -99,6 +99,7 @@ from verifidx.hlo.ops.reductions import (
 )
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
+from verifidx.hlo.sized_ops import sized_maps
 from verifidx.layout import physical_mode_map
 
 __all__ = [
@@ -224,10 +225,11 @@ OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
 def restrict_to_sizes(ctx: OpContext, result: HloInstructionIndexing, index: int
                       ) -> HloInstructionIndexing:
     """Per-op maps valid at every size of the dynamic dimensions (`verifidx.hlo.dynamic_dims`)."""
-    maps, notes = restrict(ctx, result.maps, result.direction, index)
+    maps, notes, table_notes = restrict(ctx, result.maps, result.direction, index, sized_maps)
     if maps is result.maps:
         return result
-    return HloInstructionIndexing(maps, result.direction, result.notes + notes)
+    return HloInstructionIndexing(maps, result.direction,
+                                  (result.notes if table_notes else ()) + notes)
 
 
 # -- entry points ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from verifidx.expr import Const, Expr, RtVar, Variable, maximum, minimum
 from verifidx.hlo.module import HloInstruction
-from verifidx.indexing_map import IndexingMap, Var, compose
+from verifidx.indexing_map import IndexingMap, compose
 from verifidx.interval import Interval, range_of
 from verifidx.syntax import print_map
 
@@ -44,8 +44,6 @@ class RuntimeVar:
 
 
 def source_label(inst: HloInstruction) -> str:
-    if is_size_source(inst):
-        return f"size of {inst.raw_attributes['size_of']}"
     if inst.opcode == "parameter" and inst.parameter_number is not None:
         return f"parameter({inst.parameter_number})"
     if inst.opcode == "constant" and inst.shape.rank == 0 and inst.literal is not None:
@@ -83,6 +81,9 @@ class OperandIndexing:
         if self.map.is_undefined:
             return "unknown indexing"
         lines = [print_map(self.map, div, multiline)]
+        if any(z.provenance for z in self.map.sizes):
+            lines.append("sizes:")
+            lines.extend(f"{z.name}: {z.provenance}" for z in self.map.sizes if z.provenance)
         if self.runtime:
             lines.append("runtime variables:")
             for k, rv in enumerate(self.runtime):
@@ -179,10 +180,7 @@ def compose_indexing(first: OperandIndexing, second: OperandIndexing) -> Operand
     replica = first.replica
     if second.replica is not None:
         replica = drop_implied_constraints(compose(first.map, second.replica))
-    composed = OperandIndexing(m, runtime, replica, notes)
-    if any(is_size_source(rv.source) for rv in runtime):
-        composed = merge_size_vars(composed)
-    return fold_point_runtime(remove_unused(composed))
+    return fold_point_runtime(remove_unused(OperandIndexing(m, runtime, replica, notes)))
 
 
 # -- folding of known runtime values -----------------------------------------------------------
@@ -269,6 +267,7 @@ def substitute_runtime(indexing: OperandIndexing, values: Mapping[int, Expr]) ->
         tuple(m.rt_vars[k] for k in keep),
         {},
         m.is_known_empty,
+        sizes=m.sizes,
     )
     for e, iv in m.constraints.items():
         folded = folded.add_constraint(e.substitute(subst), iv)
@@ -277,49 +276,3 @@ def substitute_runtime(indexing: OperandIndexing, values: Mapping[int, Expr]) ->
         f"rt{k} folded: {indexing.runtime[k].label} -> {values[k]}" for k in sorted(values)
     )
     return OperandIndexing(folded, runtime, indexing.replica, notes)
-
-
-def is_size_source(inst: HloInstruction) -> bool:
-    """True for the synthetic source of a dynamic dimension's size (`verifidx.hlo.dynamic_dims`)."""
-    return inst.opcode == "get-dimension-size" and "size_of" in inst.raw_attributes
-
-
-# -- size variables of dynamic dimensions (verifidx.hlo.dynamic_dims) -----------------------------
-
-
-def merge_size_vars(ind: OperandIndexing) -> OperandIndexing:
-    """Identifies runtime variables that name the same size (same size source): their values
-    are equal everywhere, so the relation restricted to equal values is the relation."""
-    m = ind.map
-    if m.is_undefined or len(ind.runtime) < 2:
-        return ind
-    first: dict[int, int] = {}
-    seen: dict[int, int] = {}
-    for k, rv in enumerate(ind.runtime):
-        if not is_size_source(rv.source):
-            continue
-        key = id(rv.source)  # one source instruction per size variable
-        if key in seen:
-            first[k] = seen[key]
-        else:
-            seen[key] = k
-    if not first:
-        return ind
-    keep = [k for k in range(m.num_rt_vars) if k not in first]
-    renumber = {old: new for new, old in enumerate(keep)}
-    subst: dict[Expr, Expr] = {}
-    for k in range(m.num_rt_vars):
-        subst[RtVar(k)] = RtVar(renumber[first.get(k, k)])
-    rt_vars = []
-    for k in keep:
-        iv = m.rt_vars[k].bounds
-        for j, target in first.items():
-            if target == k:
-                iv = iv.intersect(m.rt_vars[j].bounds)
-        rt_vars.append(Var(iv, m.rt_vars[k].name))
-    merged = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims, m.range_vars,
-                         tuple(rt_vars), {}, m.is_known_empty)
-    for e, iv in m.constraints.items():
-        merged = merged.add_constraint(e.substitute(subst), iv)
-    runtime = tuple(ind.runtime[k] for k in keep)
-    return OperandIndexing(merged, runtime, ind.replica, ind.notes)

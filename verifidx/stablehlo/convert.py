@@ -22,11 +22,13 @@ so a callee's sizes are always its caller's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from verifidx.errors import ParseError
+from verifidx.expr import is_size_name
 from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
 from verifidx.hlo.module import (
     AttributeValue,
@@ -224,12 +226,18 @@ class _Function:
                 sizes.append(int(n))
                 continue
             bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
-            key = f"{self.name}/{what}/{d}"
-            if not what.startswith("parameter("):  # every op result's `?` is its own size
+            label = f"dimension {d} of {what} in {self.name}"
+            if what.startswith("parameter("):
+                number = int(what[len("parameter("):-1])
+                key = f"{self.name}_arg{number}_d{d}"
+                named = self.conv.dim_names.get((number, d)) if self.conv.entry == self.name \
+                    else None
+                if named is not None:
+                    key, label = named, f"{label} (jax.export dimension variable {named})"
+            else:  # every op result's `?` is its own size
                 self.conv.opaque += 1
-                key = f"{self.name}/{what}#{self.conv.opaque}/{d}"
-            sizes.append(SymSize.of(SizeVar(key, f"dimension {d} of {what} in {self.name}",
-                                            bound)))
+                key = f"size{self.conv.opaque}_d{d}"
+            sizes.append(SymSize.of(SizeVar(key, label, bound)))
         return element_type(str(rt.element_type)), tuple(sizes)
 
     @staticmethod
@@ -263,6 +271,10 @@ def _normal(s: Size) -> Size:
     return s
 
 
+def _bound(s: Size) -> int:
+    return s if isinstance(s, int) else s.hi
+
+
 def _as_sym(s: Size) -> SymSize:
     return s if isinstance(s, SymSize) else SymSize(s)
 
@@ -283,6 +295,8 @@ class Converter:
         self.copies: dict[str, int] = {}
         self.region_count = 0
         self.opaque = 0
+        self.entry = ""
+        self.dim_names: dict[tuple[int, int], str] = {}
         # one naming state for the module: value.get_name() alone renumbers the whole function
         # on every call
         self.asm = mlir()["ir"].AsmState(module.operation)
@@ -300,6 +314,8 @@ class Converter:
         entry = "main" if "main" in self.funcs else next(
             (n for n, f in self.funcs.items() if _visibility(f) != "private"),
             list(self.funcs)[-1])
+        self.entry = entry
+        self.dim_names = _export_dim_names(self.funcs, entry)
         self.function(entry, None, None)
         for fname in self.funcs:
             if not any(key[0] == fname for key in self.signatures):
@@ -381,6 +397,43 @@ class Converter:
         body = _Function(self, name, around)
         self.block(body, region.blocks[0], None, None)
         return name
+
+
+_GENERATED = re.compile(r"(.*_arg\d+_d\d+|size\d+_d\d+)")
+"""Keys the converter makes up for sizes: a dimension variable named so is not used as one."""
+
+
+def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], str]:
+    """(argument, dimension) of the entry -> the `jax.export` dimension variable it defines.
+    `jax.export`'s entry measures each dimension variable once (`get_dimension_size` of an
+    argument, maybe converted) and passes it to the wrapped function, whose parameter says
+    which variable it is (`jax.global_constant = "b"`)."""
+    names: dict[tuple[int, int], str] = {}
+    block = funcs[entry].regions[0].blocks[0]
+    args = list(block.arguments)
+    for op in block.operations:
+        if op.operation.name != "func.call":
+            continue
+        callee = funcs.get(str(op.attributes["callee"]).lstrip("@").strip('"'))
+        if callee is None or "arg_attrs" not in callee.attributes:
+            continue
+        arg_attrs = list(callee.attributes["arg_attrs"])
+        for k, value in enumerate(op.operands):
+            if k >= len(arg_attrs) or "jax.global_constant" not in arg_attrs[k]:
+                continue
+            name = str(arg_attrs[k]["jax.global_constant"]).strip('"')
+            source = value.owner
+            while getattr(source, "name", None) == "stablehlo.convert":
+                source = source.operands[0].owner
+            if getattr(source, "name", None) != "stablehlo.get_dimension_size" or \
+                    not is_size_name(name) or _GENERATED.fullmatch(name) or \
+                    name in names.values():
+                continue
+            measured = source.operands[0]
+            if measured in args:
+                names.setdefault((args.index(measured), _int(source.attributes["dimension"])),
+                                 name)
+    return names
 
 
 def _visibility(f: Any) -> str:
@@ -661,14 +714,33 @@ class OpConverter:
                     padding=tuple(PadDim(a, b, c) for a, b, c in zip(lo, hi, inner)))
 
     def op_dynamic_pad(self) -> None:
-        rank = len(self.in_sizes(0))
-        parts = [self.fn.ints.get(self.op.operands[i]) for i in (2, 3, 4)]
-        if all(p is not None and len(p) == rank and all(v.is_constant for v in p)
-               for p in parts):
-            lo, hi, inner = ([v.const for v in p] for p in parts)  # type: ignore[union-attr]
-            self._pad(lo, hi, inner, self.operands()[:2])
-        else:
+        """With constant low and interior paddings; the high padding (`jnp.pad` to a multiple
+        of a dynamic size computes it) only sets the output's size, which may stay a size of
+        its own: no element before it depends on it."""
+        src = self.in_sizes(0)
+        rank = len(src)
+        low, high, interior = (self.fn.ints.get(self.op.operands[i]) for i in (2, 3, 4))
+        if not all(p is not None and len(p) == rank and all(v.is_constant for v in p)
+                   for p in (low, interior)):
             self.generic("stablehlo.dynamic_pad")
+            return
+        lo = [v.const for v in low or ()]
+        inner = [v.const for v in interior or ()]
+        if high is not None and len(high) == rank and all(v.is_constant for v in high):
+            self._pad(lo, [v.const for v in high], inner, self.operands()[:2])
+            return
+        inferred: list[Size | None] = []
+        for k, s in enumerate(src):
+            h = high[k] if high is not None and len(high) == rank else None
+            inferred.append(None if h is None or min(inner[k], lo[k]) < 0 else _normal(
+                _as_sym(s).times(inner[k] + 1).plus(lo[k] - inner[k]).plus(h)))
+        etype, typed = self.fn.result_sizes(self.op.results[0].type, inferred, "%dynamic_pad")
+        padding = []
+        for k in range(rank):
+            n_in, n_out = _bound(src[k]), _bound(typed[k])
+            hi = n_out - lo[k] - n_in - max(n_in - 1, 0) * inner[k]
+            padding.append(PadDim(lo[k], hi, inner[k]))
+        self.single("pad", self.operands()[:2], typed, padding=tuple(padding))
 
     def op_concatenate(self) -> None:
         d = _int(self.op.attributes["dimension"])
@@ -868,11 +940,7 @@ def _arith(opname: str, a: SymSize, b: SymSize) -> SymSize | None:
         return a.plus(b)
     if opname == "stablehlo.subtract":
         return a.plus(b.times(-1))
-    if a.is_constant:
-        return b.times(a.const)
-    if b.is_constant:
-        return a.times(b.const)
-    return None
+    return a.mul(b)
 
 
 def _constant_ints(op: Any) -> tuple[SymSize, ...] | None:

@@ -6,8 +6,9 @@
 `#stablehlo.bounds` encodings are dropped first, because `stablehlo-refine-shapes` leaves
 bounded types alone; they are dropped in the parsed module, which no longer verifies until the
 passes have refined it, so the verifier runs once, after the passes. `argument_sizes` pairs the
-size variables of the dynamic entry's arguments with the refined sizes and `instantiate` puts
-them into parametric maps; `verifidx.refinement` proves the result equal to the static maps.
+size variables of the dynamic entry's arguments (and outputs) with the refined sizes and
+`instantiate` puts them into parametric maps; `verifidx.refinement` proves the result equal
+to the static maps.
 """
 
 from __future__ import annotations
@@ -61,17 +62,27 @@ def refine(text: str, types: Sequence[str], source: str = "<string>") -> HloModu
 
 def argument_sizes(dynamic: HloModule, static: HloModule) -> dict[str, int]:
     """Size variable key -> value: each dynamic dimension of the entry's parameters that is one
-    size variable, paired with the refined program's static size of that dimension."""
+    size variable, paired with the refined program's static size of that dimension; then each
+    dimension of the entry's outputs that is a size variable of its own (one the program
+    computes, as `jnp.pad` to a multiple does), paired with the refined output's size."""
     values: dict[str, int] = {}
-    for p, q in zip(dynamic.entry.parameters, static.entry.parameters):
-        sizes = leaf_sizes(p)
-        if not sizes:
-            continue
-        for d, s in enumerate(sizes):
-            if isinstance(s, SymSize) and s.const == 0 and len(s.terms) == 1 \
-                    and s.terms[0][1] == 1 and d < q.shape.rank:
-                values[s.terms[0][0].key] = q.shape.dims[d]
+    pairs = list(zip(dynamic.entry.parameters, static.entry.parameters))
+    root, fixed = dynamic.entry.root, static.entry.root
+    leaves, fixed_leaves = root.shape.leaves(), fixed.shape.leaves()
+    for p, q in pairs:
+        _pair_sizes(leaf_sizes(p), q.shape.dims, values)
+    if len(leaves) == len(fixed_leaves):
+        for k, q_shape in enumerate(fixed_leaves):
+            _pair_sizes(leaf_sizes(root, k), q_shape.dims, values)
     return values
+
+
+def _pair_sizes(sizes: Sequence[SymSize | None] | None, dims: Sequence[int],
+                values: dict[str, int]) -> None:
+    for d, s in enumerate(sizes or ()):
+        if isinstance(s, SymSize) and s.const == 0 and len(s.terms) == 1 \
+                and s.terms[0][1] == 1 and len(s.terms[0][0]) == 1 and d < len(dims):
+            values.setdefault(s.terms[0][0][0].key, dims[d])
 
 
 def instantiate(maps: Sequence[OperandIndexing], values: Mapping[str, int]

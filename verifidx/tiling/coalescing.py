@@ -9,11 +9,12 @@ operand's physical layout (`verifidx.layout`, tiled layouts included).
 
 A warp-wide load is one value of the innermost range variable of a map (the loop the emitter
 runs; outer range variables sit at their first value, runtime variables at their lowest, as in
-XLA's analysis), read by every thread of the warp for all its output elements. Its element
-offsets are grouped into contiguous runs; a run of `n` bytes costs `ceil(n / transaction_bytes)`
-transactions, the ideal is `ceil(total bytes / transaction_bytes)`, and the load is coalesced
-when the ideal exceeds 0.9 times the estimate (XLA's threshold). An operand is coalesced when
-every one of its loads is (an operand that is not read, or a scalar, is);
+XLA's analysis, and the sizes of bounded dynamic dimensions at their bound), read by every
+thread of the warp for all its output elements. Its element offsets are grouped into contiguous
+runs; a run of `n` bytes costs `ceil(n / transaction_bytes)` transactions, the ideal is
+`ceil(total bytes / transaction_bytes)`, and the load is coalesced when the ideal exceeds 0.9
+times the estimate (XLA's threshold). An operand is coalesced when every one of its loads is
+(an operand that is not read, or a scalar, is);
 `transactions_per_warp` is the estimate of its most expensive load. Unlike XLA, which looks only
 at the thread part of a map unless the range part is the bare range variable, every load is
 evaluated in full, element by element.
@@ -99,7 +100,8 @@ def _runs(offsets: Sequence[int]) -> list[int]:
 def _warp_loads(maps: Sequence[object], operand: TiledShape,
                 outputs: Sequence[tuple[int, ...]]) -> list[set[int]]:
     """The element offsets of each warp-wide load: one load per map and per value of its
-    innermost range variable (outer ones at their first value, runtime variables lowest)."""
+    innermost range variable (outer ones at their first value, runtime variables lowest, sizes
+    of dynamic dimensions at their bound: the buffer as allocated)."""
     loads: list[set[int]] = []
     for oi in maps:
         m = oi.map  # type: ignore[attr-defined]
@@ -112,15 +114,16 @@ def _warp_loads(maps: Sequence[object], operand: TiledShape,
         inner = ([range(m.range_vars[-1].bounds.lo, m.range_vars[-1].bounds.hi + 1)]
                  if m.num_range_vars else [range(0, 1)])
         rts = [v.bounds.lo for v in m.rt_vars]
+        sizes = {z.name: z.bounds.hi for z in m.sizes}  # dynamic dimensions at their bound
         for s_inner in inner[0]:
             syms = [*outer, s_inner] if m.num_range_vars else []
             load: set[int] = set()
             for out in outputs:
                 if not all(x in v.bounds for x, v in zip(out, m.dims)):
                     continue
-                if not m.constraints_satisfied(out, [*syms, *rts]):
+                if not m.constraints_satisfied(out, [*syms, *rts], sizes):
                     continue
-                idx = m.evaluate(out, [*syms, *rts])
+                idx = m.evaluate(out, [*syms, *rts], sizes)
                 if all(0 <= i < n for i, n in zip(idx, operand.dims)):
                     load.add(operand.offset(idx))
             if load:

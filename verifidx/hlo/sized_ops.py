@@ -1,0 +1,188 @@
+"""Per-op maps whose strides, offsets and divisors are sizes (docs/semantics.md, Sizes).
+
+The per-op table builds maps at the bound sizes; `verifidx.hlo.dynamic_dims` cuts them to the
+sizes where that is exact. Where the element an index reads depends on a size, the map is built
+here with the sizes in it instead:
+
+- `reverse` of a dynamic dimension of size `N`: `d -> N - 1 - d`;
+- `concatenate` along a dynamic dimension: operand `i` starts at the sum `off` of the sizes of
+  the operands before it, `d -> d - off` where `off <= d < off + size_i`;
+- `reshape` (`dynamic_reshape`) merging or splitting dynamic dimensions: the index is
+  linearised within each group of dimensions whose sizes multiply to the same polynomial
+  (`d0 * N + d1`) and split again (`(.. floordiv N) mod M`); with no such grouping, one group.
+
+Every map is then cut to the sizes of its domain. A divisor that may be 0 (a size that may be
+0, XLA's bounded dimensions) cannot be written: the map is "unknown indexing" with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
+
+from verifidx.errors import DivisorError
+from verifidx.expr import Const, Dim, Expr, add, floordiv, mod, mul, neg
+from verifidx.hlo.dynamic_dims import SymSize, declare, leaf_sizes, restrict
+from verifidx.hlo.runtime import OperandIndexing
+from verifidx.hlo.shape import Shape
+from verifidx.indexing_map import IndexingMap
+from verifidx.interval import range_of
+
+if TYPE_CHECKING:
+    from verifidx.hlo.ops.common import OpContext
+
+Groups = tuple[tuple[OperandIndexing, ...], ...]
+
+
+def _sizes(inst_sizes: Sequence[SymSize | None] | None, shape: Shape) -> list[SymSize]:
+    """Every dimension's size, static ones as constants."""
+    out = []
+    for k, n in enumerate(shape.dims):
+        s = inst_sizes[k] if inst_sizes is not None and k < len(inst_sizes) else None
+        out.append(s if s is not None else SymSize(n))
+    return out
+
+
+def _operand_sizes(ctx: OpContext, i: int) -> list[SymSize]:
+    op = ctx.operands[i] if i < len(ctx.operands) else None
+    return _sizes(leaf_sizes(op) if op is not None else None, ctx.operand_shapes[i])
+
+
+def _output_sizes(ctx: OpContext) -> list[SymSize]:
+    return _sizes(leaf_sizes(ctx.instruction), ctx.instruction.shape)
+
+
+def _map(results: Sequence[Expr], domain: Sequence[SymSize], shape: Shape,
+         constraints: Sequence[tuple[Expr, SymSize, SymSize]] = (),
+         mentioned: Sequence[SymSize] = ()) -> OperandIndexing:
+    """The map `results` over the box of `shape`, cut to `domain`'s sizes, with each
+    `lo <= e < hi` of `constraints`; `mentioned` declares the other sizes the results use."""
+    box = [(0, n - 1) for n in shape.dims]
+    used = [*domain, *mentioned, *(x for _e, lo, hi in constraints for x in (lo, hi))]
+    m = IndexingMap.build(results, box, sizes=declare(IndexingMap.build([], box), used).sizes)
+    for e, lo, hi in constraints:
+        below = add(e, neg(lo.expr()))
+        m = m.add_constraint(below, (0, max(range_of(below, m.bounds).hi, 0)))
+        above = add(e, neg(hi.expr()))
+        m = m.add_constraint(above, (min(range_of(above, m.bounds).lo, -1), -1))
+    dyn: list[SymSize | None] = [s if not s.is_constant else None for s in domain]
+    return restrict(OperandIndexing(m), dyn, None, domain_only=True)
+
+
+# -- reverse -------------------------------------------------------------------------------------
+
+
+def _reverse(ctx: OpContext, direction: str, index: int) -> Groups:
+    axes = set(cast("tuple[int, ...]", ctx.instruction.dimensions or ()))
+    sizes = _operand_sizes(ctx, 0)
+    results = [add(s.expr(), -1, neg(Dim(k))) if k in axes else Dim(k)
+               for k, s in enumerate(sizes)]
+    shape = ctx.instruction.shape if direction == "out2in" else ctx.operand_shapes[0]
+    return ((_map(results, sizes, shape),),)
+
+
+# -- concatenate ---------------------------------------------------------------------------------
+
+
+def _concatenate(ctx: OpContext, direction: str, index: int) -> Groups:
+    axis = cast("tuple[int, ...]", ctx.instruction.dimensions or (0,))[0]
+    offsets: list[SymSize] = []
+    total = SymSize(0)
+    for i in range(len(ctx.operand_shapes)):
+        offsets.append(total)
+        total = total.plus(_operand_sizes(ctx, i)[axis])
+    out = _output_sizes(ctx)
+    if direction == "out2in":
+        groups = []
+        for i, off in enumerate(offsets):
+            size = _operand_sizes(ctx, i)[axis]
+            results = [add(Dim(k), neg(off.expr())) if k == axis else Dim(k)
+                       for k in range(len(out))]
+            shift = Dim(axis)
+            groups.append((_map(results, out, ctx.instruction.shape,
+                                [(shift, off, off.plus(size))], mentioned=[off]),))
+        return tuple(groups)
+    sizes = _operand_sizes(ctx, index)
+    results = [add(Dim(k), offsets[index].expr()) if k == axis else Dim(k)
+               for k in range(len(sizes))]
+    return ((_map(results, sizes, ctx.operand_shapes[index], mentioned=[offsets[index]]),),)
+
+
+# -- reshape -------------------------------------------------------------------------------------
+
+
+def _product(sizes: Sequence[SymSize]) -> SymSize:
+    p = SymSize(1)
+    for s in sizes:
+        p = p.mul(s)
+    return p
+
+
+def _weight(p: SymSize) -> tuple[int, int]:
+    return max((len(m) for m, _c in p.terms), default=0), p.hi
+
+
+def _groups(a: Sequence[SymSize], b: Sequence[SymSize]) -> list[tuple[range, range]]:
+    """Consecutive dimensions of `a` and `b` whose sizes multiply to the same polynomial
+    (one group of everything when no finer grouping matches)."""
+    out: list[tuple[range, range]] = []
+    i = j = 0
+    while i < len(a) or j < len(b):
+        i0, j0 = i, j
+        pa, pb = SymSize(1), SymSize(1)
+        while True:
+            if i < len(a) and (j >= len(b) or _weight(pa) <= _weight(pb)):
+                pa = pa.mul(a[i])
+                i += 1
+            elif j < len(b):
+                pb = pb.mul(b[j])
+                j += 1
+            else:
+                return [(range(len(a)), range(len(b)))]
+            if pa == pb:
+                break
+        out.append((range(i0, i), range(j0, j)))
+    return out
+
+
+def _relinearise(src: Sequence[SymSize], dst: Sequence[SymSize], shape: Shape
+                 ) -> OperandIndexing:
+    """The map from an index of `src` (box `shape`) to the index of `dst` that holds the
+    same element in row-major order."""
+    results: list[Expr] = [Const(0)] * len(dst)
+    for ga, gb in _groups(src, dst):
+        linear: Expr = Const(0)
+        for k in ga:
+            linear = add(linear, mul(Dim(k), _product([src[x] for x in ga if x > k]).expr()))
+        for n, k in enumerate(gb):
+            stride = _product([dst[x] for x in gb if x > k])
+            value = linear if stride == SymSize(1) else floordiv(linear, stride.expr())
+            results[k] = value if n == 0 else mod(value, dst[k].expr())
+    return _map(results, src, shape, mentioned=dst)
+
+
+def _reshape(ctx: OpContext, direction: str, index: int) -> Groups:
+    a, b = _operand_sizes(ctx, 0), _output_sizes(ctx)
+    if direction == "out2in":
+        return ((_relinearise(b, a, ctx.instruction.shape),),)
+    return ((_relinearise(a, b, ctx.operand_shapes[0]),),)
+
+
+SIZED: dict[str, Callable[[OpContext, str, int], Groups]] = {
+    "reverse": _reverse,
+    "concatenate": _concatenate,
+    "reshape": _reshape,
+}
+"""Per opcode: its maps with sizes, for the ops whose table map is not exact at every size."""
+
+
+def sized_maps(ctx: OpContext, direction: str, index: int) -> tuple[Groups | None, str]:
+    """The maps with sizes of `ctx`'s op (None, with the reason, where they cannot be
+    written: a divisor that may be 0)."""
+    build = SIZED.get(ctx.instruction.opcode)
+    if build is None:
+        return None, ""
+    try:
+        return build(ctx, direction, index), ""
+    except (DivisorError, ValueError) as e:
+        return None, str(e)
