@@ -270,8 +270,8 @@ def topk_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
 
 
 def topk_custom_call_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
-    """XLA's `TopK` custom call: the topk op on an operand of rank 1 or 2 (XLA's CPU runtime
-    reads a higher rank as [batch, rest], mixing rows; it is left unknown)."""
+    """XLA's `TopK` custom call: the topk op on an operand of rank 1 or 2, the ranks XLA makes
+    it for (on a rank-3 operand XLA's CPU runtime mixes rows; higher ranks are left unknown)."""
     need(len(ctx.in_dims(0)) <= 2, "the TopK custom call takes an operand of rank 1 or 2")
     return topk_o2i(ctx, output_id)
 
@@ -350,9 +350,10 @@ def _sas_setup(ctx: OpContext) -> tuple[tuple[int, ...], list[WindowDim], tuple[
 def _windows_of(dims: Sequence[int], window: Sequence[WindowDim], src: Sequence[int],
                 to_operand: bool) -> IndexingMap:
     """From an operand-shaped index x: every window w covering x (`x + pad_low - w * stride` in
-    `[0, size - 1]`), as the source index w, or (to_operand) as every in-bounds element
-    `w * stride + j - pad_low` of those windows. The relation "x and y share a window" is
-    symmetric, so it serves both directions."""
+    `[0, size - 1]`; when windows do not overlap, only `(x + pad_low) floordiv stride`), as the
+    source index w, or (to_operand) as every in-bounds element `w * stride + j - pad_low` of
+    those windows. The relation "x and y share a window" is symmetric, so it serves both
+    directions."""
     results: list[Expr] = []
     ranges: list[tuple[int, int]] = []
     constraints: list[tuple[Expr, tuple[int, int]]] = []
@@ -371,6 +372,21 @@ def _windows_of(dims: Sequence[int], window: Sequence[WindowDim], src: Sequence[
     for k, w in enumerate(window):
         if w.size == 1 and w.stride == 1 and w.pad_low == w.pad_high == 0:  # window x is {x}
             results.append(Dim(k))
+            continue
+        if w.stride >= w.size:  # at most one window covers x: (x + pad_low) floordiv stride
+            pos = add(Dim(k), w.pad_low)
+            q = pos if w.stride == 1 else floordiv(pos, w.stride)
+            if w.size < w.stride:
+                constrain(mod(pos, w.stride), 0, w.size - 1)
+            constrain(q, 0, src[k] - 1)
+            if not to_operand:
+                results.append(q)
+            elif w.size == 1:
+                results.append(Dim(k))
+            else:
+                y = add(mul(q, w.stride), fresh(0, w.size - 1), -w.pad_low)
+                constrain(y, 0, dims[k] - 1)
+                results.append(y)
             continue
         s = fresh(0, src[k] - 1)
         start = add(mul(s, w.stride), -w.pad_low)
