@@ -47,7 +47,9 @@ Conventions (each a deliberate choice, matching what XLA's indexing analysis cal
   feature_group_count, batch_group_count exactly as XLA's HloEvaluator: feature group
   f // (out_features / fgc); batch group f // (out_features / bgc) reads input batch
   b + group * (input_batch / bgc)).
-- `sort`: every element of every operand along the sort dimension (the same row).
+- `sort`: output k is operand k's row permuted by an order that only the comparator's results
+  decide: it reads, along the sort dimension (the same row), operand k and every operand whose
+  parameters (2i, 2i + 1) the comparator uses.
 - `pad`: an output element on an operand element reads only that element; one on padding (edge,
   interior or negative-cut) reads only the padding value at `()`.
 - Index operands are evaluated concretely (numpy) for the given parameter values:
@@ -1168,11 +1170,20 @@ class Oracle:
               idx: Index) -> frozenset[int]:
         axis = (inst.dimensions or (0,))[0]
         n = self._operand(frame, inst, 0).shape.dims[axis]
+        cmp = self.module.computation(inst.called_computations[0])
+        used: set[int] = set()
+        todo = [cmp.root.name]
+        while todo:  # the comparator's parameters reachable from its root
+            node = cmp.instruction(todo.pop())
+            if node.parameter_number is not None:
+                used.add(node.parameter_number // 2)
+            todo.extend(node.operands)
         parts = []
         for k in range(n):
             t = idx[:axis] + (k,) + idx[axis + 1:]
-            for name in inst.operands:
-                parts.append(self._dep(frame, name, 0, t))
+            for j, name in enumerate(inst.operands):
+                if j == leaf or j in used:
+                    parts.append(self._dep(frame, name, 0, t))
         return _union(parts)
 
     # data dependent ----------------------------------------------------------------------

@@ -236,6 +236,20 @@ def test_reverse_along_a_bounded_dimension_reads_from_the_size_not_the_bound() -
         assert got == {((i,), (n - 1 - i,)) for i in range(n)}, n
 
 
+@pytest.mark.parametrize(("operand", "root"), [
+    ("f32[2,<=6]", "(f32[2,3], s32[2,3]) topk(p0), k=3, largest=true"),
+    ("f32[<=2,6]", '(f32[<=2,3], s32[<=2,3]) custom-call(p0), custom_call_target="TopK"'),
+    ("c64[<=4,8]", "c64[<=4,8] fft(p0), fft_type=FFT, fft_length={8}"),
+])
+def test_ops_with_value_or_size_dependent_reads_are_unknown_when_dynamic(operand: str,
+                                                                         root: str) -> None:
+    """top-k, fft (and select-and-scatter) are not checked to be prefix-consistent: unknown."""
+    mod = parse_hlo(module([operand], root))
+    result = output_to_input("r", mod.entry)
+    assert result.maps[0][0].is_undefined
+    assert any("with dynamic dimensions" in note for note in result.notes)
+
+
 def test_elementwise_map_carries_the_size_variable() -> None:
     mod = parse_hlo(module(["f32[<=16,8]"], "f32[<=16,8] negate(p0)"))
     ind = output_to_input("r", mod.entry).maps[0][0]

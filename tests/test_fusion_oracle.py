@@ -287,6 +287,7 @@ def test_sort_reads_the_whole_row() -> None:
                "to_apply=cmp", computations=cmp)
     row = {(1, k) for k in range(3)}
     check(text, [((1, 0), {"p0": row, "p1": row})], leaf=1)
+    check(text, [((1, 0), {"p0": row})], leaf=0)  # the comparator does not read p1
 
 
 # -- data dependent ----------------------------------------------------------------------------

@@ -343,6 +343,10 @@ CHECKS: dict[str, Check] = {
     "scan": _never("scan with dynamic dimensions"),
     "scaled-dot": _never("scaled-dot with dynamic dimensions"),
     "bitcast-convert": lambda ctx: None,
+    "fft": _never("fft with dynamic dimensions"),
+    "select-and-scatter": _never("select-and-scatter with dynamic dimensions"),
+    "topk": _never("top-k with dynamic dimensions"),
+    "custom-call": _never("a custom call with dynamic dimensions"),
 }
 """Per opcode: why its table map is not the map at every size (None: it is). Opcodes not
 listed are prefix-consistent by their definition (elementwise, transpose, reduce, dot, slice,

@@ -87,6 +87,8 @@ from verifidx.hlo.ops.elementwise import (
 )
 from verifidx.hlo.ops.gather_scatter import gather_i2o, gather_o2i, scatter_i2o, scatter_o2i
 from verifidx.hlo.ops.reductions import (
+    fft_i2o,
+    fft_o2i,
     invert_projection,
     reduce_i2o,
     reduce_o2i,
@@ -94,8 +96,14 @@ from verifidx.hlo.ops.reductions import (
     reduce_window_o2i,
     scan_i2o,
     scan_o2i,
+    select_and_scatter_i2o,
+    select_and_scatter_o2i,
     sort_i2o,
     sort_o2i,
+    topk_custom_call_i2o,
+    topk_custom_call_o2i,
+    topk_i2o,
+    topk_o2i,
 )
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
@@ -103,6 +111,7 @@ from verifidx.hlo.sized_ops import sized_maps
 from verifidx.layout import physical_mode_map
 
 __all__ = [
+    "CUSTOM_CALLS",
     "ELEMENTWISE",
     "OP_TABLE",
     "OVER_APPROXIMATIONS",
@@ -164,6 +173,7 @@ OP_TABLE: dict[str, OpRule] = {
     "all-reduce": OpRule(pairwise_o2i, pairwise_i2o, "elementwise on each replica"),
     "bitcast-convert": OpRule(bitcast_convert_o2i, bitcast_convert_i2o),
     "rng": OpRule(scalars_o2i, scalars_i2o),
+    "rng-bit-generator": OpRule(scalars_o2i, scalars_i2o, "every value reads the whole state"),
     "tuple": OpRule(tuple_o2i, tuple_i2o),
     "get-tuple-element": OpRule(gte_o2i, gte_i2o),
     "opt-barrier": OpRule(passthrough_o2i, passthrough_i2o),
@@ -180,10 +190,13 @@ OP_TABLE: dict[str, OpRule] = {
     "bitcast": OpRule(bitcast_o2i, bitcast_i2o),
     "reduce": OpRule(reduce_o2i, reduce_i2o),
     "reduce-window": OpRule(reduce_window_o2i, reduce_window_i2o),
+    "select-and-scatter": OpRule(select_and_scatter_o2i, select_and_scatter_i2o),
     "sort": OpRule(sort_o2i, sort_i2o),
+    "topk": OpRule(topk_o2i, topk_i2o),
     "dot": OpRule(dot_o2i, dot_i2o),
     "scaled-dot": OpRule(scaled_dot_o2i, scaled_dot_i2o),
     "convolution": OpRule(conv_o2i, conv_i2o),
+    "fft": OpRule(fft_o2i, fft_i2o),
     "dynamic-slice": OpRule(dynamic_slice_o2i, dynamic_slice_i2o),
     "dynamic-update-slice": OpRule(dus_o2i, dus_i2o),
     "gather": OpRule(gather_o2i, gather_i2o),
@@ -193,9 +206,22 @@ OP_TABLE: dict[str, OpRule] = {
     "fusion": OpRule(called_o2i, called_i2o, "composition of the fused computation"),
     "call": OpRule(called_o2i, called_i2o, "composition of the called computation"),
 }
-"""Opcode -> how to index it. Anything not listed (custom-call, while, conditional,
-triangular-solve, cholesky, fft, all-to-all, reduce-scatter, select-and-scatter, send/recv,
-async ops, ...) has unknown indexing for every operand."""
+"""Opcode -> how to index it. Anything not listed (while, conditional, triangular-solve,
+cholesky, all-to-all, reduce-scatter, send/recv, async ops, ...) has unknown indexing for every
+operand; a custom-call is indexed by its target (`CUSTOM_CALLS`)."""
+
+CUSTOM_CALLS: dict[str, OpRule] = {
+    "TopK": OpRule(topk_custom_call_o2i, topk_custom_call_i2o, "as the topk op, rank <= 2"),
+}
+"""custom_call_target -> how to index it; any other target has unknown indexing."""
+
+
+def rule_of(ctx: OpContext) -> OpRule | None:
+    """The table row of the instruction: by opcode, or by target for a custom-call."""
+    if ctx.opcode == "custom-call":
+        return CUSTOM_CALLS.get(ctx.instruction.custom_call_target or "")
+    return OP_TABLE.get(ctx.opcode)
+
 
 OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
     ("pad", "out2in operand 1"): "the padding value is mapped from every output element, as "
@@ -216,6 +242,15 @@ OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
     ("scatter", "out2in updates"): "every in-bounds start index is assumed",
     ("scatter", "in2out updates"): "every in-bounds start index is assumed",
     ("all-gather", "in2out"): "the replica's rank in its group is not known statically",
+    ("select-and-scatter", "operand and source"): "every element of every window covering an "
+    "output element is mapped to it, and every such window's source value: which element a "
+    "window selects depends on the values (exact for a max or min selection, except that an "
+    "element is mapped to itself also where each window covering it holds it alone, at an "
+    "edge with padding)",
+    ("sort", "later keys"): "every output is mapped from every operand the comparator reads; "
+    "keys that only break ties (lexicographic order) do not change the earlier keys' outputs",
+    ("rng-bit-generator", "out2in output 0"): "the new state is mapped from the whole old "
+    "state, although the algorithms copy the key and only advance the counter",
     ("scan", "out2in"): "dependencies through the loop body are found by reachability; "
     "positions are exact when the chain lengths through carries form an interval, and other "
     "dimensions of non-scalar slices are covered whole",
@@ -275,7 +310,7 @@ def _run(ctx: OpContext, builder: Builder | None, index: int, count: int, what: 
          ) -> HloInstructionIndexing:
     direction = "out2in" if what == "output" else "in2out"
     if builder is None:
-        rule = OP_TABLE.get(ctx.opcode)
+        rule = rule_of(ctx)
         why = f"no {direction} map for {ctx.opcode}" if rule else f"unknown op {ctx.opcode}"
         target = ctx.instruction.custom_call_target
         if ctx.opcode == "custom-call" and target:
@@ -329,7 +364,7 @@ def output_to_input(
     ctx = make_context(instruction, where, module)
     if not 0 <= output_id < len(ctx.out_leaves):
         raise IndexError(f"{ctx.instruction.name} has {len(ctx.out_leaves)} outputs")
-    rule = OP_TABLE.get(ctx.opcode)
+    rule = rule_of(ctx)
     result = _run(ctx, rule.out2in if rule else None, output_id, ctx.num_operands, "output")
     result = restrict_to_sizes(ctx, result, output_id)
     return _physical(result, ctx, output_id) if use_physical_layout else result
@@ -348,7 +383,7 @@ def input_to_output(
     ctx = make_context(instruction, where, module)
     if not 0 <= input_id < ctx.num_operands:
         raise IndexError(f"{ctx.instruction.name} has {ctx.num_operands} operands")
-    rule = OP_TABLE.get(ctx.opcode)
+    rule = rule_of(ctx)
     result = _run(ctx, rule.in2out if rule else None, input_id, len(ctx.out_leaves), "input")
     result = restrict_to_sizes(ctx, result, input_id)
     return _physical(result, ctx, input_id) if use_physical_layout else result

@@ -788,6 +788,22 @@ class OpConverter:
         body = self.conv.region(self.op.regions[0], self.fn)
         self.multi("reduce-window", self.operands(), None, window=window, to_apply=body)
 
+    def op_select_and_scatter(self) -> None:
+        rank = len(self.in_sizes(0))
+        sizes = _ints(_attr(self.op, "window_dimensions")) or (1,) * rank
+        window = _window(sizes, _ints(_attr(self.op, "window_strides")),
+                         _ints(_attr(self.op, "padding")), (), ())
+        select = self.conv.region(self.op.regions[0], self.fn)
+        scatter = self.conv.region(self.op.regions[1], self.fn)
+        self.single("select-and-scatter", self.operands(), list(self.in_sizes(0)),
+                    window=window, select=select, scatter=scatter)
+
+    def op_fft(self) -> None:
+        kind = str(self.op.attributes["fft_type"])  # `#stablehlo<fft_type RFFT>`
+        word = kind.rstrip(">").split()[-1].split("<")[-1]
+        self.single("fft", self.operands(), None, fft_type=word,
+                    fft_length=_ints(self.op.attributes["fft_length"]))
+
     def op_convolution(self) -> None:
         a = self.op
         dn = mlir()["stablehlo"].ConvDimensionNumbers(a.attributes["dimension_numbers"])

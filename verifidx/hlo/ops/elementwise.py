@@ -1,5 +1,6 @@
 """Elementwise ops and their friends: the same index in every operand, bitcast-convert between
-element types of different widths, ops without operands, and scalar-operand ops (rng)."""
+element types of different widths, ops without operands, and ops whose every output element
+reads every operand element (rng, rng-bit-generator)."""
 
 from __future__ import annotations
 
@@ -98,10 +99,12 @@ def no_operands(ctx: OpContext, output_id: int) -> list[Maps]:
 
 
 def scalars_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
-    """rng: every output element reads the scalar parameters."""
+    """Every output element reads every operand element: rng's scalar parameters, and the state
+    of rng-bit-generator, whose words (key and counter) all enter every generated value."""
     out = ctx.out_dims(output_id)
     return [[to_all(out, ctx.in_dims(i))] for i in range(ctx.num_operands)]
 
 
 def scalars_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
-    return [[to_all(ctx.in_dims(input_id), ctx.out_dims(0))]]
+    dims = ctx.in_dims(input_id)
+    return [[to_all(dims, ctx.out_dims(k))] for k in range(len(ctx.out_leaves))]

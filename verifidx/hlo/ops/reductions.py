@@ -1,5 +1,6 @@
 """Ops that combine many elements into one: reduce, reduce-window (and the window arithmetic it
-shares), sort along an axis, and scan (cumulative, through its body's dependencies)."""
+shares), select-and-scatter (its gradient), sort and top-k along an axis, fft over its last
+axes, and scan (cumulative, through its body's dependencies)."""
 
 from __future__ import annotations
 
@@ -195,19 +196,252 @@ def _sort_setup(ctx: OpContext) -> tuple[tuple[int, ...], int]:
     return dims, sd[0]
 
 
-def _sort_row(dims: Sequence[int], axis: int) -> OperandIndexing:
+def _along(dims: Sequence[int], axis: int, length: int) -> OperandIndexing:
+    """Index `dims` relates to every position of a line of `length` along `axis`, the other
+    coordinates kept: `(d0, d1)[s0] -> (d0, s0)`."""
     results = [Symbol(0) if k == axis else Dim(k) for k in range(len(dims))]
-    return plain(build_map(results, box(dims), [(0, dims[axis] - 1)]))
+    return plain(build_map(results, box(dims), [(0, length - 1)]))
+
+
+def _sort_row(dims: Sequence[int], axis: int) -> OperandIndexing:
+    return _along(dims, axis, dims[axis])
+
+
+def _compared(ctx: OpContext) -> set[int]:
+    """The operands whose elements the comparator reads (parameters 2i and 2i + 1 are operand
+    i's); every operand when the comparator cannot be found."""
+    names = ctx.instruction.called_computations
+    if ctx.module is None or len(names) != 1 or names[0] not in ctx.module.computations:
+        return set(range(ctx.num_operands))
+    deps = _dependencies(ctx.module.computation(names[0]))
+    return {p // 2 for p in deps[0]} if len(deps) == 1 else set(range(ctx.num_operands))
 
 
 def sort_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    """Output k is operand k's row permuted; the permutation depends on the rows of the operands
+    the comparator reads. So output k reads those rows and its own, and no other operand."""
     dims, axis = _sort_setup(ctx)
-    return [[_sort_row(dims, axis)] for _ in range(ctx.num_operands)]
+    read = _compared(ctx) | {output_id}
+    return [[_sort_row(dims, axis)] if i in read else [] for i in range(ctx.num_operands)]
 
 
 def sort_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
     dims, axis = _sort_setup(ctx)
-    return [[_sort_row(dims, axis)] for _ in range(ctx.num_operands)]
+    keys = input_id in _compared(ctx)
+    return [[_sort_row(dims, axis)] if keys or k == input_id else []
+            for k in range(ctx.num_operands)]
+
+
+# -- top-k -------------------------------------------------------------------------------------
+
+
+def _topk_setup(ctx: OpContext) -> tuple[tuple[int, ...], int]:
+    """(operand dims, k) of `topk` and of the `TopK` custom call: the k largest (or smallest)
+    elements of each row along the last dimension and their positions, two outputs."""
+    need(ctx.num_operands == 1, "top-k has one operand")
+    dims = ctx.in_dims(0)
+    need(len(dims) >= 1, "top-k needs an operand of rank >= 1")
+    need(len(ctx.out_leaves) == 2, "top-k has two outputs (values and indices)")
+    out = ctx.out_dims(0)
+    need(len(out) == len(dims), "top-k output rank differs from the operand's")
+    k = out[-1]
+    need(1 <= k <= dims[-1], f"top-k takes k={k} of a row of {dims[-1]}")
+    for leaf in range(2):
+        need(ctx.out_dims(leaf) == (*dims[:-1], k), "top-k output shapes are wrong")
+    attr = ctx.instruction.attributes.get("k")
+    need(attr is None or str(attr) == str(k), f"k={attr} but the outputs hold {k} per row")
+    return dims, k
+
+
+def topk_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    """Each value and each index of the top k depends on the whole row: any element of it can
+    enter the top k at any position (as `chlo.top_k`, which decomposes into a sort of the row).
+    Of a row of one element, the index is always 0 and reads nothing."""
+    dims, k = _topk_setup(ctx)
+    if output_id == 1 and dims[-1] == 1:
+        return [[]]
+    return [[_along((*dims[:-1], k), len(dims) - 1, dims[-1])]]
+
+
+def topk_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    dims, k = _topk_setup(ctx)
+    values = [_along(dims, len(dims) - 1, k)]
+    return [values, [] if dims[-1] == 1 else list(values)]
+
+
+def topk_custom_call_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    """XLA's `TopK` custom call: the topk op on an operand of rank 1 or 2, the ranks XLA makes
+    it for (on a rank-3 operand XLA's CPU runtime mixes rows; higher ranks are left unknown)."""
+    need(len(ctx.in_dims(0)) <= 2, "the TopK custom call takes an operand of rank 1 or 2")
+    return topk_o2i(ctx, output_id)
+
+
+def topk_custom_call_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    need(len(ctx.in_dims(0)) <= 2, "the TopK custom call takes an operand of rank 1 or 2")
+    return topk_i2o(ctx, input_id)
+
+
+# -- fft ---------------------------------------------------------------------------------------
+
+
+def _fft_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(operand dims, output dims, number of transformed dims). The transform runs over the last
+    `len(fft_length)` dims; RFFT keeps `n // 2 + 1` frequencies of the last one, IRFFT reads
+    as many and writes `n` values."""
+    need(ctx.num_operands == 1 and len(ctx.out_leaves) == 1, "fft has one operand and result")
+    inst = ctx.instruction
+    attr = inst.attributes.get("fft_length")
+    kind = inst.attributes.get("fft_type")
+    need(isinstance(attr, tuple) and 1 <= len(attr) <= 3, "fft needs 1 to 3 fft_length")
+    assert isinstance(attr, tuple)
+    lengths = tuple(n for n in attr if isinstance(n, int) and n >= 1)
+    need(len(lengths) == len(attr), "fft_length must be positive")
+    need(kind in ("FFT", "IFFT", "RFFT", "IRFFT"), f"unknown fft_type {kind}")
+    dims, out = ctx.in_dims(0), ctx.out_dims(0)
+    m = len(lengths)
+    need(len(dims) == len(out) >= m and dims[:-m] == out[:-m], "fft batch dims differ")
+    half = (*lengths[:-1], lengths[-1] // 2 + 1)
+    want_in, want_out = {"FFT": (lengths, lengths), "IFFT": (lengths, lengths),
+                         "RFFT": (lengths, half), "IRFFT": (half, lengths)}[str(kind)]
+    need(dims[-m:] == tuple(want_in) and out[-m:] == tuple(want_out),
+         f"{kind} of fft_length {list(lengths)} does not fit {list(dims)} -> {list(out)}")
+    return dims, out, m
+
+
+def _slab(src: Sequence[int], dst: Sequence[int], m: int) -> OperandIndexing:
+    """Index `src` relates to every index of `dst` with the same leading (batch) coordinates:
+    the last `m` dims range over `dst`'s."""
+    batch = len(src) - m
+    results = [*(Dim(k) for k in range(batch)), *(Symbol(j) for j in range(m))]
+    return plain(build_map(results, box(src), box(dst[batch:])))
+
+
+def fft_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    """Every frequency (or sample) reads every element of its batch's transformed dims: each
+    term of the transform has a twiddle factor of modulus 1, never 0."""
+    dims, out, m = _fft_setup(ctx)
+    return [[_slab(out, dims, m)]]
+
+
+def fft_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    dims, out, m = _fft_setup(ctx)
+    return [[_slab(dims, out, m)]]
+
+
+# -- select-and-scatter ------------------------------------------------------------------------
+
+
+def _sas_setup(ctx: OpContext) -> tuple[tuple[int, ...], list[WindowDim], tuple[int, ...]]:
+    """(operand dims, window, source dims) of select-and-scatter: each window of the operand
+    selects one of its elements, where that window's source element is scattered."""
+    need(ctx.num_operands == 3 and len(ctx.out_leaves) == 1,
+         "select-and-scatter has an operand, a source and an init value")
+    dims, src = ctx.in_dims(0), ctx.in_dims(1)
+    window = check_window(ctx.instruction.window, len(dims), "select-and-scatter")
+    need(all(w.lhs_dilation == 1 and w.rhs_dilation == 1 and not w.reversal for w in window),
+         "select-and-scatter with dilated or reversed windows is not modelled")
+    need(list(src) == [window_out_size(x, w) for x, w in zip(dims, window)],
+         "select-and-scatter source shape does not match the windows")
+    need(not ctx.in_dims(2), "select-and-scatter init value must be a scalar")
+    need(ctx.out_dims(0) == dims, "select-and-scatter output shape differs from the operand's")
+    return dims, window, src
+
+
+def _windows_of(dims: Sequence[int], window: Sequence[WindowDim], src: Sequence[int],
+                to_operand: bool) -> IndexingMap:
+    """From an operand-shaped index x: every window w covering x (`x + pad_low - w * stride` in
+    `[0, size - 1]`; when windows do not overlap, only `(x + pad_low) floordiv stride`), as the
+    source index w, or (to_operand) as every in-bounds element `w * stride + j - pad_low` of
+    those windows. The relation "x and y share a window" is symmetric, so it serves both
+    directions."""
+    results: list[Expr] = []
+    ranges: list[tuple[int, int]] = []
+    constraints: list[tuple[Expr, tuple[int, int]]] = []
+    bounds: dict[Variable, Interval] = {Dim(k): Interval(0, n - 1) for k, n in enumerate(dims)}
+
+    def fresh(lo: int, hi: int) -> Symbol:
+        s = Symbol(len(ranges))
+        ranges.append((lo, hi))
+        bounds[s] = Interval(lo, hi)
+        return s
+
+    def constrain(e: Expr, lo: int, hi: int) -> None:
+        if not Interval(lo, hi).contains(range_of(e, bounds)):
+            constraints.append((e, (lo, hi)))
+
+    for k, w in enumerate(window):
+        if w.size == 1 and w.stride == 1 and w.pad_low == w.pad_high == 0:  # window x is {x}
+            results.append(Dim(k))
+            continue
+        if w.stride >= w.size:  # at most one window covers x: (x + pad_low) floordiv stride
+            pos = add(Dim(k), w.pad_low)
+            q = pos if w.stride == 1 else floordiv(pos, w.stride)
+            if w.size < w.stride:
+                constrain(mod(pos, w.stride), 0, w.size - 1)
+            constrain(q, 0, src[k] - 1)
+            if not to_operand:
+                results.append(q)
+            elif w.size == 1:
+                results.append(Dim(k))
+            else:
+                y = add(mul(q, w.stride), fresh(0, w.size - 1), -w.pad_low)
+                constrain(y, 0, dims[k] - 1)
+                results.append(y)
+            continue
+        s = fresh(0, src[k] - 1)
+        start = add(mul(s, w.stride), -w.pad_low)
+        constrain(add(Dim(k), neg(start)), 0, w.size - 1)
+        if not to_operand:
+            results.append(s)
+        elif w.size == 1:
+            results.append(start)
+        else:
+            y = add(start, fresh(0, w.size - 1))
+            constrain(y, 0, dims[k] - 1)
+            results.append(y)
+    return build_map(results, box(dims), ranges, constraints=constraints)
+
+
+def _window_elements(src: Sequence[int], window: Sequence[WindowDim], dims: Sequence[int]
+                     ) -> IndexingMap:
+    """From a source index w: the in-bounds operand elements `w * stride + j - pad_low` of
+    window w."""
+    results: list[Expr] = []
+    ranges: list[tuple[int, int]] = []
+    constraints: list[tuple[Expr, tuple[int, int]]] = []
+    bounds: dict[Variable, Interval] = {Dim(k): Interval(0, n - 1) for k, n in enumerate(src)}
+    for k, w in enumerate(window):
+        terms: list[Expr] = [mul(Dim(k), w.stride)] if src[k] > 1 else []
+        if w.size > 1:
+            s = Symbol(len(ranges))
+            ranges.append((0, w.size - 1))
+            bounds[s] = Interval(0, w.size - 1)
+            terms.append(s)
+        y = add(sum_products_first(terms) if terms else Const(0), -w.pad_low)
+        if not Interval(0, dims[k] - 1).contains(range_of(y, bounds)):
+            constraints.append((y, (0, dims[k] - 1)))
+        results.append(y)
+    return build_map(results, box(src), ranges, constraints=constraints)
+
+
+def select_and_scatter_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+    """Output x is the init value combined with the source values of the windows that select x;
+    which element a window selects depends on all of its elements. So x reads every element of
+    every window covering x, those windows' source values, and the init value."""
+    dims, window, src = _sas_setup(ctx)
+    single = all(w.size == 1 for w in window)  # a window of one element selects it, unread
+    return [[] if single else [plain(_windows_of(dims, window, src, True))],
+            [plain(_windows_of(dims, window, src, False))], [to_scalar(dims)]]
+
+
+def select_and_scatter_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+    dims, window, src = _sas_setup(ctx)
+    if input_id == 0:
+        return [[] if all(w.size == 1 for w in window)
+                else [plain(_windows_of(dims, window, src, True))]]
+    if input_id == 1:
+        return [[plain(_window_elements(src, window, dims))]]
+    return [[to_all((), dims)]]
 
 
 # -- scan --------------------------------------------------------------------------------------
