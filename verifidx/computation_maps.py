@@ -335,6 +335,8 @@ class ComputationWalker:
                         inst.shape) or not body.root.shape.compatible(inst.shape):
                     raise Malformed(f"{body.name} does not match the loop's state")
                 ci = computation_indexing(self.module, body, direction)
+                control = {pl for (_o, _p, pl) in computation_indexing(
+                    self.module, analysis.condition, "out2in").maps}
             except (Malformed, ValueError, KeyError) as err:
                 why = f"while {inst.name}: {err}"
         if why:
@@ -345,7 +347,8 @@ class ComputationWalker:
         for (o, _p, pl), maps in ci.maps.items():
             per_leaf[(o, pl) if direction == "out2in" else (pl, o)] = maps
         self.notes.append(analysis.describe())
-        return loop_maps(analysis, leaves, per_leaf, direction, simplify_indexing, _prove_dedup)
+        return loop_maps(analysis, leaves, per_leaf, direction, simplify_indexing, control,
+                         _prove_dedup)
 
     def _callee(self, inst: HloInstruction, shapes: list[Shape]) -> HloComputation | str:
         """The computation a fusion/call runs, or why it cannot be used."""

@@ -27,7 +27,7 @@ why the count is unknown. No iteration: the identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from verifidx.dedup import MapSet
 from verifidx.expr import Dim, Expr, RtVar, Symbol, add, neg
@@ -50,11 +50,15 @@ Simplify = Callable[[OperandIndexing], OperandIndexing]
 
 def loop_maps(analysis: LoopAnalysis, leaves: Sequence[Shape],
               body: Mapping[tuple[int, int], Sequence[OperandIndexing]], direction: str,
-              simplify: Simplify, prove: bool = True
+              simplify: Simplify, control: Collection[int] = (), prove: bool = True
               ) -> dict[tuple[int, int], list[OperandIndexing]]:
     """`{(start leaf, end leaf): maps}`: output leaf -> operand leaf for "out2in" (with `body`
     the body's root leaf -> parameter leaf maps), operand leaf -> output leaf for "in2out"
-    (with `body` the parameter leaf -> root leaf maps), keyed `(from, to)` in walk order."""
+    (with `body` the parameter leaf -> root leaf maps), keyed `(from, to)` in walk order.
+
+    `control` lists the leaves the condition reads. When the trip count is unknown, how many
+    times the body runs depends on them, so every leaf the body changes depends on every
+    element of what they read, at any iteration (the trip count is data here)."""
     n = len(leaves)
     if analysis.trips == 0:
         return {(a, a): [_identity(leaves[a])] for a in range(n)}
@@ -63,7 +67,44 @@ def loop_maps(analysis: LoopAnalysis, leaves: Sequence[Shape],
     for start in range(n):
         for end, maps in walk.from_leaf(start).items():
             out[(start, end)] = maps
+    if analysis.trips is None and control:
+        _add_control(out, walk, leaves, body, set(control), direction)
     return out
+
+
+def _add_control(out: dict[tuple[int, int], list[OperandIndexing]], walk: _Walk,
+                 leaves: Sequence[Shape],
+                 body: Mapping[tuple[int, int], Sequence[OperandIndexing]],
+                 control: set[int], direction: str) -> None:
+    """Every leaf the body changes reads, whole, every initial leaf that can reach what the
+    condition reads."""
+    reads: dict[int, set[int]] = {}  # root leaf -> parameter leaves it reads
+    changed: set[int] = set()
+    for (a, b), maps in body.items():
+        o, p = (a, b) if direction == "out2in" else (b, a)
+        reads.setdefault(o, set()).add(p)
+        if o != p or any(m.is_undefined or not _within_identity(m.map) for m in maps):
+            changed.add(o)
+    deciding: set[int] = set()
+    for q in control:
+        deciding |= _reachable(reads, q)
+    note = f"{walk.analysis.loop.name}: the trip count depends on the data"
+    for o in sorted(changed):
+        for p in sorted(deciding):
+            a, b = (o, p) if direction == "out2in" else (p, o)
+            out.setdefault((a, b), []).append(
+                OperandIndexing(_to_all(leaves[a], leaves[b]), notes=(note,)))
+
+
+def _reachable(succ: Mapping[int, Collection[int]], start: int) -> set[int]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for b in succ.get(todo.pop(), ()):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return seen
 
 
 def _identity(shape: Shape) -> OperandIndexing:
@@ -118,6 +159,9 @@ class _Walk:
                     self.edges.setdefault(a, {}).setdefault(b, []).append(_Lifted(ind, analysis))
                 else:  # the identity is in every closure; record that it is read
                     self.edges.setdefault(a, {}).setdefault(b, [])
+        self.succ: dict[int, set[int]] = {}
+        for a, b in body:
+            self.succ.setdefault(a, set()).add(b)
         self.part = _strongly_connected(len(leaves), {(a, b) for a, b in body})
         self._closures: dict[int, dict[tuple[int, int], list[IndexingMap]]] = {}
         self.notes: list[str] = []
@@ -173,23 +217,8 @@ class _Walk:
 
     # -- walks across parts ---------------------------------------------------------------------
 
-    def reachable(self, start: int) -> set[int]:
-        seen = {start}
-        todo = [start]
-        while todo:
-            a = todo.pop()
-            for b in self.edges.get(a, {}):
-                if b not in seen:
-                    seen.add(b)
-                    todo.append(b)
-            for (x, b) in self.undefined:
-                if x == a and b not in seen:
-                    seen.add(b)
-                    todo.append(b)
-        return seen
-
     def from_leaf(self, start: int) -> dict[int, list[OperandIndexing]]:
-        reach = self.reachable(start)
+        reach = _reachable(self.succ, start)
         bad = [ind for (a, _b), ind in self.undefined.items() if a in reach]
         if bad:
             return {b: [OperandIndexing(IndexingMap.undefined(), notes=bad[0].notes)]
