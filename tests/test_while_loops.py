@@ -78,6 +78,28 @@ def rnn_unrolled(xs: Any, h0: Any, w: Any, u: Any) -> Any:
     return h, jnp.stack(ys)
 
 
+def _lstm_step(carry: Any, x: Any, wx: Any, wh: Any) -> Any:
+    h, c = carry
+    i, f, g, o = jnp.split(x @ wx + h @ wh, 4, axis=-1)
+    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    return (h, c), h
+
+
+def lstm(xs: Any, h0: Any, c0: Any, wx: Any, wh: Any) -> Any:
+    """Batched: the maps keep each batch row to its own inputs."""
+    (h, c), ys = lax.scan(lambda carry, x: _lstm_step(carry, x, wx, wh), (h0, c0), xs)
+    return ys, h, c
+
+
+def lstm_unrolled(xs: Any, h0: Any, c0: Any, wx: Any, wh: Any) -> Any:
+    carry, ys = (h0, c0), []
+    for k in range(xs.shape[0]):
+        carry, y = _lstm_step(carry, xs[k], wx, wh)
+        ys.append(y)
+    return jnp.stack(ys), carry[0], carry[1]
+
+
 def _update(a: Any, i: Any) -> Any:
     """Row 2i+1 becomes row 2i doubled plus one: a slice read and a slice written per step."""
     row = lax.dynamic_slice(a, (2 * i, 0), (1, a.shape[1]))
@@ -109,6 +131,7 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None,
     "rev_cumsum": (rev_cumsum, rev_cumsum_unrolled, ((4, 2),)),
     "rnn": (rnn, rnn_unrolled, ((5, 3), (4,), (4, 4), (3, 4))),
     "fori": (fori, fori_unrolled, ((9, 2),)),
+    "lstm": (lstm, lstm_unrolled, ((3, 2, 2), (2, 2), (2, 2), (2, 8), (2, 8))),
     "data_loop": (data_loop, None, ((3, 2),)),
 }
 
@@ -184,7 +207,7 @@ def test_first_failure_matches_running_the_comparison() -> None:
 
 
 @pytest.mark.parametrize("optimized", [False, True])
-@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori"])
+@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm"])
 def test_trip_count(name: str, optimized: bool) -> None:
     fn, _unrolled, shapes = PROGRAMS[name]
     m = module(fn, shapes, optimized)
@@ -205,7 +228,7 @@ def test_unknown_trip_count_says_why() -> None:
     assert "condition is not a comparison" in analysis.reason
 
 
-@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori"])
+@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm"])
 def test_loop_maps_equal_unrolled(name: str) -> None:
     fn, unrolled, shapes = PROGRAMS[name]
     assert unrolled is not None

@@ -174,9 +174,11 @@ class _Walk:
     def _tidy(self, m: IndexingMap) -> IndexingMap:
         return self.simplify(remove_unused(OperandIndexing(drop_implied_constraints(m)))).map
 
-    def closure(self, part: int) -> dict[tuple[int, int], list[IndexingMap]]:
-        """`{(a, b): maps}` for leaves of one strongly connected part: any number of
-        iterations (including none) inside it, the iteration number free."""
+    def closure(self, part: int) -> dict[tuple[int, int], list[tuple[IndexingMap, int]]]:
+        """`{(a, b): [(map, steps)]}` for leaves of one strongly connected part: any number of
+        iterations (including none) inside it, the iteration number free. `steps` is how many
+        iterations the map needs at least (it composes that many body maps; 0 where a map
+        equal to an earlier one replaced it, which only weakens what it asks)."""
         hit = self._closures.get(part)
         if hit is not None:
             return hit
@@ -184,9 +186,11 @@ class _Walk:
         sets: dict[tuple[int, int], MapSet[IndexingMap]] = {
             (a, b): MapSet(f"loop closure {a}->{b}", prove=self.prove)
             for a in members for b in members}
+        steps: dict[tuple[int, int], dict[IndexingMap, int]] = {key: {} for key in sets}
         for a in members:
             ident = IndexingMap.identity(self.leaves[a].dims)
             sets[(a, a)].add(ident, ident)
+            steps[(a, a)][ident] = 0
         stable = False
         for _round in range(CLOSURE_ROUNDS):
             current = {key: s.values() for key, s in sets.items()}
@@ -201,16 +205,20 @@ class _Walk:
                                 m = self._tidy(self._compose(e.map, t))
                                 if a == b and _within_identity(m):
                                     continue
-                                grew |= sets[(a, b)].add(m, m)
+                                if sets[(a, b)].add(m, m):
+                                    grew = True
+                                    steps[(a, b)][m] = steps[(c, b)].get(t, 0) + 1
             if not grew:
                 stable = True
                 break
+        result: dict[tuple[int, int], list[tuple[IndexingMap, int]]]
         if stable:
-            result = {key: s.values() for key, s in sets.items() if s.values()}
+            result = {key: [(m, steps[key].get(m, 0)) for m in s.values()]
+                      for key, s in sets.items() if s.values()}
         else:
             self.notes.append(f"{self.analysis.loop.name}: a carry's maps did not close in "
                               f"{CLOSURE_ROUNDS} rounds; every element is assumed")
-            result = {(a, b): [_to_all(self.leaves[a], self.leaves[b])]
+            result = {(a, b): [(_to_all(self.leaves[a], self.leaves[b]), 0)]
                       for a in members for b in members}
         self._closures[part] = result
         return result
@@ -238,43 +246,66 @@ class _Walk:
         """Extends walk `f` (ending in leaf `a`, whose last event's iteration is range variable
         `last_k`) through `a`'s part and on along every event; False when over budget."""
         part = self.part[a]
-        trips = self.analysis.trips
         for (x, b), closure_maps in self.closure(part).items():
             if x != a:
                 continue
-            for t in closure_maps:
+            for t, steps in closure_maps:
                 budget[0] -= 1
                 if budget[0] < 0:
                     return False
                 g = self._compose(f, t)
                 k_g = None if last_k is None else last_k + t.num_range_vars
-                ind = self.simplify(remove_unused(OperandIndexing(g)))
-                found.setdefault(b, MapSet(f"loop {a}->{b}", prove=self.prove)).add(
-                    ind, ind.map)
+                end = self._room(g, k_g, None, steps)
+                if end is not None:
+                    ind = self.simplify(remove_unused(OperandIndexing(end)))
+                    found.setdefault(b, MapSet(f"loop {a}->{b}", prove=self.prove)).add(
+                        ind, ind.map)
                 for c, edge_maps in self.edges.get(b, {}).items():
                     if self.part[c] == part:
                         continue
                     for e in edge_maps:
-                        h, k_h = self._event(g, k_g, e, trips)
-                        if not self._step(c, h, k_h, found, budget):
+                        h, k_h = self._event(g, k_g, e, steps)
+                        if h is not None and not self._step(c, h, k_h, found, budget):
                             return False
         return True
 
-    def _event(self, g: IndexingMap, k_g: int | None, e: _Lifted, trips: int | None
-               ) -> tuple[IndexingMap, int | None]:
-        """`g` followed by one iteration's map `e`, whose iteration comes strictly before (out
-        to in) or after (in to out) the previous event's."""
+    def _event(self, g: IndexingMap, k_g: int | None, e: _Lifted, steps: int
+               ) -> tuple[IndexingMap | None, int | None]:
+        """`g`, then `steps` iterations inside a part, then one iteration's map `e`: its
+        iteration comes before (out to in) or after (in to out) the previous event's by more
+        than `steps`. None when the iterations leave no room for that."""
         em, k = e.map, e.k
+        trips = self.analysis.trips
         if trips is not None and k is None:
             k = em.num_range_vars
             em = em.replace(range_vars=em.range_vars + (Var(Interval(0, trips - 1)),))
         h = compose(g, em)
-        if k_g is None or k is None or trips is None:
-            return drop_implied_constraints(h), k
-        prev = Symbol(k_g + em.num_range_vars)
-        later, earlier = (prev, Symbol(k)) if self.direction == "out2in" else (Symbol(k), prev)
-        h = h.add_constraint(add(later, neg(earlier)), Interval(1, trips - 1))
-        return drop_implied_constraints(h), k
+        k_prev = None if k_g is None else k_g + em.num_range_vars
+        return self._room(h, k_prev, k, steps), k
+
+    def _room(self, m: IndexingMap, k_prev: int | None, k_next: int | None, steps: int
+              ) -> IndexingMap | None:
+        """`m` with `steps` iterations between event `k_prev` and event `k_next` (range
+        variables; None: the end of the loop on that side). None when they do not fit."""
+        trips = self.analysis.trips
+        if trips is None:
+            return drop_implied_constraints(m)
+        out2in = self.direction == "out2in"
+        if k_prev is not None and k_next is not None:
+            later, earlier = (k_prev, k_next) if out2in else (k_next, k_prev)
+            expr, iv = add(Symbol(later), neg(Symbol(earlier))), Interval(steps + 1, trips - 1)
+        elif k_prev is not None or k_next is not None:
+            k = k_prev if k_prev is not None else k_next
+            # iterations left before `k` (its start side) or after it (its end side)
+            before = (k_prev is not None) == out2in
+            expr, iv = Symbol(k), Interval(steps, trips - 1) if before else \
+                Interval(0, trips - 1 - steps)
+        else:
+            return drop_implied_constraints(m) if steps <= trips else None
+        if iv.is_empty:
+            return None
+        m = drop_implied_constraints(m.add_constraint(expr, iv))
+        return None if m.is_known_empty else m
 
 
 def _strongly_connected(n: int, edges: set[tuple[int, int]]) -> list[int]:
