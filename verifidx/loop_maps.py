@@ -163,7 +163,7 @@ class _Walk:
         for a, b in body:
             self.succ.setdefault(a, set()).add(b)
         self.part = _strongly_connected(len(leaves), {(a, b) for a, b in body})
-        self._closures: dict[int, dict[tuple[int, int], list[IndexingMap]]] = {}
+        self._closures: dict[int, dict[tuple[int, int], list[tuple[IndexingMap, int]]]] = {}
         self.notes: list[str] = []
 
     # -- closures of strongly connected parts -------------------------------------------------
@@ -294,12 +294,12 @@ class _Walk:
         if k_prev is not None and k_next is not None:
             later, earlier = (k_prev, k_next) if out2in else (k_next, k_prev)
             expr, iv = add(Symbol(later), neg(Symbol(earlier))), Interval(steps + 1, trips - 1)
-        elif k_prev is not None or k_next is not None:
-            k = k_prev if k_prev is not None else k_next
-            # iterations left before `k` (its start side) or after it (its end side)
-            before = (k_prev is not None) == out2in
-            expr, iv = Symbol(k), Interval(steps, trips - 1) if before else \
-                Interval(0, trips - 1 - steps)
+        elif k_prev is not None:  # iterations before it (out2in) or after it (in2out)
+            expr = Symbol(k_prev)
+            iv = Interval(steps, trips - 1) if out2in else Interval(0, trips - 1 - steps)
+        elif k_next is not None:  # iterations after it (out2in) or before it (in2out)
+            expr = Symbol(k_next)
+            iv = Interval(0, trips - 1 - steps) if out2in else Interval(steps, trips - 1)
         else:
             return drop_implied_constraints(m) if steps <= trips else None
         if iv.is_empty:
