@@ -3,8 +3,9 @@ exported from JAX at test time.
 
 Three checks, each independent of the code under test:
 - the trip count against running the comparison (brute force over small affine cases);
-- the loop program's maps (entry output -> parameter, unions enumerated exactly) equal those of
-  the same program unrolled in Python, where the same ops read static indices;
+- the loop program's maps (entry output -> parameter and back, unions enumerated exactly) equal
+  those of the same program unrolled in Python, where the same ops read static indices, as
+  lowered HLO, optimized HLO and StableHLO (`stablehlo.while`);
 - a perturbation oracle: each input element is changed in turn and the jitted program rerun;
   every output element that changes must be related to it by the maps (no missed read), for the
   lowered and the optimized HLO.
@@ -32,6 +33,7 @@ from verifidx.computation_maps import (  # noqa: E402
 from verifidx.hlo import parse_hlo  # noqa: E402
 from verifidx.hlo.module import HloModule  # noqa: E402
 from verifidx.hlo.ops.loops import Affine, _Compare, _first_failure, analyse_loop  # noqa: E402
+from verifidx.stablehlo import parse_stablehlo  # noqa: E402
 
 Pairs = set[tuple[int, tuple[int, ...], tuple[int, ...]]]  # (parameter, out index, in index)
 
@@ -141,16 +143,20 @@ def _inputs(shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
     return [(rng.standard_normal(s) * 0.3 + 0.5).astype(F32) for s in shapes]
 
 
-_MODULES: dict[tuple[Callable[..., Any], bool], HloModule] = {}
+_MODULES: dict[tuple[Callable[..., Any], bool | str], HloModule] = {}
 
 
-def module(fn: Callable[..., Any], shapes: Sequence[tuple[int, ...]], optimized: bool
-           ) -> HloModule:
+def module(fn: Callable[..., Any], shapes: Sequence[tuple[int, ...]],
+           optimized: bool | str) -> HloModule:
+    """The lowered HLO (False), the optimized HLO (True) or the StableHLO ("stablehlo")."""
     key = (fn, optimized)
     if key not in _MODULES:
         lowered = jax.jit(fn).lower(*_inputs(shapes))
-        text = lowered.compile().as_text() if optimized else lowered.as_text(dialect="hlo")
-        _MODULES[key] = parse_hlo(text)
+        if optimized == "stablehlo":
+            _MODULES[key] = parse_stablehlo(lowered.as_text())
+        else:
+            text = lowered.compile().as_text() if optimized else lowered.as_text(dialect="hlo")
+            _MODULES[key] = parse_hlo(text)
     return _MODULES[key]
 
 
@@ -206,9 +212,9 @@ def test_first_failure_matches_running_the_comparison() -> None:
             assert _first_failure(cond) == ran, (d, a1, b1, a2, b2)
 
 
-@pytest.mark.parametrize("optimized", [False, True])
+@pytest.mark.parametrize("optimized", [False, True, "stablehlo"])
 @pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm"])
-def test_trip_count(name: str, optimized: bool) -> None:
+def test_trip_count(name: str, optimized: bool | str) -> None:
     fn, _unrolled, shapes = PROGRAMS[name]
     m = module(fn, shapes, optimized)
     loops = [i for c in m.computations.values() for i in c.instructions if i.opcode == "while"]
@@ -236,7 +242,7 @@ def test_loop_maps_equal_unrolled(name: str) -> None:
     assert not any(i.opcode == "while" for c in module(unrolled, shapes, False)
                    .computations.values() for i in c.instructions)
     want_in2out = maps_of(module(unrolled, shapes, False), "in2out")
-    for optimized in (False, True):
+    for optimized in (False, True, "stablehlo"):
         assert maps_of(module(fn, shapes, optimized)) == want, f"optimized={optimized}"
         assert maps_of(module(fn, shapes, optimized), "in2out") == want_in2out
 
