@@ -14,8 +14,13 @@ verifidx's proven simplifier), and constraints that interval arithmetic shows al
 dropped. Composition never loses soundness: an UNDEFINED map anywhere on a path makes the
 parameter's map UNDEFINED ("unknown indexing").
 
-Module level (`output_to_input(module)`): every computation that is the entry, a fusion body or
-the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]}}}`.
+A `while` routes maps between the leaves of its state with its maps across all iterations
+(`verifidx.loop_maps`); a while body's own maps name the iteration number where the trip count
+is known (`verifidx.hlo.ops.loops.per_iteration`).
+
+Module level (`output_to_input(module)`): every computation that is the entry, a fusion body,
+the target of a `call` or a `while` body or condition, as
+`{computation: {output_index: {parameter_name: [maps]}}}`.
 """
 
 from __future__ import annotations

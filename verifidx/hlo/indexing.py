@@ -192,9 +192,10 @@ OP_TABLE: dict[str, OpRule] = {
     "fusion": OpRule(called_o2i, called_i2o, "composition of the fused computation"),
     "call": OpRule(called_o2i, called_i2o, "composition of the called computation"),
 }
-"""Opcode -> how to index it. Anything not listed (custom-call, while, conditional,
+"""Opcode -> how to index it. Anything not listed (custom-call, conditional,
 triangular-solve, cholesky, fft, all-to-all, reduce-scatter, select-and-scatter, send/recv,
-async ops, ...) has unknown indexing for every operand."""
+async ops, ...) has unknown indexing for every operand; so has `while` as one op (its state is
+one tuple): `verifidx.computation_maps` gives its maps leaf by leaf (`verifidx.loop_maps`)."""
 
 OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
     ("pad", "out2in operand 1"): "the padding value is mapped from every output element, as "
