@@ -140,6 +140,13 @@ def data_loop(x: Any) -> Any:
                           (0, x[0], jnp.zeros_like(x)))[2]
 
 
+def data_scale(x: Any, n: Any) -> Any:
+    """The trip count is a parameter and the carry's index map is the identity: the output
+    still depends on `n`, through how many times it is halved."""
+    return lax.while_loop(lambda c: c[0].astype(x.dtype) < n, lambda c: (c[0] + 1, c[1] * 0.5),
+                          (0, x))[1]
+
+
 F32 = np.float32
 PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None,
                           tuple[tuple[int, ...], ...]]] = {
@@ -150,12 +157,13 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None,
     "lstm": (lstm, lstm_unrolled, ((3, 2, 2), (2, 2), (2, 2), (2, 8), (2, 8))),
     "row_sums": (row_sums, row_sums_unrolled, ((4, 3),)),
     "data_loop": (data_loop, None, ((3, 2),)),
+    "data_scale": (data_scale, None, ((3,), ())),
 }
 
 
 def _inputs(shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
-    return [(rng.standard_normal(s) * 0.3 + 0.5).astype(F32) for s in shapes]
+    return [np.asarray(rng.standard_normal(s) * 0.3 + 0.5, dtype=F32) for s in shapes]
 
 
 _MODULES: dict[tuple[Callable[..., Any], bool | str], HloModule] = {}

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from verifidx.dedup import MapSet
 from verifidx.expr import Dim, Expr, RtVar, Symbol, add, neg
-from verifidx.hlo.ops.loops import LoopAnalysis, is_iteration_of
+from verifidx.hlo.ops.loops import LoopAnalysis, is_iteration_of, passed_through
 from verifidx.hlo.runtime import OperandIndexing, drop_implied_constraints, remove_unused
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap, Var, compose
@@ -79,17 +79,14 @@ def _add_control(out: dict[tuple[int, int], list[OperandIndexing]], walk: _Walk,
     """Every leaf the body changes reads, whole, every initial leaf that can reach what the
     condition reads."""
     reads: dict[int, set[int]] = {}  # root leaf -> parameter leaves it reads
-    changed: set[int] = set()
-    for (a, b), maps in body.items():
+    for a, b in body:
         o, p = (a, b) if direction == "out2in" else (b, a)
         reads.setdefault(o, set()).add(p)
-        if o != p or any(m.is_undefined or not _within_identity(m.map) for m in maps):
-            changed.add(o)
     deciding: set[int] = set()
     for q in control:
         deciding |= _reachable(reads, q)
     note = f"{walk.analysis.loop.name}: the trip count depends on the data"
-    for o in sorted(changed):
+    for o in sorted(set(range(len(leaves))) - passed_through(walk.analysis.body)):
         for p in sorted(deciding):
             a, b = (o, p) if direction == "out2in" else (p, o)
             out.setdefault((a, b), []).append(

@@ -29,7 +29,7 @@ from verifidx.indexing_map import IndexingMap, Var
 from verifidx.interval import Interval
 
 __all__ = ["LoopAnalysis", "analyse_loop", "is_iteration_of", "iteration_source", "loop_of_body",
-           "per_iteration"]
+           "passed_through", "per_iteration"]
 
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 _MAX_DEPTH = 64
@@ -406,6 +406,35 @@ def _analyse(loop: HloInstruction, module: HloModule) -> LoopAnalysis:
         if not _fits(v, Interval(0, trips), leaves[t].element_type):
             return _unknown(unknown, f"leaf {t} leaves {leaves[t].element_type}")
     return LoopAnalysis(loop, body, cond, candidates, trips)
+
+
+def passed_through(body: HloComputation) -> set[int]:
+    """The state leaves the body returns exactly as it got them (through tuples,
+    get-tuple-elements and copies): the only leaves whose value does not depend on how many
+    iterations run. An identity index map is not enough: `x * 0.5` has one and changes."""
+    out: set[int] = set()
+    param = body.parameters[0] if len(body.parameters) == 1 else None
+    for leaf in range(len(body.root.shape.leaves())):
+        inst, at = body.root, leaf
+        for _ in range(_MAX_DEPTH):
+            if inst.opcode == "tuple":
+                found = _operand_of_leaf(inst, body, at)
+                if found is None:
+                    break
+                inst, at = body.instruction(found[0]), found[1]
+            elif inst.opcode == "get-tuple-element":
+                src = body.instruction(inst.operands[0])
+                start = _leaf_start(src.shape, inst.tuple_index)
+                if start is None:
+                    break
+                inst, at = src, start + at
+            elif inst.opcode == "copy":
+                inst = body.instruction(inst.operands[0])
+            else:
+                break
+        if inst is param and at == leaf:
+            out.add(leaf)
+    return out
 
 
 def loop_of_body(module: HloModule, comp: HloComputation) -> HloInstruction | None:
