@@ -132,6 +132,23 @@ def row_sums_unrolled(x: Any) -> Any:
     return acc
 
 
+def nested(x: Any) -> Any:
+    """A fori loop over a row inside a scan over rows: running sums of row sums."""
+    def row(c: Any, r: Any) -> Any:
+        c = c + lax.fori_loop(0, r.shape[0], lambda j, acc: acc + r[j] * 2.0, 0.0)
+        return c, c
+    return lax.scan(row, jnp.zeros((), x.dtype), x)[1]
+
+
+def nested_unrolled(x: Any) -> Any:
+    c, ys = jnp.zeros((), x.dtype), []
+    for k in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            c = c + x[k, j] * 2.0
+        ys.append(c)
+    return jnp.stack(ys)
+
+
 def data_loop(x: Any) -> Any:
     """A while loop whose condition reads data: its trip count is unknown."""
     def body(c: Any) -> Any:
@@ -156,6 +173,7 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None,
     "fori": (fori, fori_unrolled, ((9, 2),)),
     "lstm": (lstm, lstm_unrolled, ((3, 2, 2), (2, 2), (2, 2), (2, 8), (2, 8))),
     "row_sums": (row_sums, row_sums_unrolled, ((4, 3),)),
+    "nested": (nested, nested_unrolled, ((3, 4),)),
     "data_loop": (data_loop, None, ((3, 2),)),
     "data_scale": (data_scale, None, ((3,), ())),
 }
@@ -262,7 +280,8 @@ def test_unknown_trip_count_says_why() -> None:
     assert "condition is not a comparison" in analysis.reason
 
 
-@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm", "row_sums"])
+@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm", "row_sums",
+                                  "nested"])
 def test_loop_maps_equal_unrolled(name: str) -> None:
     fn, unrolled, shapes = PROGRAMS[name]
     assert unrolled is not None
