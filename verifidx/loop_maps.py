@@ -150,7 +150,10 @@ class _Walk:
         self.edges: dict[int, dict[int, list[_Lifted]]] = {}
         for (a, b), maps in body.items():
             for ind in maps:
-                if ind.is_undefined:
+                if ind.replica is not None:
+                    self.undefined[(a, b)] = OperandIndexing.undefined(
+                        f"{analysis.loop.name}: an all-gather's replica map inside a loop")
+                elif ind.is_undefined:
                     self.undefined[(a, b)] = ind
                 elif not (a == b and _within_identity(ind.map)):
                     self.edges.setdefault(a, {}).setdefault(b, []).append(_Lifted(ind, analysis))

@@ -33,6 +33,8 @@ __all__ = ["LoopAnalysis", "analyse_loop", "is_iteration_of", "iteration_source"
 
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 _MAX_DEPTH = 64
+_MAX_STEPS = 4096
+"""Instructions one question about a value may visit (shared subexpressions are revisited)."""
 _SWAP = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
@@ -98,10 +100,12 @@ class _Scalars:
         self.span = span
         self.checks: list[tuple[Affine, str]] = []
         self.where, self.callers = _module_index(module)
+        self.steps = 0
 
     def value(self, inst: HloInstruction, comp: HloComputation, leaf: int = 0,
               env: _Env | None = None, depth: int = 0) -> Affine | None:
-        if depth > _MAX_DEPTH:
+        self.steps += 1
+        if depth > _MAX_DEPTH or self.steps > _MAX_STEPS:
             return None
         d = depth + 1
         op = inst.opcode
@@ -458,25 +462,16 @@ def _unknown(base: LoopAnalysis, reason: str) -> LoopAnalysis:
 
 # -- the body's maps per iteration -------------------------------------------------------------
 
-_ITERATION: dict[str, HloInstruction] = {}
-
-
 def iteration_source(loop: HloInstruction) -> HloInstruction:
-    """The provenance of the iteration-number runtime variable (synthetic; labelled
-    `iteration of <loop>`)."""
-    key = f"{loop.name}/{id(loop)}"
-    found = _ITERATION.get(key)
-    if found is None or found.raw_attributes.get("iteration_of") != loop.name:
-        if len(_ITERATION) > 256:
-            _ITERATION.clear()
-        found = _ITERATION[key] = HloInstruction(
-            name=loop.name, opcode="while", shape=Shape("s32"),
-            raw_attributes={"iteration_of": loop.name})
-    return found
+    """The provenance of the iteration-number runtime variable (synthetic, labelled
+    `iteration of <loop>`, tagged with the loop's identity so that it is recognised again)."""
+    return HloInstruction(name=loop.name, opcode="while", shape=Shape("s32"),
+                          raw_attributes={"iteration_of": loop.name, "loop": str(id(loop))})
 
 
 def is_iteration_of(rv: RuntimeVar, loop: HloInstruction) -> bool:
-    return rv.source is iteration_source(loop)
+    tags = rv.source.raw_attributes
+    return tags.get("iteration_of") == loop.name and tags.get("loop") == str(id(loop))
 
 
 def per_iteration(ind: OperandIndexing, analysis: LoopAnalysis, module: HloModule
