@@ -321,3 +321,71 @@ def test_body_and_condition_are_reported_with_the_iteration_variable(name: str) 
     labels = {rv.label for ms in body.maps.values() for ind in ms for rv in ind.runtime}
     assert labels == {f"iteration of {loop.name}"}
     assert any(f"{shapes[0][0]} iterations" in n for n in body.notes)
+
+
+def _counter_loop(ty: str, init: int, step: int, direction: str, bound: int) -> str:
+    """A loop stepping an integer counter of type `ty` (the step through a fusion, the initial
+    value through a call, as optimized HLO has them)."""
+    return f"""HloModule m
+add_step {{
+  a = {ty}[] parameter(0)
+  s = {ty}[] constant({step})
+  ROOT r = {ty}[] add(a, s)
+}}
+body {{
+  p = ({ty}[], f32[3]) parameter(0)
+  i = {ty}[] get-tuple-element(p), index=0
+  x = f32[3] get-tuple-element(p), index=1
+  next = {ty}[] fusion(i), kind=kLoop, calls=add_step
+  ROOT t = ({ty}[], f32[3]) tuple(next, x)
+}}
+cond {{
+  p = ({ty}[], f32[3]) parameter(0)
+  i = {ty}[] get-tuple-element(p), index=0
+  n = {ty}[] constant({bound})
+  ROOT c = pred[] compare(i, n), direction={direction}
+}}
+run {{
+  s = ({ty}[], f32[3]) parameter(0)
+  ROOT w = ({ty}[], f32[3]) while(s), condition=cond, body=body
+}}
+ENTRY e {{
+  x = f32[3] parameter(0)
+  i0 = {ty}[] constant({init})
+  s = ({ty}[], f32[3]) tuple(i0, x)
+  ROOT r = ({ty}[], f32[3]) call(s), to_apply=run
+}}
+"""
+
+
+def _simulate(ty: str, init: int, step: int, direction: str, bound: int) -> int | None:
+    """Runs the counter with wrap-around in its type; None past 1000 steps or once it wraps
+    (then the trip count is not what exact arithmetic says, and must be unknown)."""
+    bits = int(ty[1:])
+    lo, hi = (0, 2**bits - 1) if ty[0] == "u" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    ops = {"LT": int.__lt__, "LE": int.__le__, "GT": int.__gt__, "GE": int.__ge__,
+           "NE": int.__ne__}
+    i, n = init, 0
+    while ops[direction](i, bound):
+        if not lo <= i + step <= hi or n > 1000:
+            return None
+        i, n = i + step, n + 1
+    return n
+
+
+@pytest.mark.parametrize("ty,init,step,direction,bound", [
+    ("s32", 0, 1, "LT", 7), ("s32", 10, -3, "GT", 0), ("s32", 10, -3, "GE", 1),
+    ("s32", 2, 4, "LE", 18), ("s32", 0, 3, "NE", 12), ("s32", 5, 1, "LT", 5),
+    ("s32", 0, 3, "NE", 13), ("s32", 0, -1, "LT", 5), ("s8", 100, 10, "LT", 127),
+    ("u8", 3, 1, "GE", 0), ("u8", 250, 2, "LE", 255), ("s64", -4, 2, "LT", 3),
+])
+def test_trip_count_of_a_counter_loop(ty: str, init: int, step: int, direction: str,
+                                      bound: int) -> None:
+    """Against running the counter with its type's wrap-around: equal where it never wraps,
+    unknown where it does (or never stops)."""
+    m = parse_hlo(_counter_loop(ty, init, step, direction, bound))
+    loop = m.computation("run").root
+    analysis = analyse_loop(loop, m)
+    assert analysis.trips == _simulate(ty, init, step, direction, bound), analysis.describe()
+    if analysis.trips is None:
+        assert analysis.reason
