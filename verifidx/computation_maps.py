@@ -14,8 +14,13 @@ verifidx's proven simplifier), and constraints that interval arithmetic shows al
 dropped. Composition never loses soundness: an UNDEFINED map anywhere on a path makes the
 parameter's map UNDEFINED ("unknown indexing").
 
-Module level (`output_to_input(module)`): every computation that is the entry, a fusion body or
-the target of a `call`, as `{computation: {output_index: {parameter_name: [maps]}}}`.
+A `while` routes maps between the leaves of its state with its maps across all iterations
+(`verifidx.loop_maps`); a while body's own maps name the iteration number where the trip count
+is known (`verifidx.hlo.ops.loops.per_iteration`).
+
+Module level (`output_to_input(module)`): every computation that is the entry, a fusion body,
+the target of a `call` or a `while` body or condition, as
+`{computation: {output_index: {parameter_name: [maps]}}}`.
 """
 
 from __future__ import annotations
@@ -39,9 +44,11 @@ from verifidx.hlo.indexing import (
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.ops.loops import analyse_loop, loop_of_body, per_iteration
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap
+from verifidx.loop_maps import loop_maps
 from verifidx.simplifier import default_simplifier
 
 __all__ = [
@@ -200,6 +207,7 @@ class ComputationWalker:
         self._o2i: dict[tuple[str, int], HloInstructionIndexing] = {}
         self._i2o: dict[tuple[str, int], HloInstructionIndexing] = {}
         self._users: dict[str, list[tuple[HloInstruction, int]]] | None = None
+        self._loops: dict[tuple[str, str], dict[tuple[int, int], list[OperandIndexing]]] = {}
 
     def shape_of(self, name: str) -> Shape:
         return self.comp.instruction(name).shape
@@ -226,6 +234,11 @@ class ComputationWalker:
             return
         if inst.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
             yield from self._callee_edges_o2i(inst, leaf, shapes)
+            return
+        if inst.opcode == "while":
+            for (o, p), across in self.loop(inst, "out2in").items():
+                if o == leaf:
+                    yield 0, p, across
             return
         key = (inst.name, leaf)
         if key not in self._o2i:
@@ -285,6 +298,11 @@ class ComputationWalker:
         if user.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
             yield from self._callee_edges_i2o(user, j, leaf, n_out, shapes)
             return
+        if user.opcode == "while":
+            for (p, o), across in self.loop(user, "in2out").items():
+                if p == leaf:
+                    yield o, across
+            return
         if src.is_tuple:
             for k in range(n_out):
                 yield k, [OperandIndexing.undefined(f"{user.opcode} reads a tuple operand")]
@@ -295,6 +313,47 @@ class ComputationWalker:
             self.notes.extend(self._i2o[key].notes)
         for k, maps in enumerate(self._i2o[key].maps):
             yield k, list(maps)
+
+    def loop(self, inst: HloInstruction, direction: str
+             ) -> dict[tuple[int, int], list[OperandIndexing]]:
+        """A `while`'s maps between its state leaves across all iterations
+        (`verifidx.loop_maps`), keyed (from, to) in walk order, once per direction."""
+        key = (inst.name, direction)
+        found = self._loops.get(key)
+        if found is None:
+            found = self._loops[key] = self._loop_maps(inst, direction)
+        return found
+
+    def _loop_maps(self, inst: HloInstruction, direction: str
+                   ) -> dict[tuple[int, int], list[OperandIndexing]]:
+        leaves = inst.shape.leaves()
+        why = ""
+        if self.module is None:
+            why = f"while {inst.name}: its computations are not known"
+        elif any(x.is_tuple or x.is_dynamic for x in leaves):
+            why = f"while {inst.name}: a state leaf has a dynamic shape"
+        else:
+            try:
+                analysis = analyse_loop(inst, self.module)
+                body = analysis.body
+                if len(body.parameters) != 1 or not body.parameters[0].shape.compatible(
+                        inst.shape) or not body.root.shape.compatible(inst.shape):
+                    raise Malformed(f"{body.name} does not match the loop's state")
+                ci = computation_indexing(self.module, body, direction)
+                control = {pl for (_o, _p, pl) in computation_indexing(
+                    self.module, analysis.condition, "out2in").maps}
+            except (Malformed, ValueError, KeyError) as err:
+                why = f"while {inst.name}: {err}"
+        if why:
+            self.notes.append(why)
+            return {(a, b): [OperandIndexing.undefined(why)]
+                    for a in range(len(leaves)) for b in range(len(leaves))}
+        per_leaf: dict[tuple[int, int], tuple[OperandIndexing, ...]] = {}
+        for (o, _p, pl), maps in ci.maps.items():
+            per_leaf[(o, pl) if direction == "out2in" else (pl, o)] = maps
+        self.notes.append(analysis.describe())
+        return loop_maps(analysis, leaves, per_leaf, direction, simplify_indexing, control,
+                         _prove_dedup)
 
     def _callee(self, inst: HloInstruction, shapes: list[Shape]) -> HloComputation | str:
         """The computation a fusion/call runs, or why it cannot be used."""
@@ -544,9 +603,17 @@ def _compute(module: HloModule | None, computation: HloComputation, direction: s
             for leaf in range(_leaves(param.shape)):
                 for o, ms in walker.input_to_output(param, leaf).items():
                     maps[(o, param.parameter_number, leaf)] = tuple(ms)
+    role = _role(module, computation)
+    if role == "while" and module is not None:
+        loop = loop_of_body(module, computation)
+        if loop is not None:
+            analysis = analyse_loop(loop, module)
+            maps = {key: tuple(simplify_indexing(per_iteration(m, analysis, module)) for m in ms)
+                    for key, ms in maps.items()}
+            walker.notes.append(f"body of {analysis.describe()}")
     notes = tuple(dict.fromkeys(walker.notes))
-    return ComputationIndexing(computation, _role(module, computation), direction, outputs,
-                               maps, notes, tuple(walker.merges))
+    return ComputationIndexing(computation, role, direction, outputs, maps, notes,
+                               tuple(walker.merges))
 
 
 # -- called computations as per-op maps (fusion, call) -----------------------------------------
@@ -591,11 +658,12 @@ register_called_computations(called_output_to_input, called_input_to_output)
 
 
 def reported_computations(module: HloModule) -> list[HloComputation]:
-    """The entry, every fusion body and every `call` target, in text order."""
+    """The entry, every fusion body, every `call` target and every `while` body and
+    condition, in text order."""
     wanted = {module.entry.name}
     for comp in module.computations.values():
         for inst in comp.instructions:
-            if inst.opcode in ("fusion", "call"):
+            if inst.opcode in ("fusion", "call", "while"):
                 wanted.update(inst.called_computations)
     return [c for c in module.computations.values() if c.name in wanted]
 

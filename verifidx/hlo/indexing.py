@@ -206,9 +206,10 @@ OP_TABLE: dict[str, OpRule] = {
     "fusion": OpRule(called_o2i, called_i2o, "composition of the fused computation"),
     "call": OpRule(called_o2i, called_i2o, "composition of the called computation"),
 }
-"""Opcode -> how to index it. Anything not listed (while, conditional, triangular-solve,
-cholesky, all-to-all, reduce-scatter, send/recv, async ops, ...) has unknown indexing for every
-operand; a custom-call is indexed by its target (`CUSTOM_CALLS`)."""
+"""Opcode -> how to index it. Anything not listed (conditional, triangular-solve, cholesky,
+all-to-all, reduce-scatter, send/recv, async ops, ...) has unknown indexing for every operand; a
+custom-call is indexed by its target (`CUSTOM_CALLS`); so has `while` as one op (its state is one
+tuple): `verifidx.computation_maps` gives its maps leaf by leaf (`verifidx.loop_maps`)."""
 
 CUSTOM_CALLS: dict[str, OpRule] = {
     "TopK": OpRule(topk_custom_call_o2i, topk_custom_call_i2o, "as the topk op, rank <= 2"),

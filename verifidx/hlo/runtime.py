@@ -44,6 +44,8 @@ class RuntimeVar:
 
 
 def source_label(inst: HloInstruction) -> str:
+    if "iteration_of" in inst.raw_attributes:  # verifidx.hlo.ops.loops
+        return f"iteration of {inst.raw_attributes['iteration_of']}"
     if inst.opcode == "parameter" and inst.parameter_number is not None:
         return f"parameter({inst.parameter_number})"
     if inst.opcode == "constant" and inst.shape.rank == 0 and inst.literal is not None:

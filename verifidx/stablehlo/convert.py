@@ -347,8 +347,12 @@ class Converter:
     def block(self, body: _Function, block: Any,
               arg_sizes: Sequence[tuple[Size, ...]] | None,
               arg_ints: Sequence[tuple[SymSize, ...] | None] | None,
+              packed: bool = False,
               ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
         body.at = block.owner
+        if packed and len(block.arguments) > 1:
+            self.packed_arguments(body, block)
+            return self.finish(body, *self.operations(body, block))
         for i, arg in enumerate(block.arguments):
             etype, sizes = body.type_sizes(arg.type, f"parameter({i})")
             if arg_sizes is not None and i < len(arg_sizes) and len(arg_sizes[i]) == len(sizes):
@@ -359,6 +363,10 @@ class Converter:
             body.define(arg, name, sizes)
             if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
                 body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
+        return self.finish(body, *self.operations(body, block))
+
+    def operations(self, body: _Function, block: Any) -> tuple[list[Any], Any]:
+        """Converts the block's ops; returns the values it returns and its terminator."""
         returned: list[Any] = []
         terminator: Any = None
         for op in block.operations:
@@ -367,7 +375,18 @@ class Converter:
                 returned, terminator = list(op.operands), op.operation
                 continue
             OpConverter(self, body, op).run()
-        return self.finish(body, returned, terminator)
+        return returned, terminator
+
+    def packed_arguments(self, body: _Function, block: Any) -> None:
+        """A `while` region's arguments as HLO has them: one tuple parameter, an element each."""
+        leaves = [body.type_sizes(arg.type, f"parameter(0) element {i}")
+                  for i, arg in enumerate(block.arguments)]
+        shape = Shape.tuple_of(*(body.shape_of(e, sz) for e, sz in leaves))
+        state = body.emit(body.fresh("arg_tuple"), "parameter", shape, parameter_number=0)
+        for i, (arg, (etype, sizes)) in enumerate(zip(block.arguments, leaves)):
+            name = body.emit(body.fresh(f"arg{i}"), "get-tuple-element",
+                             body.shape_of(etype, sizes), (state,), sizes, index=i)
+            body.define(arg, name, sizes)
 
     def finish(self, body: _Function, returned: list[Any], terminator: Any
                ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
@@ -390,12 +409,13 @@ class Converter:
         self.computations[body.name] = comp
         return sizes, ints
 
-    def region(self, region: Any, around: _Function) -> str:
-        """A region (reduce body, comparator, ...) as a computation of its own."""
+    def region(self, region: Any, around: _Function, packed: bool = False) -> str:
+        """A region (reduce body, comparator, ...) as a computation of its own; `packed`: its
+        arguments are one tuple parameter (a `while` condition or body)."""
         self.region_count += 1
         name = f"{around.name}.region{self.region_count}"
         body = _Function(self, name, around)
-        self.block(body, region.blocks[0], None, None)
+        self.block(body, region.blocks[0], None, None, packed)
         return name
 
 
@@ -902,6 +922,17 @@ class OpConverter:
         n = len(self.op.results)
         self.multi("sort", self.operands(), [list(self.in_sizes(0))] * n, dimensions=(dim,),
                    to_apply=body)
+
+    def op_while(self) -> None:
+        """HLO's form: the state is one tuple operand (unless it is one value)."""
+        names = self.operands()
+        cond = self.conv.region(self.op.regions[0], self.fn, packed=True)
+        body = self.conv.region(self.op.regions[1], self.fn, packed=True)
+        state = names[0] if len(names) == 1 else self.fn.emit(
+            self.fn.fresh("while.state"), "tuple",
+            Shape.tuple_of(*(self.fn.shapes[n] for n in names)), names)
+        self.multi("while", (state,), [list(self.in_sizes(i)) for i in range(len(names))],
+                   condition=cond, body=body)
 
     def op_select(self) -> None:
         inferred = list(self.in_sizes(1))
