@@ -257,8 +257,9 @@ class _Reader:
         key = _name(node)
         if key in self.dims:
             return self.dims[key]
-        if key in self.sizes:
-            return self.size(key, parent if parent is not None else node)
+        if key in self.sizes:  # named with its product (`indirect0*s0`), else alone
+            mul = parent is not None and type(parent).__name__ == "Mul"
+            return self.size(key, parent if mul else node)
         raise ParseError(f"symbol {key} has no range (give it in var_ranges or size_ranges)",
                          source="<sympy>")
 
