@@ -269,8 +269,7 @@ def test_check_mode_validates_dynamic_expressions(monkeypatch: pytest.MonkeyPatc
 
 def test_check_mode_under_a_dynamic_compile() -> None:
     """One dynamic=True compile in check mode: Inductor's results over size symbols are
-    proved (none refuted), indirect indices are unsupported without breaking the compile, and
-    the compiled model computes what eager does."""
+    proved (none refuted) and the compiled model computes what eager does."""
     tool = _tool()
     model, inputs = tool.build("pooling")
     torch._dynamo.reset()
@@ -285,3 +284,27 @@ def test_check_mode_under_a_dynamic_compile() -> None:
         assert torch.allclose(got, model(*inputs))
     assert stats.verdicts.get("proved", 0) > 0 and "refuted" not in stats.verdicts
     print(f"dynamic pooling: {stats.calls} calls, verdicts {stats.verdicts}")
+
+
+def test_simplify_mode_writes_back_inductor_size_symbols(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A replacement over a size symbol uses the allocator's own symbol, and is proven."""
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    monkeypatch.setattr(SizeVarAllocator, "_simplify_with_ranges", _sabotaged(False))
+    alloc, s0 = _sized_allocator()
+    _, x0, x1 = _expr()
+    expr = FloorDiv(x0 + s0 * x1, s0) * s0 + ModularIndexing(x0, 1, s0)
+    stats = inductor.install("simplify")
+    try:
+        out = alloc.simplify_with_ranges(expr, {x0: s0, x1: 8})
+    finally:
+        inductor.uninstall()
+    assert stats.replaced == 1 and stats.verdicts == {"proved": 1}
+    assert s0 in out.free_symbols and not out.has(FloorDiv, ModularIndexing)
+    rng = random.Random(5)
+    for _ in range(50):
+        point = {"s0": rng.randint(2, 40), "x1": rng.randrange(8)}
+        point["x0"] = rng.randrange(point["s0"])
+        assert evaluate(str(out), point) == evaluate(str(expr), point)
