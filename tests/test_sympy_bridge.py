@@ -4,6 +4,8 @@ tests/inductor_oracle.py on random points; to_sympy round trips; what is refused
 from __future__ import annotations
 
 import random
+import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -172,6 +174,25 @@ def sized_cases(draw: st.DrawFn) -> tuple[str, dict[str, int], list[dict[str, in
     return text, sizes, points
 
 
+def _sympy_term(text: str) -> Any:
+    """The text as sympy's own arithmetic (floor, Mod, Min, Max: every dividend of a modulus
+    here is nonnegative, where C's and Python's % agree), evaluated by `subs`: a second
+    oracle, independent of the parser and of the map."""
+    import sympy
+
+    def floor_div(a: Any, b: Any) -> Any:
+        return sympy.floor(a / b)
+
+    names = {"FloorDiv": floor_div, "CeilDiv": lambda a, b: sympy.ceiling(a / b),
+             "ModularIndexing": lambda x, d, m: sympy.Mod(floor_div(x, d), m),
+             "PythonMod": sympy.Mod, "Min": sympy.Min, "Max": sympy.Max}
+    names.update({n: sympy.Symbol(n) for n in KNOWN})
+    # `(s0//2)` and `(a)//k`, as the generator writes them, spelled as calls for sympify
+    text = re.sub(r"\(([^()]*)\)//([0-9]+)", r"FloorDiv(\1, \2)", text)
+    return sympy.sympify(re.sub(r"\(([^()]*)//([0-9]+)\)", r"FloorDiv(\1, \2)", text),
+                         locals=names)
+
+
 @given(sized_cases())
 def test_sized_reading_agrees_with_integer_evaluation(
         case: tuple[str, dict[str, int], list[dict[str, int]]]) -> None:
@@ -181,8 +202,10 @@ def test_sized_reading_agrees_with_integer_evaluation(
     m = from_sympy(parse_text(text, KNOWN), SIZED_RANGES, SIZES)
     back = str(to_sympy(m))
     named = {symbol_name(z.name): z.name for z in m.sizes}
+    by_sympy = _sympy_term(text)
     for point in points:
         want = evaluate(text, point)
+        assert by_sympy.subs(point) == want, (text, point)  # sympy's own arithmetic agrees
         at = {named[k]: v for k, v in sizes.items() if k in named}
         assert m.evaluate([point[v] for v in SIZED_RANGES], sizes=at) == (want,), (text, point)
         assert m.constraints_satisfied([point[v] for v in SIZED_RANGES], sizes=at)

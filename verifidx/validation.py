@@ -183,8 +183,8 @@ def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any
     against the ranges and evaluated on both sympy trees with Python integers; a point that
     does not reproduce (or lies outside the ranges) turns the verdict to unknown."""
     found = out.counterexample or {}
-    point = {symbol_name(k) if k not in var_ranges else k: v for k, v in found.items()}
     names = [str(k) for k in var_ranges]
+    point = {k if k in names else symbol_name(k): v for k, v in found.items()}
     sizes = sorted(k for k in point if k not in names)
     try:
         for k in sizes:
