@@ -107,9 +107,12 @@ def main() -> int:
         start = time.perf_counter()
         inductor_out = alloc._simplify_with_ranges(texpr, ranges)
         t_inductor = time.perf_counter() - start
+        # both sides get sympy extents, as Inductor hands them over (the text is parsed first)
+        extents = {k: int(v) if v.isdigit() else parse_text(v, known)
+                   for k, v in r["var_ranges"].items()}
         try:
             start = time.perf_counter()
-            m = from_sympy(tree, r["var_ranges"], r["size_ranges"]).simplify()
+            m = from_sympy(tree, extents, r["size_ranges"]).simplify()
             t_verifidx = time.perf_counter() - start
             theirs = from_sympy(parse_text(str(inductor_out), known), r["var_ranges"],
                                 r["size_ranges"])
