@@ -229,10 +229,14 @@ class _Reader:
         if name == "Add":
             return add(*[self.read(a, node) for a in _args(node)])
         if name == "Mul":  # a rational coefficient is refused where it is read
-            factors = _args(node)
-            out: Expr = self.read(factors[0], node)
-            for a in factors[1:]:
-                out = self._product(out, self.read(a, node), node)
+            factors = [self.read(a, node) for a in _args(node)]
+            if any(not isinstance(f, Const) and is_size_expr(f) for f in factors):
+                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`): the
+                # rules over sizes match products in that order (sympy sorts `s0*x1` by name)
+                factors.sort(key=lambda f: not has_index_variable(f))
+            out: Expr = factors[0]
+            for f in factors[1:]:
+                out = self._product(out, f, node)
             return out
         if name == "Pow":
             base, exp = _args(node)
