@@ -24,6 +24,7 @@ from verifidx.sympy_bridge import (  # noqa: E402
     evaluate_sympy,
     from_sympy,
     parse_text,
+    size_interval,
     size_name,
     symbol_name,
     to_sympy,
@@ -326,3 +327,24 @@ def test_sized_simplification_removes_what_the_ranges_allow(text: str,
     simple = m.simplify()
     assert count_divisions(simple.results[0]) < count_divisions(m.results[0])
     assert equal(m, simple).holds is True
+
+
+@pytest.mark.parametrize("bounds, interval", [
+    (("2", "int_oo"), (2, SIZE_MAX)), ((3, 40), (3, 40)), (("1", "oo"), (1, SIZE_MAX)),
+    (("4294967296", "int_oo"), (4294967296, 4294967296)),
+])
+def test_size_ranges(bounds: tuple[object, object], interval: tuple[int, int]) -> None:
+    iv = size_interval("s0", bounds)
+    assert (iv.lo, iv.hi) == interval
+
+
+@pytest.mark.parametrize("bounds, error, what", [
+    (("0", "int_oo"), UnsupportedError, "may be 0"),
+    (("5", "4"), UnsupportedError, "empty range"),
+    (("int_oo", "int_oo"), ParseError, "integers"),
+    (("2",), ParseError, r"\[lo, hi\]"),
+])
+def test_size_ranges_refused(bounds: tuple[object, ...], error: type[Exception], what: str
+                             ) -> None:
+    with pytest.raises(error, match=what):
+        size_interval("s0", bounds)

@@ -235,7 +235,7 @@ def test_all_proved_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ('{"expr": "x0", "var_ranges": {"x0": "s0"}, "size_ranges": {"s0": "28"}, "result": "x0"}',
      "2:1", "expected the range of s0 as [lo, hi]"),
     ('{"expr": "x0", "var_ranges": {"x0": "s0"}, "size_ranges": {"s0": ["2", "lots"]}, '
-     '"result": "x0"}', "2:1", "expected the range of s0 as integers or int_oo"),
+     '"result": "x0"}', "2:1", "expected the range of s0 as integers (int_oo above)"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       line: str, where: str, what: str) -> None:

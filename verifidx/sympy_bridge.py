@@ -105,30 +105,24 @@ def symbol_name(size: str) -> str:
 
 
 def size_interval(name: str, bounds: Any) -> Interval:
-    """A size's interval from `(lo, hi)` as text, integers or sympy numbers; an unbounded end
-    (`int_oo`, `oo`) is SIZE_MAX = 2^31 - 1 (docs/semantics.md, Sizes). Sizes are positive: a
-    range that admits 0 is unsupported."""
+    """A size's interval from `(lo, hi)` as text, integers or sympy numbers; an unbounded upper
+    end (`int_oo`, `oo`) is SIZE_MAX = 2^31 - 1 (docs/semantics.md, Sizes), or `lo` where that
+    is larger. Sizes are positive: a range that admits 0 is unsupported."""
     try:
         lo_text, hi_text = (str(b).strip() for b in bounds)
     except (TypeError, ValueError):
         raise ParseError(f"expected the range of {name} as [lo, hi]", source="<sympy>") from None
-    ends = []
-    for text, default in ((lo_text, 1), (hi_text, SIZE_MAX)):
-        if text in _INFINITE:
-            ends.append(default)
-        elif re.fullmatch(r"-?[0-9]+", text):
-            ends.append(int(text))
-        else:
-            raise ParseError(f"expected the range of {name} as integers or int_oo, not "
-                             f"[{lo_text}, {hi_text}]", source="<sympy>")
-    lo, hi = ends
+    if not re.fullmatch(r"-?[0-9]+", lo_text) or not (
+            hi_text in _INFINITE or re.fullmatch(r"-?[0-9]+", hi_text)):
+        raise ParseError(f"expected the range of {name} as integers (int_oo above), not "
+                         f"[{lo_text}, {hi_text}]", source="<sympy>")
+    lo = int(lo_text)
+    hi = max(SIZE_MAX, lo) if hi_text in _INFINITE else int(hi_text)
     if lo < 1:
         raise UnsupportedError(f"the size {name} may be {lo} (range [{lo_text}, {hi_text}]): "
                                "sizes must be positive")
     if hi < lo:
         raise UnsupportedError(f"the size {name} has an empty range [{lo_text}, {hi_text}]")
-    if lo > SIZE_MAX and hi_text in _INFINITE:
-        hi = lo
     return Interval(lo, hi)
 
 
