@@ -153,6 +153,22 @@ def test_seeded_wrong_dynamic_simplifications_are_refuted(
     assert v.expr_value != v.result_value
 
 
+def test_xla_map_pairs_with_sizes() -> None:
+    head = "(d0, d1)<N> -> "
+    domain = ", domain: d0 in [0, 63], d1 in [0, 7], N in [2, 64], d0 - N in [-64, -1]"
+    right = json.dumps({"input": head + "((d0 + d1 * N) mod N)" + domain,
+                        "output": head + "(d0)" + domain})
+    assert validate_record(right).verdict == "proved"
+    wrong = json.dumps({"input": head + "((d0 + d1 * N) floordiv N)" + domain,
+                        "output": head + "((d0 + d1 * N) floordiv (N + 1))" + domain})
+    v = validate_record(wrong)
+    assert v.verdict == "refuted" and v.counterexample is not None
+    n, d0, d1 = (v.counterexample[k] for k in ("N", "d0", "d1"))
+    assert 2 <= n <= 64 and 0 <= d0 < n and 0 <= d1 <= 7
+    assert v.expr_value == [(d0 + d1 * n) // n] and v.result_value == [(d0 + d1 * n) // (n + 1)]
+    assert v.expr_value != v.result_value
+
+
 def test_indirect_indices_are_unsupported_not_errors() -> None:
     v = validate_record(json.dumps({"expr": "x0 + s0*indirect0", "var_ranges": {"x0": "8"},
                                     "size_ranges": {"s0": ["2", "int_oo"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,7 +155,8 @@ def _proved_generalized(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Vali
 SIZE_SAMPLES = 6
 
 
-def _refuted_at_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation | None:
+def _refuted_at_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int,
+                      shown: Callable[[str], str] = symbol_name) -> Validation | None:
     """The two maps at a few concrete sizes (each at its lower end, one above, then seeded
     random values a little above), each static pair decided by `equal`: a difference at one
     assignment refutes the family (Z3 often cannot answer nonlinear size queries). None when
@@ -170,7 +171,7 @@ def _refuted_at_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Valida
     for at in tries:
         v = equal(f.with_sizes(at), g.with_sizes(at), timeout_ms)
         if v.holds is False:
-            where = ", ".join(f"{symbol_name(k)} = {x}" for k, x in at.items())
+            where = ", ".join(f"{shown(k)} = {x}" for k, x in at.items())
             return Validation(REFUTED, f"at sizes {where}: {v.message}",
                               counterexample={**at, **(v.counterexample or {})},
                               expr_value=v.lhs_value, result_value=v.rhs_value)
@@ -231,6 +232,9 @@ def validate_maps(f: IndexingMap, g: IndexingMap, timeout_ms: int = TIMEOUT_MS) 
     """`g` (another simplifier's output) denotes the same relation as `f` (its input)."""
     start = time.perf_counter()
     out = _compare(f, g, timeout_ms)
+    if out.verdict != PROVED and f.sizes and f.sizes == g.sizes:
+        out = _proved_generalized(f, g, timeout_ms) or _refuted_at_sizes(
+            f, g, timeout_ms, shown=str) or out
     out.kind, out.text = "map", str(f)
     if out.verdict == REFUTED and not (f.num_range_vars or f.num_rt_vars or g.num_range_vars
                                        or g.num_rt_vars):
@@ -243,24 +247,31 @@ def validate_maps(f: IndexingMap, g: IndexingMap, timeout_ms: int = TIMEOUT_MS) 
 
 
 def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
-    """Maps of dimensions only: the point is inside one domain, and the other map is outside
-    its domain there or gives another value (the solver path re-checks maps with range
-    variables itself)."""
+    """Maps of dimensions (and sizes) only: the point (at sizes in their intervals) is inside
+    one domain, and the other map is outside its domain there or gives another value (the
+    solver path re-checks maps with range variables itself)."""
     from .syntax import variable_names
 
     names = variable_names(f)
     point = out.counterexample or {}
     try:
         dims = [point[names[v]] for v in f.variables]
+        sizes = {z.name: point[z.name] for z in f.sizes}
     except KeyError:
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no dimensions"
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no point"
+        return
+    if not all(sizes[z.name] in z.bounds for z in f.sizes):
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} is outside the sizes"
+        out.counterexample = None
         return
 
     def value(m: IndexingMap) -> tuple[int, ...] | None:
         if len(dims) != m.num_dims or not all(x in i.bounds for x, i in zip(dims, m.dims)):
             return None
         try:
-            return m.evaluate(dims) if m.constraints_satisfied(dims) else None
+            at = sizes or None
+            return m.evaluate(dims, sizes=at) if m.constraints_satisfied(dims, sizes=at) \
+                else None
         except EvaluationError:
             return None
 
