@@ -106,6 +106,8 @@ RIGHT_SIZED = [
     ("s0*s53*(ModularIndexing(x1, 1, 2)) + s0*(ModularIndexing(x1, 2, s53))",
      {"x1": "2*s53"}, {"s0": ["2", "int_oo"], "s53": ["2", "int_oo"]},
      "s0*s53*(ModularIndexing(x1, 1, 2)) + s0*((x1//2))"),
+    # the result drops the only use of s0: both sides still quantify over it
+    ("ModularIndexing(x0, 1, s0)", {"x0": "3"}, {"s0": ["3", "10"]}, "x0"),
 ]
 
 #: (what was seeded, expr, var_ranges, size_ranges, a wrong result)
@@ -116,6 +118,8 @@ WRONG_SIZED = [
      {"s0": ["2", "int_oo"]}, "FloorDiv(x0 + s0*x1, s0 + 1)"),
     ("wrong range (extent s0 + 1 treated as s0)", "ModularIndexing(x0, 1, s0)",
      {"x0": "s0 + 1"}, {"s0": ["5", "int_oo"]}, "x0"),
+    ("wrong size range (s0 >= 3 assumed)", "ModularIndexing(x0, 1, s0)", {"x0": "3"},
+     {"s0": ["2", "10"]}, "x0"),
     ("size coefficient swapped", "x0 + s0*x1 + s0*s53*x2",
      {"x0": "s0", "x1": "s53", "x2": "3"}, {"s0": ["2", "int_oo"], "s53": ["2", "int_oo"]},
      "x0 + s53*x1 + s0*s53*x2"),
