@@ -8,8 +8,8 @@ cold) against verifidx's first sight of it (read the sympy tree, simplify with p
 divisions left by each side; every read record validated (`verifidx.validation`). Records
 over size symbols (`--dynamic` captures with torch.compile(dynamic=True)) are reported apart:
 Inductor sees each size symbol with its range in the allocator's shape environment.
-`--compile` also times the whole compile of the built-in models (one module) with stock
-Inductor and with `verifidx.inductor.install("simplify")`.
+`--compile` also times the whole compile of the built-in models (one module; dynamic=True with
+`--dynamic`) with stock Inductor and with `verifidx.inductor.install("simplify")`.
 
 Run: .venv/bin/python benchmarks/bench_inductor.py [--log inductor.jsonl] [--dynamic] [--compile]
 Targets (issue 24): divisions left at most Inductor's on every expression verifidx reads, at
@@ -141,7 +141,7 @@ def main() -> int:
         if part or skipped[sized]:
             ok = _report(label, part, skipped[sized], sized) and ok
     if args.compile:
-        _compiles(tool)
+        _compiles(tool, args.dynamic)
     return 0 if ok else 1
 
 
@@ -218,7 +218,7 @@ def _allocator(size_ranges: dict[str, list[str]], symbols: dict[str, Any]) -> An
     return alloc
 
 
-def _compiles(tool: Any) -> None:
+def _compiles(tool: Any, dynamic: bool) -> None:
     import torch
 
     from verifidx import inductor
@@ -232,12 +232,13 @@ def _compiles(tool: Any) -> None:
         start = time.perf_counter()
         try:
             with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
-                torch.compile(model, dynamic=False)(*inputs)
+                torch.compile(model, dynamic=dynamic)(*inputs)
         finally:
             inductor.uninstall()
         times[mode] = time.perf_counter() - start
-    print(f"whole compile of the built-in models: stock {times['stock']:.1f} s, "
-          f"simplify mode {times['simplify']:.1f} s, stock again {times['stock again']:.1f} s "
+    print(f"whole compile of the built-in models (dynamic={dynamic}): stock "
+          f"{times['stock']:.1f} s, simplify mode {times['simplify']:.1f} s, stock again "
+          f"{times['stock again']:.1f} s "
           f"({stats.replaced} of {stats.calls} results replaced; Inductor's simplification "
           f"{stats.inductor_seconds:.2f} s, verifidx {stats.verifidx_seconds:.2f} s)")
 
