@@ -5,11 +5,13 @@ For each distinct record of the log (tools/capture_inductor.py writes it; withou
 built-in models are compiled first): Inductor's `SizeVarAllocator._simplify_with_ranges` on
 the expression rebuilt with torch's classes (a fresh allocator each time, so its cache is
 cold) against verifidx's first sight of it (read the sympy tree, simplify with proven rules);
-divisions left by each side; every read record validated (`verifidx.validation`).
-`--compile` also times the whole compile of the built-in models (one module) with stock
-Inductor and with `verifidx.inductor.install("simplify")`.
+divisions left by each side; every read record validated (`verifidx.validation`). Records
+over size symbols (`--dynamic` captures with torch.compile(dynamic=True)) are reported apart:
+Inductor sees each size symbol with its range in the allocator's shape environment.
+`--compile` also times the whole compile of the built-in models (one module; dynamic=True with
+`--dynamic`) with stock Inductor and with `verifidx.inductor.install("simplify")`.
 
-Run: .venv/bin/python benchmarks/bench_inductor.py [--log inductor.jsonl] [--compile]
+Run: .venv/bin/python benchmarks/bench_inductor.py [--log inductor.jsonl] [--dynamic] [--compile]
 Targets (issue 24): divisions left at most Inductor's on every expression verifidx reads, at
 most a tenth of Inductor's time per expression (median), every read record proved (no unknown
 on static shapes).
@@ -24,7 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -49,13 +51,12 @@ def _tool() -> Any:
 
 
 def _torch_expr(node: Any, symbols: dict[str, Any]) -> Any:
-    """The parsed stand-in tree rebuilt with torch's classes and Inductor's loop symbols."""
-    import sympy
+    """The parsed stand-in tree rebuilt with torch's classes and Inductor's symbols (loop
+    variables nonnegative, sizes positive, as Inductor makes them)."""
     from torch.utils._sympy import functions as f
 
     if node.is_Symbol:
-        return symbols.setdefault(str(node), sympy.Symbol(str(node), integer=True,
-                                                          nonnegative=True))
+        return symbols.setdefault(str(node), _symbol(str(node)))
     if not node.args:
         return node
     args = [_torch_expr(a, symbols) for a in node.args]
@@ -68,6 +69,8 @@ def _torch_expr(node: Any, symbols: dict[str, Any]) -> Any:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--log", help="JSON lines from tools/capture_inductor.py (default: capture)")
+    p.add_argument("--dynamic", action="store_true",
+                   help="capture with torch.compile(dynamic=True) (without --log)")
     p.add_argument("--model", default="together",
                    help="the capture tool's model to compile without --log (default: together)")
     p.add_argument("--compile", action="store_true", help="also time whole compiles")
@@ -82,71 +85,104 @@ def main() -> int:
         lines = [ln for ln in Path(args.log).read_text().splitlines() if ln.strip()]
     else:
         lines = list(dict.fromkeys(json.dumps(r) for r in
-                                   tool.capture(*tool.build(args.model))))
+                                   tool.capture(*tool.build(args.model),
+                                                dynamic=args.dynamic)))
     if not lines:
         raise SystemExit("error: nothing captured")
     _warm_up(SizeVarAllocator(ShapeEnv()))
-    rows: list[tuple[str, float, float, int, int, str]] = []
-    skipped = 0
+    rows: list[Row] = []
+    skipped: dict[bool, int] = {False: 0, True: 0}
     reasons: dict[str, int] = {}
-    ratios: list[float] = []
-    worse = 0
     for line in lines:
         r = json.loads(line)
+        sized = bool(r["size_ranges"])
         known = set(r["var_ranges"]) | set(r["size_ranges"])
         tree = parse_text(r["expr"], known)
         symbols: dict[str, Any] = {}
         texpr = _torch_expr(tree, symbols)
-        ranges = {symbols.setdefault(k, _symbol(k)): int(v) if v.isdigit() else v
+        ranges = {symbols.setdefault(k, _symbol(k)):
+                  int(v) if v.isdigit() else _torch_expr(parse_text(v, known), symbols)
                   for k, v in r["var_ranges"].items()}
-        alloc = SizeVarAllocator(ShapeEnv())
+        alloc = _allocator(r["size_ranges"], symbols)
         start = time.perf_counter()
         inductor_out = alloc._simplify_with_ranges(texpr, ranges)
         t_inductor = time.perf_counter() - start
+        # both sides get sympy extents, as Inductor hands them over (the text is parsed first)
+        extents = {k: int(v) if v.isdigit() else parse_text(v, known)
+                   for k, v in r["var_ranges"].items()}
         try:
             start = time.perf_counter()
-            m = from_sympy(tree, r["var_ranges"], r["size_ranges"]).simplify()
+            m = from_sympy(tree, extents, r["size_ranges"]).simplify()
             t_verifidx = time.perf_counter() - start
             theirs = from_sympy(parse_text(str(inductor_out), known), r["var_ranges"],
                                 r["size_ranges"])
         except UnsupportedError as err:
-            skipped += 1
-            reasons[str(err).split(":")[0]] = reasons.get(str(err).split(":")[0], 0) + 1
+            skipped[sized] += 1
+            reason = str(err).split(":")[0]
+            reasons[reason] = reasons.get(reason, 0) + 1
             continue
-        d_mine, d_theirs = count_divisions(m.results[0]), count_divisions(theirs.results[0])
-        worse += d_mine > d_theirs
         v = validate_record(json.dumps({**r, "result": str(inductor_out)}))
-        ratios.append(t_verifidx / t_inductor)
-        rows.append((r["expr"], t_inductor, t_verifidx, d_theirs, d_mine, v.verdict))
-    verdicts = {k: sum(1 for row in rows if row[5] == k)
-                for k in ("proved", "refuted", "unknown", "unsupported")}
-    fewer = sum(1 for row in rows if row[4] < row[3])
-    rows.sort(key=lambda row: -row[1])
+        rows.append(Row(r["expr"], sized, t_inductor, t_verifidx,
+                        count_divisions(theirs.results[0]), count_divisions(m.results[0]),
+                        v.verdict, v.seconds))
     if not rows:
         raise SystemExit("error: no record could be read")
-    print_table(["expression (slowest for Inductor first)", "inductor", "verifidx",
+    rows.sort(key=lambda row: -row.inductor)
+    print_table(["expression (slowest for Inductor first)", "sizes", "inductor", "verifidx",
                  "div inductor", "div verifidx", "verdict"],
-                [(e[:60], fmt_us(ti), fmt_us(tv), str(di), str(dv), verdict)
-                 for e, ti, tv, di, dv, verdict in rows[:max(1, args.rows)]])
-    med_i = statistics.median(row[1] for row in rows)
-    med_v = statistics.median(row[2] for row in rows)
-    print(f"\n{len(lines)} distinct records, {len(rows)} read, {skipped} unsupported "
-          f"{reasons}")
-    print(f"median per expression: Inductor {fmt_us(med_i)}, verifidx {fmt_us(med_v)}; "
-          f"median ratio verifidx/Inductor {statistics.median(ratios):.3f}, "
-          f"total {sum(r[2] for r in rows) / sum(r[1] for r in rows):.3f}")
-    print(f"divisions: verifidx fewer on {fewer}, equal on {len(rows) - fewer - worse}, more on "
-          f"{worse}; verdicts on Inductor's results: {verdicts}")
+                [(row.expr[:56], "yes" if row.sized else "", fmt_us(row.inductor),
+                  fmt_us(row.verifidx), str(row.div_inductor), str(row.div_verifidx),
+                  row.verdict) for row in rows[:max(1, args.rows)]])
+    print(f"\n{len(lines)} distinct records, {len(rows)} read, {sum(skipped.values())} "
+          f"unsupported {reasons}")
+    ok = True
+    for sized, label in ((False, "static"), (True, "dynamic (size symbols)")):
+        part = [row for row in rows if row.sized is sized]
+        if part or skipped[sized]:
+            ok = _report(label, part, skipped[sized], sized) and ok
+    if args.compile:
+        _compiles(tool, args.dynamic)
+    return 0 if ok else 1
+
+
+class Row(NamedTuple):
+    expr: str
+    sized: bool
+    inductor: float  # Inductor's _simplify_with_ranges, seconds
+    verifidx: float  # verifidx's first sight (read + simplify), seconds
+    div_inductor: int
+    div_verifidx: int
+    verdict: str
+    validation: float  # the validator on Inductor's result, seconds
+
+
+def _report(label: str, rows: list[Row], skipped: int, sized: bool) -> bool:
+    """One part's summary and targets; False when reach fails or a record is refuted (or
+    unknown on static shapes)."""
+    print(f"\n{label}: {len(rows) + skipped} records, {len(rows)} read, {skipped} unsupported")
+    if not rows:
+        return True
+    verdicts = {k: sum(1 for row in rows if row.verdict == k)
+                for k in ("proved", "refuted", "unknown", "unsupported")}
+    fewer = sum(1 for row in rows if row.div_verifidx < row.div_inductor)
+    worse = sum(1 for row in rows if row.div_verifidx > row.div_inductor)
+    ratios = [row.verifidx / row.inductor for row in rows]
+    med_i = statistics.median(row.inductor for row in rows)
+    med_v = statistics.median(row.verifidx for row in rows)
+    med_c = statistics.median(row.validation for row in rows)
+    print(f"  median per expression: Inductor {fmt_us(med_i)}, verifidx {fmt_us(med_v)} "
+          f"(validation of Inductor's result {fmt_us(med_c)}); median ratio "
+          f"verifidx/Inductor {statistics.median(ratios):.3f}, total "
+          f"{sum(r.verifidx for r in rows) / sum(r.inductor for r in rows):.3f}")
+    print(f"  divisions: verifidx fewer on {fewer}, equal on {len(rows) - fewer - worse}, "
+          f"more on {worse}; verdicts on Inductor's results: {verdicts}")
     ratio = statistics.median(ratios)
-    print(f"targets: reach at least Inductor's on every read expression: "
+    print(f"  targets: reach at least Inductor's on every read expression: "
           f"{'met' if worse == 0 else 'NOT met'}; every read record proved: "
           f"{'met' if verdicts['proved'] == len(rows) else 'NOT met'}; median time at most a "
           f"tenth of Inductor's: {'met' if ratio <= 0.1 else 'NOT met'} ({ratio:.3f}, "
           f"{build().describe()} core)")
-    if args.compile:
-        _compiles(tool)
-    ok = worse == 0 and verdicts["unknown"] == 0 and verdicts["refuted"] == 0
-    return 0 if ok else 1
+    return worse == 0 and verdicts["refuted"] == 0 and (sized or verdicts["unknown"] == 0)
 
 
 def _warm_up(alloc: Any) -> None:
@@ -162,10 +198,27 @@ def _warm_up(alloc: Any) -> None:
 def _symbol(name: str) -> Any:
     import sympy
 
+    if name[:1] == "s" and name[1:].isdigit():
+        return sympy.Symbol(name, integer=True, positive=True)
     return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
-def _compiles(tool: Any) -> None:
+def _allocator(size_ranges: dict[str, list[str]], symbols: dict[str, Any]) -> Any:
+    """A fresh allocator whose shape environment knows each size symbol's range."""
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    alloc = SizeVarAllocator(ShapeEnv())
+    for name, (lo, hi) in size_ranges.items():
+        ends = [int_oo if b == "int_oo" else int(b) for b in (lo, hi)]
+        alloc.shape_env.var_to_range[symbols.setdefault(name, _symbol(name))] = ValueRanges(
+            *ends)
+    return alloc
+
+
+def _compiles(tool: Any, dynamic: bool) -> None:
     import torch
 
     from verifidx import inductor
@@ -179,12 +232,13 @@ def _compiles(tool: Any) -> None:
         start = time.perf_counter()
         try:
             with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
-                torch.compile(model, dynamic=False)(*inputs)
+                torch.compile(model, dynamic=dynamic)(*inputs)
         finally:
             inductor.uninstall()
         times[mode] = time.perf_counter() - start
-    print(f"whole compile of the built-in models: stock {times['stock']:.1f} s, "
-          f"simplify mode {times['simplify']:.1f} s, stock again {times['stock again']:.1f} s "
+    print(f"whole compile of the built-in models (dynamic={dynamic}): stock "
+          f"{times['stock']:.1f} s, simplify mode {times['simplify']:.1f} s, stock again "
+          f"{times['stock again']:.1f} s "
           f"({stats.replaced} of {stats.calls} results replaced; Inductor's simplification "
           f"{stats.inductor_seconds:.2f} s, verifidx {stats.verifidx_seconds:.2f} s)")
 

@@ -218,3 +218,93 @@ def test_check_mode_never_breaks_on_what_it_cannot_read() -> None:
     finally:
         inductor.uninstall()
     assert stats.verdicts == {"unsupported": 1}
+
+
+# -- dynamic shapes ------------------------------------------------------------------------------
+
+
+def _sized_allocator() -> tuple[Any, Any]:
+    """An allocator whose shape environment ranges the size symbol s0 in [2, int_oo], as
+    dynamic=True compiles do."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    alloc = _allocator()
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    alloc.shape_env.var_to_range[s0] = ValueRanges(2, int_oo)
+    return alloc, s0
+
+
+def test_check_mode_validates_dynamic_expressions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inductor's own result over a size symbol is proved for every size; a sabotaged one is
+    refuted with the size's value in the counterexample, confirmed independently."""
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    alloc, s0 = _sized_allocator()
+    _, x0, x1 = _expr()
+    expr = ModularIndexing(x0, 1, s0) + s0 * FloorDiv(x0, s0) + 5 * x1
+    ranges = {x0: 4 * s0, x1: 8}
+    stats = inductor.install("check")
+    try:
+        alloc.simplify_with_ranges(expr, ranges)
+    finally:
+        inductor.uninstall()
+    assert stats.verdicts == {"proved": 1}
+    monkeypatch.setattr(SizeVarAllocator, "_simplify_with_ranges", _sabotaged(True))
+    alloc, _ = _sized_allocator()
+    inductor.install("check")
+    try:
+        with pytest.raises(inductor.SimplificationRefuted) as err:
+            alloc.simplify_with_ranges(expr, ranges)
+    finally:
+        inductor.uninstall()
+    v = err.value.validation
+    point = v.counterexample
+    assert point is not None and point["s0"] >= 2 and 0 <= point["x0"] < 4 * point["s0"]
+    assert evaluate(str(expr), point) == v.expr_value != v.result_value
+    assert evaluate(str(err.value.result), point) == v.result_value
+
+
+def test_check_mode_under_a_dynamic_compile() -> None:
+    """One dynamic=True compile in check mode: Inductor's results over size symbols are
+    proved (none refuted) and the compiled model computes what eager does."""
+    tool = _tool()
+    model, inputs = tool.build("pooling")
+    torch._dynamo.reset()
+    stats = inductor.install("check")
+    try:
+        with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
+            got = torch.compile(model, dynamic=True)(*inputs)
+    finally:
+        inductor.uninstall()
+        torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.allclose(got, model(*inputs))
+    assert stats.verdicts.get("proved", 0) > 0 and "refuted" not in stats.verdicts
+    print(f"dynamic pooling: {stats.calls} calls, verdicts {stats.verdicts}")
+
+
+def test_simplify_mode_writes_back_inductor_size_symbols(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A replacement over a size symbol uses the allocator's own symbol, and is proven."""
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    monkeypatch.setattr(SizeVarAllocator, "_simplify_with_ranges", _sabotaged(False))
+    alloc, s0 = _sized_allocator()
+    _, x0, x1 = _expr()
+    expr = FloorDiv(x0 + s0 * x1, s0) * s0 + ModularIndexing(x0, 1, s0)
+    stats = inductor.install("simplify")
+    try:
+        out = alloc.simplify_with_ranges(expr, {x0: s0, x1: 8})
+    finally:
+        inductor.uninstall()
+    assert stats.replaced == 1 and stats.verdicts == {"proved": 1}
+    assert s0 in out.free_symbols and not out.has(FloorDiv, ModularIndexing)
+    rng = random.Random(5)
+    for _ in range(50):
+        point = {"s0": rng.randint(2, 40), "x1": rng.randrange(8)}
+        point["x0"] = rng.randrange(point["s0"])
+        assert evaluate(str(out), point) == evaluate(str(expr), point)

@@ -96,22 +96,98 @@ def test_too_deep_is_unsupported_or_bad_input() -> None:
     assert (err.value.line, err.value.column) == (3, 1 + 9 * 101)
 
 
-def test_size_symbols_are_unsupported_not_errors() -> None:
-    v = validate_record(json.dumps({"expr": "x0 + s0*x1", "var_ranges": {"x0": "8", "x1": "4"},
-                                    "size_ranges": {"s0": ["2", "int_oo"]},
-                                    "result": "x0 + s0*x1"}))
+#: Inductor's dynamic forms, right: (expr, var_ranges, size_ranges, result).
+RIGHT_SIZED = [
+    ("ModularIndexing(x0 + s0*x1, 1, s0)", {"x0": "s0", "x1": "4"}, {"s0": ["2", "int_oo"]},
+     "x0"),
+    ("FloorDiv(x0 + s0*x1, s0)", {"x0": "s0", "x1": "4"}, {"s0": ["2", "int_oo"]}, "x1"),
+    ("ModularIndexing(x1, 1, s0*s53)", {"x1": "s0*s53"},
+     {"s0": ["2", "int_oo"], "s53": ["3", "64"]}, "x1"),
+    ("s0*s53*(ModularIndexing(x1, 1, 2)) + s0*(ModularIndexing(x1, 2, s53))",
+     {"x1": "2*s53"}, {"s0": ["2", "int_oo"], "s53": ["2", "int_oo"]},
+     "s0*s53*(ModularIndexing(x1, 1, 2)) + s0*((x1//2))"),
+    # the result drops the only use of s0: both sides still quantify over it
+    ("ModularIndexing(x0, 1, s0)", {"x0": "3"}, {"s0": ["3", "10"]}, "x0"),
+]
+
+#: (what was seeded, expr, var_ranges, size_ranges, a wrong result)
+WRONG_SIZED = [
+    ("dropped ModularIndexing by a size", "ModularIndexing(x0 + 4*x1, 1, s0)",
+     {"x0": "4", "x1": "s0"}, {"s0": ["2", "int_oo"]}, "x0 + 4*x1"),
+    ("off-by-one size divisor", "FloorDiv(x0 + s0*x1, s0)", {"x0": "s0", "x1": "4"},
+     {"s0": ["2", "int_oo"]}, "FloorDiv(x0 + s0*x1, s0 + 1)"),
+    ("wrong range (extent s0 + 1 treated as s0)", "ModularIndexing(x0, 1, s0)",
+     {"x0": "s0 + 1"}, {"s0": ["5", "int_oo"]}, "x0"),
+    ("wrong size range (s0 >= 3 assumed)", "ModularIndexing(x0, 1, s0)", {"x0": "3"},
+     {"s0": ["2", "10"]}, "x0"),
+    ("size coefficient swapped", "x0 + s0*x1 + s0*s53*x2",
+     {"x0": "s0", "x1": "s53", "x2": "3"}, {"s0": ["2", "int_oo"], "s53": ["2", "int_oo"]},
+     "x0 + s53*x1 + s0*s53*x2"),
+]
+
+
+def _sized_line(expr: str, ranges: dict[str, str], sizes: dict[str, list[str]],
+                result: str) -> str:
+    return json.dumps({"expr": expr, "var_ranges": ranges, "size_ranges": sizes,
+                       "result": result})
+
+
+@pytest.mark.parametrize("expr, ranges, sizes, result", RIGHT_SIZED)
+def test_right_dynamic_simplifications_are_proved(expr: str, ranges: dict[str, str],
+                                                  sizes: dict[str, list[str]], result: str
+                                                  ) -> None:
+    v = validate_record(_sized_line(expr, ranges, sizes, result))
+    assert v.verdict == "proved", v.reason
+
+
+@pytest.mark.parametrize("seeded, expr, ranges, sizes, result", WRONG_SIZED)
+def test_seeded_wrong_dynamic_simplifications_are_refuted(
+        seeded: str, expr: str, ranges: dict[str, str], sizes: dict[str, list[str]],
+        result: str) -> None:
+    v = validate_record(_sized_line(expr, ranges, sizes, result))
+    assert v.verdict == "refuted", (seeded, v.reason)
+    point = v.counterexample
+    assert point is not None and set(point) == set(ranges) | set(sizes)
+    for name, (lo, hi) in sizes.items():  # every size in its range
+        assert int(lo) <= point[name] <= (2**31 - 1 if hi == "int_oo" else int(hi))
+    # the loop point inside the extents at those sizes, both values confirmed independently
+    assert all(0 <= point[k] < evaluate(e, point) for k, e in ranges.items())
+    assert evaluate(expr, point) == v.expr_value
+    assert evaluate(result, point) == v.result_value
+    assert v.expr_value != v.result_value
+
+
+def test_xla_map_pairs_with_sizes() -> None:
+    head = "(d0, d1)<N> -> "
+    domain = ", domain: d0 in [0, 63], d1 in [0, 7], N in [2, 64], d0 - N in [-64, -1]"
+    right = json.dumps({"input": head + "((d0 + d1 * N) mod N)" + domain,
+                        "output": head + "(d0)" + domain})
+    assert validate_record(right).verdict == "proved"
+    wrong = json.dumps({"input": head + "((d0 + d1 * N) floordiv N)" + domain,
+                        "output": head + "((d0 + d1 * N) floordiv (N + 1))" + domain})
+    v = validate_record(wrong)
+    assert v.verdict == "refuted" and v.counterexample is not None
+    n, d0, d1 = (v.counterexample[k] for k in ("N", "d0", "d1"))
+    assert 2 <= n <= 64 and 0 <= d0 < n and 0 <= d1 <= 7
+    assert v.expr_value == [(d0 + d1 * n) // n] and v.result_value == [(d0 + d1 * n) // (n + 1)]
+    assert v.expr_value != v.result_value
+
+
+def test_indirect_indices_are_unsupported_not_errors() -> None:
+    v = validate_record(json.dumps({"expr": "x0 + s0*indirect0", "var_ranges": {"x0": "8"},
+                                    "size_ranges": {"s0": ["2", "int_oo"],
+                                                    "indirect0": ["0", "int_oo"]},
+                                    "result": "x0 + s0*indirect0"}))
     assert v.verdict == "unsupported"
-    assert v.reason == "size symbols not yet supported: s0*x1"
-    v = validate_record(json.dumps({"expr": "x0", "var_ranges": {"x0": "8", "x1": "s0*s53"},
-                                    "size_ranges": {"s0": ["2", "int_oo"]}, "result": "x0"}))
-    assert v.verdict == "unsupported" and "size symbols not yet supported" in v.reason
+    assert v.reason.startswith("indirect index symbols not yet supported: indirect0*s0")
 
 
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     lines = [_line(*RIGHT[0]), _line(*WRONG[0][1:]),
-             json.dumps({"expr": "x0 + s0", "var_ranges": {"x0": "4"},
-                         "size_ranges": {"s0": ["1", "8"]}, "result": "x0 + s0"}),
+             json.dumps({"expr": "x0 + tmp3", "var_ranges": {"x0": "4"},
+                         "size_ranges": {"tmp3": ["0", "int_oo"]}, "result": "x0 + tmp3"}),
+             _sized_line(*WRONG_SIZED[1][1:]),
              "",
              json.dumps({"input": "(d0) -> (d0 mod 8), domain: d0 in [0, 7]",
                          "output": "(d0) -> (d0), domain: d0 in [0, 7]"})]
@@ -125,28 +201,36 @@ def test_json_format_one_record_per_line_in_order(log: Path,
     assert main(["validate", str(log), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [(r["line"], r["verdict"]) for r in doc["records"]] == [
-        (1, "proved"), (2, "refuted"), (3, "unsupported"), (5, "proved")]
+        (1, "proved"), (2, "refuted"), (3, "unsupported"), (4, "refuted"), (6, "proved")]
     assert doc["records"][1]["counterexample"] == {"x0": 16, "x1": 0} or \
         doc["records"][1]["counterexample"]["x0"] >= 16
     assert doc["records"][0]["counterexample"] is None
-    assert doc["summary"] == {"proved": 2, "refuted": 1, "unknown": 0, "unsupported": 1,
-                              "fewer_divisions": 0}
+    sized = doc["records"][3]  # sizes first, then the loop variables, re-evaluated
+    assert list(sized["counterexample"])[0] == "s0" and "s0 = " in sized["reason"]
+    point = sized["counterexample"]
+    assert evaluate(WRONG_SIZED[1][1], point) == sized["expr_value"] != sized["result_value"]
+    fewer = sum(r["fewer_divisions"] is True for r in doc["records"])
+    assert sized["divisions"]["verifidx"] == 0  # FloorDiv(x0 + s0*x1, s0) is x1 for every s0
+    assert doc["summary"] == {"proved": 2, "refuted": 2, "unknown": 0, "unsupported": 1,
+                              "fewer_divisions": fewer}
 
 
 def test_text_junit_github(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(log)]) == 1
     out = capsys.readouterr().out
     assert f"{log}:2: refuted" in out and "counterexample: x0 = " in out
-    assert "4 records: 2 proved, 1 refuted, 0 unknown, 1 unsupported" in out
+    assert "5 records: 2 proved, 2 refuted, 0 unknown, 1 unsupported" in out
+    assert f"{log}:4: refuted" in out and "counterexample: s0 = " in out
     assert main(["validate", str(log), "--format", "junit"]) == 1
     root = ET.fromstring(capsys.readouterr().out.split("\n", 1)[1])
     cases = root.findall(".//testcase")
-    assert [c.get("line") for c in cases] == ["1", "2", "3", "5"]
+    assert [c.get("line") for c in cases] == ["1", "2", "3", "4", "6"]
     assert cases[1].find("failure") is not None and cases[2].find("skipped") is not None
     assert main(["validate", str(log), "--format", "github"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"::error file={log},line=2,")
-    assert len(lines) == 2
+    assert lines[1].startswith(f"::error file={log},line=4,")
+    assert len(lines) == 3
 
 
 def test_all_proved_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,6 +250,12 @@ def test_all_proved_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ('{"expr": "x0", "result": "x0"}', "2:1", "expected the field 'var_ranges'"),
     ('{"input": "(d0) -> (d0 mod )", "output": "(d0) -> (d0)"}', "2:17", "input: expected"),
     ('[1, 2]', "2:1", "expected a JSON object"),
+    ('{"expr": "x0", "var_ranges": {"x0": "s7"}, "result": "x0"}', "2:1",
+     "the extent of x0: symbol s7 has no range"),
+    ('{"expr": "x0", "var_ranges": {"x0": "s0"}, "size_ranges": {"s0": "28"}, "result": "x0"}',
+     "2:1", "expected the range of s0 as [lo, hi]"),
+    ('{"expr": "x0", "var_ranges": {"x0": "s0"}, "size_ranges": {"s0": ["2", "lots"]}, '
+     '"result": "x0"}', "2:1", "expected the range of s0 as integers (int_oo above)"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       line: str, where: str, what: str) -> None:

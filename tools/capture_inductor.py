@@ -4,11 +4,13 @@ JSON lines `verifidx validate` reads: one record per `simplify_with_ranges` call
 
     python tools/capture_inductor.py -o inductor.jsonl              # the built-in models
     python tools/capture_inductor.py -o mine.jsonl --model my_pkg.models:build
+    python tools/capture_inductor.py -o dynamic.jsonl --dynamic    # size symbols s0, s53, ...
     verifidx validate inductor.jsonl
 
 `--model MODULE:FUNCTION` names a function returning `(module, example_inputs)`. Needs torch
-(`pip install 'verifidx[inductor]'`); compiles static shapes (dynamic=False) with Inductor's
-caches off, so every simplification runs.
+(`pip install 'verifidx[inductor]'`); compiles static shapes (dynamic=False, or dynamic=True
+with `--dynamic`: the records then carry each size symbol's range from the shape
+environment) with Inductor's caches off, so every simplification runs.
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ MODEL_NAMES = ("conv", "pixel_shuffle", "unfold", "interpolate", "attention_head
                "channels_last", "pooling")
 
 
-def capture(model: Any, inputs: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """The records of one static torch.compile of `model` on `inputs` (run once)."""
+def capture(model: Any, inputs: tuple[Any, ...], dynamic: bool = False
+            ) -> list[dict[str, Any]]:
+    """The records of one torch.compile of `model` on `inputs` (run once)."""
     import torch
 
     from verifidx import inductor
@@ -114,7 +117,7 @@ def capture(model: Any, inputs: tuple[Any, ...]) -> list[dict[str, Any]]:
     try:
         # a cached graph would skip the simplifications this records
         with torch.no_grad(), torch.compiler.config.patch(force_disable_caches=True):
-            torch.compile(model, dynamic=False, backend="inductor")(*inputs)
+            torch.compile(model, dynamic=dynamic, backend="inductor")(*inputs)
     finally:
         inductor.uninstall()
     return records
@@ -139,11 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", action="append", default=[],
                    help=f"built-in ({', '.join(MODEL_NAMES)}; together: all of them in one "
                         "module) or MODULE:FUNCTION; repeatable (default: each built-in model)")
+    p.add_argument("--dynamic", action="store_true",
+                   help="compile with dynamic=True (index expressions over size symbols)")
     args = p.parse_args(argv)
     seen: set[str] = set()
     lines: list[str] = []
     for name in args.model or MODEL_NAMES:
-        for record in capture(*build(name)):
+        for record in capture(*build(name), dynamic=args.dynamic):
             line = json.dumps(record)
             if line not in seen:  # Inductor asks about one expression many times
                 seen.add(line)

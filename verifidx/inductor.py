@@ -123,10 +123,15 @@ def uninstall() -> None:
 
 
 def _size_ranges(allocator: Any, expr: Any, var_ranges: Any) -> dict[str, list[str]]:
-    """The shape environment's range of every free symbol that is not a loop variable."""
+    """The shape environment's range of every free symbol of the expression and of the loop
+    extents that is not a loop variable (unknown: `[0, int_oo]`, which the bridge refuses
+    for a size where it is used)."""
     out: dict[str, list[str]] = {}
     known = getattr(getattr(allocator, "shape_env", None), "var_to_range", {})
-    for s in sorted(expr.free_symbols, key=str):
+    free = set(getattr(expr, "free_symbols", ()))
+    for extent in var_ranges.values():
+        free |= set(getattr(extent, "free_symbols", ()))
+    for s in sorted(free, key=str):
         if s not in var_ranges:
             r = known.get(s)
             out[str(s)] = [str(r.lower), str(r.upper)] if r is not None else ["0", "int_oo"]
@@ -143,7 +148,8 @@ def _check(expr: Any, result: Any, var_ranges: Any, sizes: dict[str, list[str]],
            on_refuted: str) -> None:
     try:
         v = validate_sympy(expr, result, var_ranges, sizes)
-    except VerifidxError as err:  # a form the bridge does not read: Inductor's result stands
+    except (VerifidxError, ValueError, RecursionError) as err:
+        # a form the bridge does not read (or a range it refuses): Inductor's result stands
         v = Validation(UNSUPPORTED, str(err))
     stats.verdicts[v.verdict] = stats.verdicts.get(v.verdict, 0) + 1
     if v.verdict == REFUTED:
@@ -160,7 +166,7 @@ def _simplified(expr: Any, result: Any, var_ranges: Any, sizes: dict[str, list[s
     """verifidx's simplification written back with Inductor's classes, if it is read, keeps no
     more divisions than Inductor's result, and reads back proven equal to the input."""
     from .equality import equal
-    from .sympy_bridge import count_divisions, from_sympy, to_sympy
+    from .sympy_bridge import count_divisions, from_sympy, symbol_name, to_sympy
 
     try:
         f = from_sympy(expr, var_ranges, sizes)
@@ -168,9 +174,12 @@ def _simplified(expr: Any, result: Any, var_ranges: Any, sizes: dict[str, list[s
         mine = f.simplify()
         if count_divisions(mine.results[0]) > count_divisions(g.results[0]):
             return result
-        out = to_sympy(mine, list(var_ranges))
-        back = from_sympy(out, var_ranges, sizes)
-    except VerifidxError:
+        symbols = {str(s): s for e in (expr, *var_ranges.values())
+                   for s in getattr(e, "free_symbols", ())}
+        out = to_sympy(mine, list(var_ranges), symbols)
+        back = from_sympy(out, var_ranges, sizes, declare=[symbol_name(z.name)
+                                                            for z in f.sizes])
+    except (VerifidxError, ValueError, RecursionError):
         stats.verdicts["unsupported"] = stats.verdicts.get("unsupported", 0) + 1
         return result
     if not equal(f, back).holds:

@@ -1599,14 +1599,18 @@ class Simplifier:
 
     # emptiness
     def _surely_empty(self, m: IndexingMap) -> bool:
-        """Interval reasoning failed to decide; try sample points, then a bounded Z3 query."""
-        ranges = [v.bounds for v in m.all_vars]
+        """Interval reasoning failed to decide; try sample points, then a bounded Z3 query.
+        In a map with sizes a sample also gives each size a value: a point at some sizes
+        shows that the map is not empty at every size."""
+        ranges = [v.bounds for v in m.all_vars] + [z.bounds for z in m.sizes]
         samples = itertools.islice(
             itertools.product(*[sorted({r.lo, r.hi, (r.lo + r.hi) // 2}) for r in ranges]), 64)
-        nd = m.num_dims
+        nd, nv = m.num_dims, len(m.all_vars)
+        names = [z.name for z in m.sizes]
         for point in samples:
             try:
-                if m.constraints_satisfied(point[:nd], point[nd:]):
+                if m.constraints_satisfied(point[:nd], point[nd:nv],
+                                           dict(zip(names, point[nv:])) if names else None):
                     return False
             except EvaluationError:
                 continue

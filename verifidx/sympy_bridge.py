@@ -8,8 +8,11 @@ classes of `torch.utils._sympy.functions` and the stand-ins `parse_text` builds 
 needed: recorded logs replay anywhere) read alike. Whatever has no exact counterpart in a map
 is an `UnsupportedError` naming the subterm; nothing is approximated.
 
-Size symbols (`s0`, ...) are accepted in the signature (`size_ranges`) so that the symbolic
-sizes of issue 23 slot in; until then any term that uses one is unsupported.
+Size symbols (`s0`, `s53`, `ps0`, ..., named in `size_ranges`) become the map's sizes
+(docs/semantics.md, Sizes), renamed by `size_name` where the name is one of XLA's variable
+names (`s0` is a range variable there) and back by `symbol_name`; a loop extent that depends on
+sizes (`x1 < s0*s53`) becomes a constraint. Inductor's indirect indices (`indirect0`, `tmp4`)
+are values loaded at run time: unsupported.
 
 sympy is imported inside the functions only: it is a dependency of this module alone.
 """
@@ -33,16 +36,20 @@ from .expr import (
     Min,
     Mod,
     Mul,
+    Size,
     Variable,
     add,
     ceildiv,
     floordiv,
+    has_index_variable,
+    is_size_expr,
+    is_size_name,
     maximum,
     minimum,
     mod,
     mul,
 )
-from .indexing_map import IndexingMap, Var
+from .indexing_map import SIZE_MAX, IndexingMap, SizeVar, Var
 from .interval import Interval, range_of
 
 # sympy objects are untyped here (sympy ships no stubs we rely on)
@@ -69,28 +76,93 @@ INEXPRESSIBLE = frozenset({
     "Abs", "OpaqueUnaryFn_sqrt", "Where", "Piecewise",
 })
 
-SIZE_MESSAGE = "size symbols not yet supported"
 #: Inductor's indirect indices (`indirect0`, `tmp4`: values loaded from a tensor), which it
 #: ranges as [0, int_oo]; a map's runtime variables need finite bounds.
 RUNTIME_MESSAGE = "indirect index symbols not yet supported"
+_RUNTIME_NAME = re.compile(r"(?:indirect|tmp)[0-9]+")
+#: Spellings of an unbounded end in `size_ranges` (sympy's and torch's infinities).
+_INFINITE = frozenset({"int_oo", "oo", "inf"})
+
+
+# -- size names ----------------------------------------------------------------------------------
+
+
+def size_name(symbol: str) -> str:
+    """The verifidx size name of a sympy size symbol: the same name when it is a legal size
+    name not ending in `_`, else the name with `_` appended (`s0` -> `s0_`: XLA reads `s0` as
+    a range variable; `n_` -> `n__`). A bijection; `symbol_name` inverts it."""
+    if is_size_name(symbol) and not symbol.endswith("_"):
+        return symbol
+    out = symbol + "_"
+    if not is_size_name(out):
+        raise UnsupportedError(f"{symbol!r} cannot name a size (an ASCII identifier is needed)")
+    return out
+
+
+def symbol_name(size: str) -> str:
+    """The sympy symbol's name of a verifidx size name (the inverse of `size_name`)."""
+    return size[:-1] if size.endswith("_") else size
+
+
+def size_interval(name: str, bounds: Any) -> Interval:
+    """A size's interval from `(lo, hi)` as text, integers or sympy numbers; an unbounded upper
+    end (`int_oo`, `oo`) is SIZE_MAX = 2^31 - 1 (docs/semantics.md, Sizes), or `lo` where that
+    is larger. Sizes are positive: a range that admits 0 is unsupported."""
+    try:
+        lo_text, hi_text = (str(b).strip() for b in bounds)
+    except (TypeError, ValueError):
+        raise ParseError(f"expected the range of {name} as [lo, hi]", source="<sympy>") from None
+    if not re.fullmatch(r"-?[0-9]+", lo_text) or not (
+            hi_text in _INFINITE or re.fullmatch(r"-?[0-9]+", hi_text)):
+        raise ParseError(f"expected the range of {name} as integers (int_oo above), not "
+                         f"[{lo_text}, {hi_text}]", source="<sympy>")
+    lo = int(lo_text)
+    hi = max(SIZE_MAX, lo) if hi_text in _INFINITE else int(hi_text)
+    if lo < 1:
+        raise UnsupportedError(f"the size {name} may be {lo} (range [{lo_text}, {hi_text}]): "
+                               "sizes must be positive")
+    if hi < lo:
+        raise UnsupportedError(f"the size {name} has an empty range [{lo_text}, {hi_text}]")
+    return Interval(lo, hi)
 
 
 # -- sympy to maps -------------------------------------------------------------------------------
 
 
 def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
-               size_ranges: Mapping[Any, Any] | None = None) -> IndexingMap:
-    """The map `(x0, x1, ...) -> (expr)` with `x_i in [0, extent_i - 1]`, one dimension per
-    entry of `var_ranges` (symbol or name to extent, in that order). `size_ranges` (symbol or
-    name to `(lo, hi)`) names the size symbols; terms using them raise `UnsupportedError`
-    until symbolic sizes land. A symbol in neither raises `ParseError`."""
+               size_ranges: Mapping[Any, Any] | None = None,
+               declare: Iterable[str] = ()) -> IndexingMap:
+    """The map `(x0, x1, ...) -> (expr)` with `0 <= x_i < extent_i`, one dimension per entry of
+    `var_ranges` (symbol or name to extent, in that order). `size_ranges` (symbol or name to
+    `(lo, hi)`) names the size symbols: those that `expr` or an extent uses, and those named
+    in `declare`, become the map's sizes (`size_name`); an extent that is not a constant is
+    the constraint `x_i - extent <= -1`. A symbol in neither raises `ParseError`."""
     names = [_name(k) for k in var_ranges]
-    dims = tuple(Var(Interval(0, _extent(n, v, size_ranges) - 1), n)
-                 for n, v in zip(names, var_ranges.values()))
-    reader = _Reader({n: Dim(i) for i, n in enumerate(names)},
-                     {_name(k) for k in (size_ranges or {})},
-                     {Dim(i): d.bounds for i, d in enumerate(dims)})
-    return IndexingMap((reader.read(expr),), dims)
+    sizes = {_name(k): v for k, v in (size_ranges or {}).items()}
+    reader = _Reader({n: Dim(i) for i, n in enumerate(names)}, sizes)
+    extents = [reader.extent(n, v) for n, v in zip(names, var_ranges.values())]
+    dims = []
+    constraints = []
+    for i, (n, e) in enumerate(zip(names, extents)):
+        hi = e.value if isinstance(e, Const) else range_of(e, reader.bounds, reader.ranges).hi
+        if hi < 1:
+            raise UnsupportedError(f"the extent of {n} is {hi if isinstance(e, Const) else e} "
+                                   "(at most): an empty loop")
+        dims.append(Var(Interval(0, hi - 1), n))
+        reader.bounds[Dim(i)] = dims[-1].bounds
+        if not isinstance(e, Const):
+            lo = range_of(Dim(i) - e, reader.bounds, reader.ranges).lo
+            constraints.append((Dim(i) - e, Interval(min(lo, -1), -1)))
+    result = reader.read(expr)
+    for name in declare:
+        if name not in sizes:
+            raise ParseError(f"symbol {name} has no range in size_ranges", source="<sympy>")
+        reader.size(name, name)
+    try:
+        return IndexingMap.build((result,), dims, constraints=constraints,
+                                 sizes=list(reader.declared.values()))
+    except ValueError as err:  # the grammar of maps with sizes (docs/semantics.md)
+        raise UnsupportedError(f"{err}: {expr}") from None
 
 
 def _name(symbol: Any) -> str:
@@ -99,32 +171,46 @@ def _name(symbol: Any) -> str:
     return name if isinstance(name, str) else str(symbol)
 
 
-def _extent(name: str, extent: Any, size_ranges: Mapping[Any, Any] | None) -> int:
-    if isinstance(extent, int):
-        value = extent
-    elif getattr(extent, "is_Integer", False):
-        value = int(extent)
-    else:
-        text = str(extent).strip()
-        if not text.isascii() or not text.isdigit():
-            if re.fullmatch(r"[A-Za-z_0-9*+\-() ]*[A-Za-z_][A-Za-z_0-9*+\-() ]*", text):
-                raise UnsupportedError(f"{SIZE_MESSAGE}: {text} (the extent of {name})")
-            raise ParseError(f"the extent of {name} must be a positive integer, not {text!r}")
-        value = int(text)
-    if value < 1:
-        raise UnsupportedError(f"the extent of {name} is {value}: an empty loop")
-    return value
-
-
 class _Reader:
-    """One walk over a sympy tree, building verifidx expressions."""
+    """One walk over a sympy tree, building verifidx expressions; sizes are declared as they
+    are met."""
 
-    def __init__(self, dims: Mapping[str, Expr], sizes: set[str],
-                 bounds: dict[Variable, Interval]) -> None:
+    def __init__(self, dims: Mapping[str, Expr], sizes: Mapping[str, Any]) -> None:
         self.dims = dims
         self.sizes = sizes
-        self.bounds = bounds
+        self.declared: dict[str, SizeVar] = {}
+        self.bounds: dict[Variable, Interval] = {}
         self.ranges: dict[Expr, Interval] = {}
+
+    def extent(self, name: str, extent: Any) -> Expr:
+        """A loop's extent: an integer, or a size expression (sympy, or text as printed)."""
+        if isinstance(extent, bool):
+            raise ParseError(f"the extent of {name} must be an integer or a size expression",
+                             source="<sympy>")
+        if isinstance(extent, int):
+            return Const(extent)
+        if isinstance(extent, str):
+            try:
+                extent = parse_text(extent, set(self.sizes))
+            except ParseError as err:
+                raise ParseError(f"the extent of {name}: {err.message}", source="<sympy>"
+                                 ) from None
+        e = self.read(extent)
+        if not isinstance(e, Const) and not is_size_expr(e):
+            raise UnsupportedError(f"the extent of {name} is not a size expression: {extent}")
+        return e
+
+    def size(self, key: str, where: Any) -> Expr:
+        if _RUNTIME_NAME.fullmatch(key):
+            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop variable "
+                                   "or a size symbol: a value read at run time)")
+        z = self.declared.get(key)
+        if z is None:
+            z = SizeVar(size_name(key), size_interval(key, self.sizes[key]),
+                        provenance=f"sympy symbol {key}")
+            self.declared[key] = z
+            self.bounds[Size(z.name)] = z.bounds
+        return Size(z.name)
 
     def read(self, node: Sym, parent: Sym = None) -> Expr:
         name = type(node).__name__
@@ -137,10 +223,14 @@ class _Reader:
         if name == "Add":
             return add(*[self.read(a, node) for a in _args(node)])
         if name == "Mul":  # a rational coefficient is refused where it is read
-            factors = _args(node)
-            out: Expr = self.read(factors[0], node)
-            for a in factors[1:]:
-                out = mul(out, self.read(a, node))
+            factors = [self.read(a, node) for a in _args(node)]
+            if any(not isinstance(f, Const) and is_size_expr(f) for f in factors):
+                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`): the
+                # rules over sizes match products in that order (sympy sorts `s0*x1` by name)
+                factors.sort(key=lambda f: not has_index_variable(f))
+            out: Expr = factors[0]
+            for f in factors[1:]:
+                out = self._product(out, f, node)
             return out
         if name == "Pow":
             base, exp = _args(node)
@@ -151,20 +241,23 @@ class _Reader:
             b = self.read(base, node)
             out = b
             for _ in range(int(exp) - 1):
-                out = mul(out, b)
+                out = self._product(out, b, node)
             return out
         return self._function(name, node)
+
+    def _product(self, a: Expr, b: Expr, node: Sym) -> Expr:
+        if self.declared and has_index_variable(a) and has_index_variable(b):
+            raise UnsupportedError(f"a product of loop variables beside size symbols (maps "
+                                   f"with sizes are linear in their variables): {node}")
+        return mul(a, b)
 
     def _symbol(self, node: Sym, parent: Sym) -> Expr:
         key = _name(node)
         if key in self.dims:
             return self.dims[key]
-        if key in self.sizes:
-            where = parent if parent is not None else node
-            if re.fullmatch(r"(?:s|u|ps)[0-9]+", key):
-                raise UnsupportedError(f"{SIZE_MESSAGE}: {where}")
-            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop variable "
-                                   "or a size symbol: a value read at run time)")
+        if key in self.sizes:  # named with its product (`indirect0*s0`), else alone
+            mul = parent is not None and type(parent).__name__ == "Mul"
+            return self.size(key, parent if mul else node)
         raise ParseError(f"symbol {key} has no range (give it in var_ranges or size_ranges)",
                          source="<sympy>")
 
@@ -192,8 +285,7 @@ class _Reader:
             return self._rounded(name, node)
         kids = [self.read(a, node) for a in args]
         for d in kids[1:]:
-            if not isinstance(d, Const):
-                raise UnsupportedError(f"a divisor that is not an integer constant: {node}")
+            self._divisor(d, node)
         try:
             if name in ("FloorDiv", "CleanDiv"):
                 return floordiv(kids[0], kids[1])
@@ -210,6 +302,17 @@ class _Reader:
             return mod(kids[0], kids[1])
         except DivisorError as err:
             raise UnsupportedError(f"{err}: {node}") from None
+
+    def _divisor(self, d: Expr, node: Sym) -> None:
+        """A divisor is an integer constant, or a size expression positive at every size."""
+        if isinstance(d, Const):
+            return
+        if not is_size_expr(d):
+            raise UnsupportedError(f"a divisor that is neither an integer constant nor a size "
+                                   f"expression: {node}")
+        if range_of(d, self.bounds, self.ranges).lo < 1:
+            raise UnsupportedError(f"a divisor that may be 0 or negative at some sizes in "
+                                   f"their ranges: {node}")
 
     def _nonnegative(self, dividend: Expr, node: Sym) -> None:
         """ModularIndexing is `(x // d) % m` with C's `%`, and torch's Mod is defined for a
@@ -252,22 +355,30 @@ def _positive(d: Expr, node: Sym) -> None:
 # -- maps to sympy -------------------------------------------------------------------------------
 
 
-def to_sympy(m: IndexingMap, symbols: Iterable[Sym] | None = None) -> Sym:
+def to_sympy(m: IndexingMap, symbols: Iterable[Sym] | None = None,
+             sizes: Mapping[str, Sym] | None = None) -> Sym:
     """The one result of `m` as a sympy expression over the dims' symbols (`symbols`, or new
-    integer, nonnegative symbols named as the dims). Uses Inductor's function classes when
-    torch is loaded already, the stand-ins otherwise; `(a floordiv d) mod m` is written
-    `ModularIndexing(a, d, m)` and another `a mod m` as `ModularIndexing(a, 1, m)` where `a`
-    cannot be negative on the map's domain, `PythonMod(a, m)` elsewhere."""
+    integer, nonnegative symbols named as the dims) and its sizes' (`sizes`, by the sympy
+    symbol's name, or new integer, positive symbols named by `symbol_name`). Uses Inductor's
+    function classes when torch is loaded already, the stand-ins otherwise; `(a floordiv d)
+    mod m` is written `ModularIndexing(a, d, m)` and another `a mod m` as
+    `ModularIndexing(a, 1, m)` where `a` cannot be negative on the map's domain,
+    `PythonMod(a, m)` elsewhere."""
     import sympy
 
     if m.num_results != 1 or m.num_range_vars or m.num_rt_vars:
-        raise UnsupportedError("to_sympy writes maps with one result and dimensions only")
+        raise UnsupportedError("to_sympy writes maps with one result, dimensions and sizes only")
     if symbols is None:
         syms = [sympy.Symbol(v.name or f"d{i}", integer=True, nonnegative=True)
                 for i, v in enumerate(m.dims)]
     else:
         syms = list(symbols)
     env: dict[Expr, Sym] = {Dim(i): s for i, s in enumerate(syms)}
+    for z in m.sizes:
+        name = symbol_name(z.name)
+        given = (sizes or {}).get(name)
+        env[Size(z.name)] = given if given is not None else sympy.Symbol(
+            name, integer=True, positive=True)
     fns = inductor_classes()
     cache: dict[Expr, Sym] = {}
     bounds = m.bounds
@@ -559,4 +670,5 @@ def _rational(node: Sym, env: Mapping[str, int], fraction: Any) -> Any:
 
 
 __all__ = ["KNOWN_FUNCTIONS", "count_divisions", "evaluate_sympy", "from_sympy",
-           "inductor_classes", "parse_text", "to_sympy"]
+           "inductor_classes", "parse_text", "size_interval", "size_name", "symbol_name",
+           "to_sympy"]

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .equality import equal
 from .errors import DepthError, EvaluationError, ParseError, UnsupportedError
-from .indexing_map import IndexingMap
+from .expr import Const, Expr, Size, Variable, is_size_expr
+from .indexing_map import IndexingMap, SizeVar
+from .interval import range_of
 from .sympy_bridge import (
     count_divisions,
     evaluate_sympy,
     from_sympy,
     parse_text,
+    size_interval,
+    symbol_name,
     to_sympy,
 )
 from .syntax import parse_map
@@ -67,19 +71,25 @@ class Validation:
 def validate_sympy(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
                    size_ranges: Mapping[Any, Any] | None = None,
                    timeout_ms: int = TIMEOUT_MS) -> Validation:
-    """`result == expr` for every loop variable `0 <= x < extent` (sympy expressions; size
-    symbols, until issue 23 lands, make the record `unsupported`)."""
+    """`result == expr` for every loop variable `0 <= x < extent` and, when the expressions
+    or extents use size symbols, for every size in its range (sympy expressions)."""
     start = time.perf_counter()
     try:
         f = from_sympy(expr, var_ranges, size_ranges)
         g = from_sympy(result, var_ranges, size_ranges)
+        if f.sizes != g.sizes:  # one side dropped a size: both quantify over all of them
+            names = [symbol_name(z.name) for z in (*f.sizes, *g.sizes)]
+            f = from_sympy(expr, var_ranges, size_ranges, declare=names)
+            g = from_sympy(result, var_ranges, size_ranges, declare=names)
     except (UnsupportedError, EvaluationError, DepthError) as err:  # beyond maps, not bad input
         return Validation(UNSUPPORTED, str(err), text=str(expr),
                           seconds=time.perf_counter() - start)
     out = _compare(f, g, timeout_ms)
+    if out.verdict != PROVED and f.sizes:
+        out = _proved_generalized(f, g, timeout_ms) or _refuted_at_sizes(f, g, timeout_ms) or out
     out.text = str(expr)
     if out.verdict == REFUTED:
-        _reevaluate(out, expr, result, var_ranges)
+        _reevaluate(out, expr, result, var_ranges, size_ranges or {})
     simplified = f.simplify()
     try:
         out.simplified = str(to_sympy(simplified))
@@ -90,14 +100,104 @@ def validate_sympy(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
     return out
 
 
-def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any, Any]) -> None:
-    """The counterexample, evaluated on both sympy trees with Python integers; a point that
+def _proved_generalized(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation | None:
+    """Equality proven with each compound size expression (`s0*s53`, `(s27 floordiv 4)`)
+    replaced by a new size ranging over that expression's interval: equal for every value
+    of the new sizes is equal in particular where they are the expressions (Z3 often cannot
+    prove the products it would otherwise see). None unless that proves it."""
+    found: list[Expr] = []
+    seen: set[Expr] = set()
+    stack = [*f.results, *g.results, *f.constraints, *g.constraints]
+    while stack:
+        e = stack.pop()
+        if e in seen or isinstance(e, (Const, Variable)):
+            continue
+        seen.add(e)
+        if is_size_expr(e):
+            found.append(e)
+        else:
+            stack.extend(e.children)
+    bounds = f.bounds
+    taken = {z.name for z in f.sizes}
+    fresh: dict[Expr, Expr] = {}
+    added = []
+    for k, e in enumerate(sorted(found, key=str)):
+        iv = range_of(e, bounds)
+        if iv.lo < 1:  # not a size's interval
+            continue
+        name = f"size{k}_"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        fresh[e] = Size(name)
+        added.append(SizeVar(name, iv, provenance=str(e)))
+    if not fresh:
+        return None
+
+    def general(m: IndexingMap) -> IndexingMap:
+        return IndexingMap.build([r.substitute(fresh) for r in m.results], m.dims,
+                                 constraints=[(c.substitute(fresh), iv)
+                                              for c, iv in m.constraints.items()],
+                                 sizes=[*m.sizes, *added])
+
+    try:
+        v = equal(general(f), general(g), timeout_ms)
+    except ValueError:  # a generalized term outside the grammar of maps with sizes
+        return None
+    if v.holds is not True:
+        return None
+    what = ", ".join(f"{e}" for e in fresh)
+    return Validation(PROVED, f"{v.message} (proven with {what} generalized to sizes of "
+                              f"their own: a stronger claim)")
+
+
+#: Size assignments tried by `_refuted_at_sizes` besides every size at its lower end.
+SIZE_SAMPLES = 6
+
+
+def _refuted_at_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int,
+                      shown: Callable[[str], str] = symbol_name) -> Validation | None:
+    """The two maps at a few concrete sizes (each at its lower end, one above, then seeded
+    random values a little above), each static pair decided by `equal`: a difference at one
+    assignment refutes the family (Z3 often cannot answer nonlinear size queries). None when
+    every assignment tried agrees or is undecided."""
+    import random
+
+    rng = random.Random(str(f))
+    tries = [{z.name: z.bounds.lo for z in f.sizes},
+             {z.name: min(z.bounds.lo + 1, z.bounds.hi) for z in f.sizes}]
+    tries += [{z.name: rng.randint(z.bounds.lo, min(z.bounds.hi, z.bounds.lo + 12))
+               for z in f.sizes} for _ in range(SIZE_SAMPLES - 2)]
+    for at in tries:
+        v = equal(f.with_sizes(at), g.with_sizes(at), timeout_ms)
+        if v.holds is False:
+            where = ", ".join(f"{shown(k)} = {x}" for k, x in at.items())
+            return Validation(REFUTED, f"at sizes {where}: {v.message}",
+                              counterexample={**at, **(v.counterexample or {})},
+                              expr_value=v.lhs_value, result_value=v.rhs_value)
+    return None
+
+
+def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any, Any],
+                size_ranges: Mapping[Any, Any]) -> None:
+    """The counterexample (sizes, then loop variables, by their sympy names), checked
+    against the ranges and evaluated on both sympy trees with Python integers; a point that
     does not reproduce (or lies outside the ranges) turns the verdict to unknown."""
-    point = out.counterexample or {}
+    found = out.counterexample or {}
     names = [str(k) for k in var_ranges]
-    extents = [int(str(v)) for v in var_ranges.values()]
-    if set(point) != set(names) or any(not 0 <= point[n] < e for n, e in zip(names, extents)):
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} is not a loop point"
+    point = {k if k in names else symbol_name(k): v for k, v in found.items()}
+    sizes = sorted(k for k in point if k not in names)
+    try:
+        for k in sizes:
+            iv = size_interval(k, size_ranges[k])
+            if point[k] not in iv:
+                raise UnsupportedError(f"{k} = {point[k]} is outside its range {iv}")
+        extents = [evaluate_sympy(_tree(v, set(sizes)), point) for v in var_ranges.values()]
+        if set(point) != set(names) | set(sizes) or any(
+                not 0 <= point[n] < e for n, e in zip(names, extents)):
+            raise UnsupportedError("not a loop point")
+    except (KeyError, UnsupportedError, ParseError) as err:
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {found} is not a point: {err}"
         out.counterexample = None
         return
     try:
@@ -110,8 +210,19 @@ def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any
         out.reason = f"the counterexample {point} did not reproduce (both give {a})"
         out.counterexample = None
         return
-    out.counterexample = {n: point[n] for n in names}
+    out.counterexample = {n: point[n] for n in (*sizes, *names)}
     out.expr_value, out.result_value = a, b
+
+
+def _tree(extent: Any, sizes: set[str]) -> Any:
+    """An extent as a sympy tree (integers and text are parsed)."""
+    if isinstance(extent, str):
+        return parse_text(extent, sizes)
+    if isinstance(extent, int):
+        import sympy
+
+        return sympy.Integer(extent)
+    return extent
 
 
 # -- XLA map pairs -------------------------------------------------------------------------------
@@ -121,6 +232,9 @@ def validate_maps(f: IndexingMap, g: IndexingMap, timeout_ms: int = TIMEOUT_MS) 
     """`g` (another simplifier's output) denotes the same relation as `f` (its input)."""
     start = time.perf_counter()
     out = _compare(f, g, timeout_ms)
+    if out.verdict != PROVED and f.sizes and f.sizes == g.sizes:
+        out = _proved_generalized(f, g, timeout_ms) or _refuted_at_sizes(
+            f, g, timeout_ms, shown=str) or out
     out.kind, out.text = "map", str(f)
     if out.verdict == REFUTED and not (f.num_range_vars or f.num_rt_vars or g.num_range_vars
                                        or g.num_rt_vars):
@@ -133,24 +247,31 @@ def validate_maps(f: IndexingMap, g: IndexingMap, timeout_ms: int = TIMEOUT_MS) 
 
 
 def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
-    """Maps of dimensions only: the point is inside one domain, and the other map is outside
-    its domain there or gives another value (the solver path re-checks maps with range
-    variables itself)."""
+    """Maps of dimensions (and sizes) only: the point (at sizes in their intervals) is inside
+    one domain, and the other map is outside its domain there or gives another value (the
+    solver path re-checks maps with range variables itself)."""
     from .syntax import variable_names
 
     names = variable_names(f)
     point = out.counterexample or {}
     try:
         dims = [point[names[v]] for v in f.variables]
+        sizes = {z.name: point[z.name] for z in f.sizes}
     except KeyError:
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no dimensions"
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no point"
+        return
+    if not all(sizes[z.name] in z.bounds for z in f.sizes):
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} is outside the sizes"
+        out.counterexample = None
         return
 
     def value(m: IndexingMap) -> tuple[int, ...] | None:
         if len(dims) != m.num_dims or not all(x in i.bounds for x, i in zip(dims, m.dims)):
             return None
         try:
-            return m.evaluate(dims) if m.constraints_satisfied(dims) else None
+            at = sizes or None
+            return m.evaluate(dims, sizes=at) if m.constraints_satisfied(dims, sizes=at) \
+                else None
         except EvaluationError:
             return None
 
@@ -219,6 +340,10 @@ def validate_record(line_text: str, source: str = "<string>", line: int = 1,
         if not isinstance(extent, (str, int)) or isinstance(extent, bool):
             raise ParseError(f"expected the extent of {name} as a string or an integer", line,
                              1, source)
+    for name, bounds in size_ranges.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(
+                isinstance(b, (str, int)) and not isinstance(b, bool) for b in bounds)):
+            raise ParseError(f"expected the range of {name} as [lo, hi]", line, 1, source)
     known = {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
     exprs = []
     for key in ("expr", "result"):
