@@ -272,7 +272,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
 def _group_line(name: str, pairs: list[Pair], o: Outcome) -> str:
     return (f"{name}: {len(o.general)} general, {len(o.concrete)} concrete, {o.refuted} refuted, "
             f"{o.unknown} unknown; {o.proofs} prover calls, {o.seconds:.1f}s; "
-            f"{len(pairs)} candidates like {pairs[0][0]} => {pairs[0][1]}")
+            f"{len(pairs)} candidate{'s' * (len(pairs) != 1)}, e.g. {pairs[0][0]} => "
+            f"{pairs[0][1]}")
 
 
 def _collect(found: list[tuple[Substitution, list[Pair], int]], out: Generated) -> None:
