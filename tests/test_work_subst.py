@@ -53,6 +53,20 @@ def _comparable(g: Generated) -> dict[str, object]:
 # -- subst generate ------------------------------------------------------------------------------
 
 
+def test_every_enumerated_graph_travels_as_its_text() -> None:
+    from verifidx.errors import ParseError
+    from verifidx.subst.enumeration import enumerate_graphs
+    from verifidx.subst.generate import SUPPORTED
+    from verifidx.subst.parser import parse_graph
+
+    graphs = enumerate_graphs(SUPPORTED, 2, 2)
+    assert len(graphs) > 100
+    for g in graphs:
+        assert parse_graph(str(g)) == g, str(g)
+    with pytest.raises(ParseError, match="after the graph"):
+        parse_graph("copy(x) y")
+
+
 def test_generation_keeps_the_same_substitutions_on_the_cluster(scheduler: str) -> None:
     log_here, log_there = io.StringIO(), io.StringIO()
     here = _generated(Engine(), log_here)

@@ -19,12 +19,8 @@ import time
 from typing import Any
 
 from verifidx.subst.model import Node, Substitution
-from verifidx.subst.parser import _graph, _Tokens, parse_substitutions
+from verifidx.subst.parser import parse_graph, parse_substitutions
 from verifidx.subst.prove import Counterexample
-
-
-def _node(text: str) -> Node:
-    return _graph(_Tokens(text, "<work item>"))
 
 
 def _substitution(text: str, file: str = "<generated>", line: int = 1) -> Substitution:
@@ -50,7 +46,8 @@ def run_group(item: str) -> str:
     from verifidx.subst.generate import prover
 
     job = json.loads(item)
-    pairs = [(_node(lhs), _node(rhs)) for lhs, rhs in job["pairs"]]
+    pairs = [(parse_graph(lhs, "<work item>"), parse_graph(rhs, "<work item>"))
+             for lhs, rhs in job["pairs"]]
     where = {p: k for k, p in reversed(list(enumerate(pairs)))}
     o = generalize(pairs, job["rank"], input_shapes(job["rank"]), job["name"],
                    prover(job["enum_bound"]), job["group_proofs"])
