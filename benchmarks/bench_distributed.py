@@ -2,10 +2,12 @@
 
     python benchmarks/bench_distributed.py [--rules N] [--workers 1,2] [--subst-groups N]
 
-Measures, in one invocation, three workloads in this process (one item after the other, each
+Measures, in one invocation, four workloads in this process (one item after the other, each
 timed) and on local clusters of 1 and 2 worker processes: `prove` of the rule base (rule text
-in, ProofResult out), `check` of its certificates (SMT-LIB2 query in, Z3's answers out) and
-batch indexing of the JAX corpus (HLO text in, JSON record out). It prints the wall times, the
+in, ProofResult out), `check` of its certificates (SMT-LIB2 query in, Z3's answers out),
+batch indexing of the JAX corpus (HLO text in, JSON record out) and `generate`, the first
+`--subst-groups` depth-2 groups of substitution generation (candidate pairs in, proven
+substitutions out). It prints the wall times, the
 speedup, the cluster's start-up, and its overhead per item ((1 worker - in process) / items).
 
 Then a PROJECTION, computed from the per-item times measured above, not a measurement: a
@@ -35,6 +37,7 @@ from verifidx.rules.prover import PROVED, ProverConfig, recheck_query_for
 from verifidx.rules.results import budgeted
 from verifidx.rules.store import load_files, result_from_entry
 from verifidx.smt_terms import safety_net_ms
+from verifidx.subst.items import run_group
 from verifidx.work import Engine, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,11 +105,17 @@ def index_items() -> list[str]:
     return out
 
 
-def subst_sample(n: int) -> tuple[list[float], int, int]:
-    """Per-group times of the first `n` depth-2 groups (rank 2), in this process, and the
-    number of groups at depth 2 and 3 (ranks 1-3)."""
-    from verifidx.subst.generalize import skeleton
-    from verifidx.subst.generate import DEFAULT_OPS, Generated, _generalize_group, candidate_pairs
+def subst_groups(n: int) -> tuple[list[str], int, int]:
+    """The first `n` depth-2 groups (rank 2) as work items, and the number of groups at depth 2
+    and 3 (ranks 1-3)."""
+    from verifidx.subst.generalize import GROUP_PROOFS, skeleton
+    from verifidx.subst.generate import (
+        DEFAULT_OPS,
+        GENERATION_ENUM_BOUND,
+        Generated,
+        candidate_pairs,
+    )
+    from verifidx.subst.items import group_item
 
     def groups(depth: int, rank: int) -> list[tuple[list, int, str]]:
         found: dict[tuple[str, str], list] = {}
@@ -115,15 +124,11 @@ def subst_sample(n: int) -> tuple[list[float], int, int]:
             found.setdefault((skeleton(pair[0]), skeleton(pair[1])), []).append(pair)
         return [(pairs, rank, f"r{rank}g{k}") for k, pairs in enumerate(found.values())]
 
-    sample = groups(2, 2)[:n]
-    per = []
-    for task in sample:
-        t = time.perf_counter()
-        _generalize_group(task, timeout_ms=10_000, enum_bound=6, group_seconds=20.0)
-        per.append(time.perf_counter() - t)
+    items = [group_item(pairs, rank, name, GENERATION_ENUM_BOUND, GROUP_PROOFS)
+             for pairs, rank, name in groups(2, 2)[:n]]
     count2 = sum(len(groups(2, r)) for r in (1, 2, 3))
     count3 = sum(len(groups(3, r)) for r in (1, 2, 3))
-    return per, count2, count3
+    return items, count2, count3
 
 
 def main() -> None:
@@ -131,13 +136,18 @@ def main() -> None:
     ap.add_argument("--rules", type=int, help="only the first N rules of the rule base")
     ap.add_argument("--workers", default="1,2", help="local cluster sizes (default 1,2)")
     ap.add_argument("--subst-groups", type=int, default=12,
-                    help="depth-2 groups to time for the depth-3 projection (0: skip)")
+                    help="depth-2 groups of the generate workload and the depth-3 "
+                         "projection (0: skip both)")
     args = ap.parse_args()
     from distributed import LocalCluster
 
     prove, check = rule_items(args.rules)
-    workloads = {"prove": (prove_item, prove), "check": (recheck_item, check),
-                 "index": (index_item, index_items())}
+    workloads: dict[str, tuple[Task, list[str]]] = {
+        "prove": (prove_item, prove), "check": (recheck_item, check),
+        "index": (index_item, index_items())}
+    if args.subst_groups:
+        group_items, g2, g3 = subst_groups(args.subst_groups)
+        workloads["generate"] = (run_group, group_items)
     single: dict[str, tuple[float, list[float]]] = {}
     for name, (task, items) in workloads.items():
         single[name] = timed_in_process(task, items)
@@ -182,13 +192,14 @@ def main() -> None:
         print(f"    {w} workers: {makespan(base2000, w, over) / 60:.1f} min "
               f"(no better than the longest rule, {max(per_rule):.1f}s)")
     if args.subst_groups:
-        per_group, g2, g3 = subst_sample(args.subst_groups)
+        per_group = single["generate"][1]
         mean = statistics.mean(per_group)
         print(f"  depth-3 substitution generation: {g3} groups (depth 2: {g2}); a depth-2 "
               f"group took {mean:.2f}s on average ({len(per_group)} timed), assumed the same "
               f"at depth 3:")
         times = [mean] * g3
         print(f"    1 process: {sum(times) / 60:.0f} min")
+        over = max(overhead["generate"], 0.0)
         for w in (16, 64):
             print(f"    {w} workers: {makespan(times, w, over) / 60:.1f} min")
 

@@ -53,8 +53,10 @@ def main() -> None:
 
     if args.generate_only:
         from verifidx.subst.generate import DEFAULT_OPS, generate, report
+        from verifidx.work import Engine
 
-        g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"], jobs=args.jobs)
+        g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"],
+                     engine=Engine(processes=args.jobs))
         print("\n".join(line for line in report(g).splitlines() if "new:" not in line))
         return
 
@@ -69,8 +71,10 @@ def main() -> None:
 
     if not args.no_generate:
         from verifidx.subst.generate import DEFAULT_OPS, generate, report
+        from verifidx.work import Engine
 
-        g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"], jobs=args.jobs)
+        g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"],
+                     engine=Engine(processes=args.jobs))
         print("\n".join(line for line in report(g).splitlines() if "new:" not in line))
 
     modules: list[tuple[str, str]] = [(p.name, p.read_text())

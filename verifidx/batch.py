@@ -1,4 +1,4 @@
-"""Indexing maps (or coalescing) of many modules (a model zoo, a CI fleet's HLO dumps) as
+"""Indexing maps (or coalescing, or tiles) of many modules (a model zoo, a CI fleet's HLO dumps) as
 JSON Lines.
 
 One work item per file, text in and text out (`verifidx.work`): the item is the file's text and
@@ -95,6 +95,14 @@ def coalescing_options(warp_size: int, transaction_bytes: int, unroll: int,
             "allow_unknown_opcodes": allow_unknown_opcodes}
 
 
+def tile_options(tile_sizes: Sequence[int] | None, computation: str | None, prove: bool,
+                 timeout_ms: int, allow_unknown_opcodes: bool = False) -> dict[str, object]:
+    """The options of `tile --batch` (the same tile sizes for every file)."""
+    return {"kind": "tile", "tile_sizes": None if tile_sizes is None else list(tile_sizes),
+            "computation": computation, "prove": prove, "timeout_ms": timeout_ms,
+            "allow_unknown_opcodes": allow_unknown_opcodes}
+
+
 def file_key(data: bytes, options: dict[str, object]) -> str:
     """What a record is current for: these bytes, this verifidx, these options."""
     h = hashlib.sha256(data)
@@ -125,6 +133,8 @@ def _record(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
     try:
         if options["kind"] == "coalescing":
             return _coalescing(source, text, options)
+        if options["kind"] == "tile":
+            return _tiles(source, text, options)
         return _indexing(source, text, options)
     except ParseError as err:
         return {"status": "error", "error": {"message": err.message, "line": err.line,
@@ -149,6 +159,31 @@ def _coalescing(source: str, text: str, options: dict[str, Any]) -> dict[str, An
                          loop_thread_order(options["unroll"]))
     return {"status": "ok", "module": module.name, "ops": _ops(module),
             "fusions": [f.to_json() for f in results]}
+
+
+def _tiles(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
+    from .hlo import parse_hlo
+    from .tiling.propagation import analyze, propagate
+
+    module = parse_hlo(text, source, check_shapes=True)  # validated as `tile FILE` does
+    if not options["allow_unknown_opcodes"]:
+        check_opcodes(module, text, source)
+    name = options["computation"]
+    if name and name.removeprefix("%") not in module.computations:
+        raise UnsupportedError(f"no computation {name!r}")
+    root = module.entry.root
+    if name is None and (root.opcode != "fusion" or not root.called_computations):
+        raise ParseError(f"the entry's root {root.name} is not a fusion; name the computation "
+                         "to tile with --computation", root.line, root.column, source)
+    sym = analyze(module, name, keep_untiled=True)
+    sizes = options["tile_sizes"]
+    if sizes is None and sym.num_parameters and sym.entries:
+        raise UnsupportedError(f"{sym.computation} needs {sym.num_parameters} tile sizes "
+                               "(--tile-sizes)")
+    tiled = propagate(module, sym.computation, sizes or [], prove=bool(options["prove"]),
+                      timeout_ms=int(options["timeout_ms"]), analysis=sym, keep_untiled=True)
+    return {"status": "ok", "module": module.name, "ops": _ops(module),
+            "tiles": tiled.to_json()}
 
 
 def _indexing(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:

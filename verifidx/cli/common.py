@@ -282,6 +282,11 @@ def run_batch(args: argparse.Namespace, paths: list[str], options: dict[str, obj
 
 
 def _record_line(rec: dict[str, Any]) -> str:
+    if rec["status"] == "ok" and "tiles" in rec:
+        t = rec["tiles"]
+        proved = sum(1 for i in t["instructions"] if i["proof"] == "proved")
+        return (f"{rec['file']}: {t['computation']}: {len(t['instructions'])} tiles "
+                f"({proved} proved), {len(t['untiled'])} values without a tile")
     if rec["status"] == "ok" and "fusions" in rec:
         operands = [o for f in rec["fusions"] for o in f["operands"]]
         slow = sum(1 for o in operands if not o["coalesced"])

@@ -184,7 +184,8 @@ def _explain(which: str, rules: Sequence[Rule], form: str = "text") -> int:
 
 #: Other proven artefacts join the gate here (graph substitutions, `verifidx.cli.subst`): KIND
 #: (a plural noun, for the summary) -> a hook that gets (paths, proofs dir, reprove) and the
-#: keywords `cache`, `jobs` and `timeout_ms`, re-checks the files it owns, and returns their
+#: keywords `cache`, `jobs`, `timeout_ms`, `engine` (where its re-checks run, `--workers` /
+#: `--scheduler`) and `progress`, re-checks the files it owns, and returns their
 #: ProofResult records; files with a suffix in CHECK_SUFFIXES are not read as rule files.
 CHECK_HOOKS: dict[str, Callable[..., list[ProofResult]]] = {}
 CHECK_SUFFIXES: set[str] = set()
@@ -198,13 +199,15 @@ def _run_check(args: argparse.Namespace) -> int:
     paths = _paths(args, bundled=True)
     files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
     cache = None if args.no_cache else ProofCache()
+    where = engine(args)
     extra = {kind: hook(paths, args.proofs, args.reprove, cache=cache, jobs=args.jobs,
-                        timeout_ms=config.timeout_ms)
+                        timeout_ms=config.timeout_ms, engine=where,
+                        progress=show_progress(args.format))
              for kind, hook in CHECK_HOOKS.items()}
     if not any(rf.rules for rf in files) and not any(extra.values()):
         raise UsageError("no rules found")
     groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove, cache=cache,
-                                 engine=engine(args), progress=show_progress(args.format)),
+                                 engine=where, progress=show_progress(args.format)),
               **extra}
     results = [r for group in groups.values() for r in group]
     failures = _failures(results)

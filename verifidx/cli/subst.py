@@ -1,7 +1,8 @@
 """`verifidx subst prove|generate` and `verifidx optimize`; substitution files join `check`.
 
     verifidx subst prove [FILES] [--force] [--no-write] [--max-rank R] [--bound N]
-    verifidx subst generate [--ops OPS] [--depth 2] [--ranks 1,2,3] [--jobs N] [-o FILE]
+    verifidx subst generate [--ops OPS] [--depth 2] [--ranks 1,2,3] [--group-proofs N]
+                            [--jobs N | --workers N | --scheduler ADDRESS] [-o FILE]
     verifidx optimize FILE.hlo [--rules FILES] > optimized.hlo
 
 Exit codes: 0 success (every substitution proven), 1 a substitution is not proven, 2 usage or
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from ..rules.parser import default_rule_dir
 from ..subst.certificates import gate_results, prove_files
+from ..subst.generalize import GROUP_PROOFS
 from ..subst.prove import (
     DEFAULT_BOUND,
     DEFAULT_BOUNDED_RLIMIT,
@@ -25,9 +27,17 @@ from ..subst.prove import (
     DEFAULT_RLIMIT,
     PROVED,
 )
-from ..work import show_progress
+from ..work import Engine, show_progress
 from . import rules as rules_cli
-from .common import Parser, Subparsers, UsageError, add_command, read_text
+from .common import (
+    Parser,
+    Subparsers,
+    UsageError,
+    add_command,
+    add_engine_flags,
+    engine,
+    read_text,
+)
 
 
 def _default_paths(paths: list[str]) -> list[str | Path]:
@@ -66,10 +76,12 @@ def _configure_subst(p: argparse.ArgumentParser) -> None:
     ge.add_argument("--ranks", default="1,2,3",
                     help="input ranks to enumerate over (default: %(default)s)")
     ge.add_argument("--jobs", "-j", type=int, default=1,
-                    help="processes generalizing and proving groups (default 1)")
-    ge.add_argument("--group-seconds", type=float, default=20.0,
-                    help="time to generalize one group before proving its candidates at "
-                         "their concrete shapes (default %(default)s)")
+                    help="local processes generalizing and proving groups (default 1)")
+    add_engine_flags(ge)
+    ge.add_argument("--group-proofs", type=int, default=GROUP_PROOFS, metavar="N",
+                    help="prover calls one group may spend generalizing before its candidates "
+                         "are proven at their concrete shapes (a count, so the result does not "
+                         "depend on the machine; default %(default)s)")
     ge.add_argument("--depth", type=int, default=2, help="ops per graph (default 2)")
     ge.add_argument("--compare", metavar="FILE", action="append",
                     help="substitution files to rediscover (default: rules/*.subst)")
@@ -106,8 +118,11 @@ def _run_subst(args: argparse.Namespace) -> int:
         list(DEFAULT_OPS)
     if args.depth < 1 or args.depth > 3:
         raise UsageError("--depth takes 1, 2 or 3")
-    if args.jobs < 1 or args.group_seconds <= 0:
-        raise UsageError("--jobs and --group-seconds must be positive")
+    if args.jobs < 1 or args.group_proofs < 1:
+        raise UsageError("--jobs and --group-proofs must be positive")
+    where = engine(args)
+    if not where.on_dask:
+        where = Engine(processes=args.jobs)
     try:
         ranks = [int(r) for r in args.ranks.split(",") if r.strip()]
     except ValueError:
@@ -115,9 +130,9 @@ def _run_subst(args: argparse.Namespace) -> int:
     if not ranks or not set(ranks) <= {1, 2, 3}:
         raise UsageError("--ranks takes a comma-separated list of 1, 2, 3")
     result = generate(ops, args.depth, compare=args.compare or _default_paths([]),
-                      log=sys.stderr, jobs=args.jobs, ranks=ranks,
-                      group_seconds=args.group_seconds,
-                      progress=show_progress(args.format))
+                      log=sys.stderr, engine=where, ranks=ranks,
+                      group_proofs=args.group_proofs, progress=show_progress(args.format),
+                      per_group=args.format == "text")
     if args.output:
         Path(args.output).write_text(result.text(), encoding="utf-8")
     if args.format == "json":

@@ -2,6 +2,7 @@
 
     verifidx tile "(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 63]"
     verifidx tile fusion.hlo --tile-sizes 1,10 [--computation NAME] [--json] [--no-prove]
+    verifidx tile --batch DIR|FILE|@LIST ... --tile-sizes 1,10 -o OUT.jsonl [--workers N]
 
 docs/tiling.md has the JSON contract.
 
@@ -17,6 +18,7 @@ import argparse
 import json
 from typing import Any
 
+from ..batch import tile_options
 from ..syntax import parse_map
 from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
 from ..tiling.propagation import SymbolicTiling, analyze, propagate
@@ -26,20 +28,25 @@ from .common import (
     EXIT_FAILED,
     Subparsers,
     UsageError,
+    add_batch_flags,
     add_command,
     add_opcode_option,
+    engine,
     looks_like_hlo,
     read_file,
     read_hlo,
     read_text,
+    run_batch,
 )
 
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "tile", "symbolic tiles of a map, or the tiles of every value of a "
                                  "fusion, proven", _run)
-    p.add_argument("input", help="map text (or @file), or an HLO file (.hlo, or text that "
-                                 "starts, after comments, with HloModule or a computation)")
+    p.add_argument("input", nargs="+", metavar="INPUT",
+                   help="map text (or @file), or an HLO file (.hlo, or text that starts, after "
+                        "comments, with HloModule or a computation); with --batch: HLO files, "
+                        "directories, @LIST")
     p.add_argument("--tile-sizes", help="tile sizes of the root, comma-separated (HLO input); a "
                                         "dot root takes its contracting sizes first; empty (or "
                                         "left out) for a scalar root")
@@ -50,6 +57,7 @@ def register(sub: Subparsers) -> None:
                    help="skip the Z3 proofs (every proof is reported as unknown)")
     p.add_argument("--timeout-ms", type=int, default=5000, help="per solver query")
     add_opcode_option(p)
+    add_batch_flags(p)
 
 
 def _sizes(text: str | None, sym: SymbolicTiling) -> list[int]:
@@ -137,8 +145,31 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
     return code
 
 
+def _batch_sizes(text: str | None) -> list[int] | None:
+    """--tile-sizes of a batch: the same for every file (a file that needs another number of
+    them gets an error record)."""
+    if text is None:
+        return None
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--tile-sizes takes comma-separated integers, got {text!r}") from None
+    if any(s < 1 for s in sizes):
+        raise UsageError(f"--tile-sizes must be positive integers, got {text!r}")
+    return sizes
+
+
 def _run(args: argparse.Namespace) -> int:
-    arg = args.input
+    if args.timeout_ms < 1:
+        raise UsageError("--timeout-ms must be positive")
+    if args.batch:
+        return run_batch(args, args.input, tile_options(
+            _batch_sizes(args.tile_sizes), args.computation, not args.no_prove, args.timeout_ms,
+            args.allow_unknown_opcodes))
+    if len(args.input) != 1 or args.output:
+        raise UsageError("give one INPUT, or --batch (with --output) to tile several files")
+    engine(args)  # a usage check only: one input is one item, tiled here
+    arg = args.input[0]
     is_file = arg.endswith(".hlo") and not arg.startswith("@")
     if is_file:
         text, source = read_file(arg)

@@ -55,6 +55,7 @@ from verifidx.subst.prove import (
     strength_of,
 )
 from verifidx.version import __version__
+from verifidx.work import Engine, Progress, run
 
 FORMAT = 3  # 3: each Z3 obligation records its resource limit, and its query an explicit tactic
 ERROR = "error"
@@ -182,6 +183,7 @@ class _Recheck:
     budget: int  # the sum of their resource limits
     enumerations: list[tuple[Instance, int]]
     key: str  # in the proof cache
+    entry: dict[str, object]  # the certificate's, from which a worker rebuilds the plan
 
 
 def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, int, list[tuple[
@@ -275,12 +277,13 @@ def _run(job: _Recheck, timeout_ms: int | None, exe: str | None) -> None:
 
 def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
                 reprove: bool = False, recheck: bool = False, cache: ProofCache | None = None,
-                jobs: int = 1, timeout_ms: int | None = DEFAULT_TIMEOUT_MS
-                ) -> list[SubstProof]:
+                jobs: int = 1, timeout_ms: int | None = DEFAULT_TIMEOUT_MS,
+                engine: Engine | None = None, progress: bool = False) -> list[SubstProof]:
     """Every substitution must have a current certificate saying `proved`. With `recheck` (the
     gate), its queries and enumerations, rebuilt from the substitution's text, must prove it
-    again now (or did on this machine before, as the proof cache remembers); with `reprove`,
-    the whole proof runs again instead."""
+    again now (or did on this machine before, as the proof cache remembers), `jobs` at a time
+    here or on `engine` when it is a Dask cluster; with `reprove`, the whole proof runs again
+    instead."""
     results: list[SubstProof] = []
     todo: list[_Recheck] = []
     for f in substitution_files(paths):
@@ -308,37 +311,87 @@ def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
             results.append(res)
             if not recheck or res.verdict != PROVED:
                 continue
-            plan = _plan(s, entry)
-            if isinstance(plan, str):
-                res.verdict, res.strength = ERROR, None
-                res.message = f"{plan}; run verifidx subst prove --force"
+            job = _recheck_job(res, s, entry)
+            if job is None:
                 continue
-            script, checks, budget, enumerations = plan
-            key = cache_key(script + _enumeration_text(enumerations), s.normalized_text, 0,
-                            Z3_VERSION, _version())
-            if cache is not None and key in cache:
+            if cache is not None and job.key in cache:
                 res.recheck = "cache"
                 continue
-            todo.append(_Recheck(res, s, script, checks, budget, enumerations, key))
-    if todo:
-        exe = z3_binary()
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(lambda job: _run(job, timeout_ms, exe), todo))
-        for job in todo:
-            if cache is not None and job.result.recheck == "re-run":
-                cache.add(job.key)
+            todo.append(job)
+    with Progress(len(todo), "check substitutions", progress) as bar:
+        if engine is not None and engine.on_dask:
+            _on_engine(todo, timeout_ms, engine, bar)
+        elif todo:
+            exe = z3_binary()
+
+            def one(job: _Recheck) -> None:
+                _run(job, timeout_ms, exe)
+                bar.advance()
+
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                list(pool.map(one, todo))
+    for job in todo:
+        if cache is not None and job.result.recheck == "re-run":
+            cache.add(job.key)
     return results
+
+
+def _recheck_job(res: SubstProof, sub: Substitution, entry: dict[str, object]
+                 ) -> _Recheck | None:
+    """What must run again to believe the certificate's `proved` (None: the certificate is
+    refused, `res` says why)."""
+    plan = _plan(sub, entry)
+    if isinstance(plan, str):
+        res.verdict, res.strength = ERROR, None
+        res.message = f"{plan}; run verifidx subst prove --force"
+        return None
+    script, checks, budget, enumerations = plan
+    key = cache_key(script + _enumeration_text(enumerations), sub.normalized_text, 0,
+                    Z3_VERSION, _version())
+    return _Recheck(res, sub, script, checks, budget, enumerations, key, entry)
+
+
+def recheck_in_process(sub: Substitution, entry: dict[str, object], timeout_ms: int | None
+                       ) -> SubstProof:
+    """One certificate re-checked here, from the substitution and the certificate entry (the
+    worker side of a re-check on a cluster)."""
+    res = _from_entry(sub, entry)
+    job = _recheck_job(res, sub, entry) if res.verdict == PROVED else None
+    if job is not None:
+        _run(job, timeout_ms, z3_binary())
+    return res
+
+
+def _on_engine(todo: Sequence[_Recheck], timeout_ms: int | None, engine: Engine,
+               bar: Progress) -> None:
+    """The re-checks as work items (`verifidx.subst.items`); one no worker finished is
+    unknown with the reason, never proved."""
+    from verifidx.subst.items import counterexample, recheck_item, run_recheck
+
+    items = [recheck_item(job.sub, job.entry, timeout_ms) for job in todo]
+    for o in run(run_recheck, items, engine, bar):
+        res = todo[o.index].result
+        if o.text is None:
+            res.verdict, res.strength = UNKNOWN, None
+            res.message = f"re-checking the certificate did not finish (every try failed): " \
+                          f"{o.error or 'no answer'}"
+            continue
+        doc = json.loads(o.text)
+        res.verdict, res.strength, res.message = doc["verdict"], doc["strength"], doc["message"]
+        res.recheck, res.seconds = doc["recheck"], doc["seconds"]
+        res.counterexample = counterexample(doc["counterexample"])
 
 
 def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove: bool,
                  cache: ProofCache | None = None, jobs: int = 1,
-                 timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> list[ProofResult]:
+                 timeout_ms: int | None = DEFAULT_TIMEOUT_MS, engine: Engine | None = None,
+                 progress: bool = False) -> list[ProofResult]:
     """The substitution files among `paths` (and in its directories), re-checked, as the rule
     gate's ProofResult records (the hook `verifidx check` calls)."""
     found = [p for p in paths if Path(p).is_dir() or str(p).endswith(".subst")]
     out: list[ProofResult] = []
     for r in check_files(found, proofs, reprove, recheck=True, cache=cache, jobs=jobs,
-                         timeout_ms=timeout_ms):
+                         timeout_ms=timeout_ms, engine=engine, progress=progress):
         out.append(ProofResult(r.name, _display(Path(r.file)), r.line, r.verdict,
                                strength=r.strength, seconds=r.seconds,
                                message="" if r.verdict == PROVED else r.message,

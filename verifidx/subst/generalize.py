@@ -54,8 +54,10 @@ SIZE_NAMES = {"x": ("a", "b", "c"), "y": ("d", "e", "f"), "z": ("g", "h", "i")}
 _LIST_LETTERS = ("s", "l", "t", "u", "m", "k", "n", "w", "j", "o")
 _PERM_NAMES = ("p", "q", "p1", "q1")
 MAX_CONDITIONS = 12
-MAX_PROOFS_PER_GROUP = 150
-GROUP_BUDGET_S = 10.0
+GROUP_PROOFS = 150
+"""The prover calls one group may spend generalizing (the concrete fallback is not limited): a
+count, not seconds, so that the substitutions a group yields do not depend on the machine's
+load or on where the group ran."""
 
 Pair = tuple[Node, Node]
 Prover = Callable[[Substitution], SubstProof]
@@ -479,16 +481,14 @@ def _atoms(d: _Draft, equalities_first: bool) -> list[Condition]:
 
 
 class _Budget:
-    """The prover, counted, with a time budget for generalizing one group (the concrete
-    fallback is not limited)."""
+    """The prover, counted, with a budget of prover calls for generalizing one group."""
 
-    def __init__(self, prover: Prover, outcome: Outcome, seconds: float) -> None:
-        self.prover, self.outcome = prover, outcome
-        self.deadline = time.perf_counter() + seconds
+    def __init__(self, prover: Prover, outcome: Outcome, proofs: int) -> None:
+        self.prover, self.outcome, self.proofs = prover, outcome, proofs
 
     @property
     def expired(self) -> bool:
-        return time.perf_counter() > self.deadline or self.outcome.proofs > MAX_PROOFS_PER_GROUP
+        return self.outcome.proofs >= self.proofs
 
     def __call__(self, sub: Substitution) -> SubstProof:
         self.outcome.proofs += 1
@@ -600,11 +600,11 @@ def _lifted(sub: Substitution) -> str | None:
 
 
 def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int, ...]],
-               name: str, prover: Prover, budget_s: float = GROUP_BUDGET_S) -> Outcome:
+               name: str, prover: Prover, budget: int = GROUP_PROOFS) -> Outcome:
     """Steps 1-5 of the module docstring for one group, with its fallbacks."""
     out = Outcome()
     start = time.perf_counter()
-    run = _Budget(prover, out, budget_s)
+    run = _Budget(prover, out, budget)
     has_perm = any(m.op == "transpose" for m in pairs[0][0].nodes())
     tries: list[tuple[bool, list[list[Pair]]]] = []
     if has_perm:
@@ -637,8 +637,8 @@ def generalize(pairs: Sequence[Pair], rank: int, shapes: Mapping[str, tuple[int,
             out.seconds = time.perf_counter() - start
             return out
     for k, (lhs, rhs) in enumerate(remaining):
-        out.failures.append(f"{name}: no general form{' (time budget)' * run.expired} for "
-                            f"{lhs} => {rhs}")
+        spent = " (budget of prover calls spent)" if run.expired else ""
+        out.failures.append(f"{name}: no general form{spent} for {lhs} => {rhs}")
         conc = _concrete(lhs, rhs, shapes, f"{name}_c{k}")
         res = run(conc)
         if res.verdict == PROVED:

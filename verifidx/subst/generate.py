@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -45,17 +44,17 @@ from verifidx.subst.enumeration import (
     inp,
     input_shapes,
 )
-from verifidx.subst.generalize import GROUP_BUDGET_S, Outcome, Pair, generalize, skeleton
+from verifidx.subst.generalize import GROUP_PROOFS, Outcome, Pair, skeleton
 from verifidx.subst.instances import Instance, has_instance, sample
+from verifidx.subst.items import group_item, group_outcome, run_group
 from verifidx.subst.model import Node, Substitution
 from verifidx.subst.prove import UNKNOWN, SubstProof, prove
 from verifidx.subst.semantics import IllFormed
-from verifidx.work import Progress
+from verifidx.work import Engine, Progress, run
 
 SUPPORTED = ("transpose", "reshape", "slice", "concatenate", "reverse", "pad", "broadcast",
              "copy")
 DEFAULT_OPS = SUPPORTED
-GENERATION_TIMEOUT_MS = 2000
 GENERATION_ENUM_BOUND = 3
 
 
@@ -95,10 +94,10 @@ class Generated:
     rediscovered: list[Rediscovery] = field(default_factory=list)
     instances_of_shipped: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    slowest: list[str] = field(default_factory=list)  # the groups that took longest
+    slowest: list[str] = field(default_factory=list)  # the groups with the most prover calls
     seconds: float = 0.0
-    cpu_seconds: float = 0.0  # this process and its workers
-    jobs: int = 1
+    cpu_seconds: float = 0.0  # this process and its local pool (not Dask workers)
+    engine: str = "this process"
 
     @property
     def rediscovered_count(self) -> int:
@@ -183,17 +182,16 @@ def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -
     return pairs
 
 
-def _generalize_group(task: tuple[list[Pair], int, str], timeout_ms: int, enum_bound: int,
-                      group_seconds: float) -> Outcome:
-    pairs, rank, name = task
-    prover = functools.partial(_prove, timeout_ms=timeout_ms, enum_bound=enum_bound)
-    return generalize(pairs, rank, input_shapes(rank), name, prover, group_seconds)
+def prover(enum_bound: int) -> Callable[[Substitution], SubstProof]:
+    """The generator's prover: resource limits only (the wall-clock net is `prove`'s safety
+    net, far above them), so that its verdicts do not depend on the machine's load."""
+    return functools.partial(_prove, enum_bound=enum_bound)
 
 
-def _prove(sub: Substitution, timeout_ms: int, enum_bound: int) -> SubstProof:
+def _prove(sub: Substitution, enum_bound: int) -> SubstProof:
     """The prover; an exception inside it counts as unknown (never as proven)."""
     try:
-        return prove(sub, timeout_ms=timeout_ms, enum_bound=enum_bound)
+        return prove(sub, timeout_ms=None, enum_bound=enum_bound)
     except (ArithmeticError, IllFormed, KeyError) as err:
         return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
                           message=f"the prover failed: {type(err).__name__}: {err}")
@@ -208,11 +206,13 @@ def _ops_tree(n: Node) -> str:
 
 
 def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
-             log: TextIO | None = None, jobs: int = 1, ranks: Iterable[int] = (1, 2, 3),
-             timeout_ms: int = GENERATION_TIMEOUT_MS,
-             enum_bound: int = GENERATION_ENUM_BOUND,
-             group_seconds: float = GROUP_BUDGET_S, progress: bool = False) -> Generated:
-    """`progress`: a bar of the groups done on stderr (`verifidx.work.Progress`)."""
+             log: TextIO | None = None, engine: Engine | None = None,
+             ranks: Iterable[int] = (1, 2, 3), enum_bound: int = GENERATION_ENUM_BOUND,
+             group_proofs: int = GROUP_PROOFS, progress: bool = False,
+             per_group: bool = False) -> Generated:
+    """The groups are work items (`verifidx.subst.items`) run on `engine`; what is kept is
+    the same wherever they ran. `progress`: a bar of the groups done on stderr; `per_group`:
+    a line on `log` for each group as it completes (in order)."""
     unknown = [o for o in ops if o not in SUPPORTED]
     if unknown:
         raise UnsupportedError(f"generation over {unknown[0]} is not yet supported (supported: "
@@ -223,7 +223,8 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
     start = time.perf_counter()
     t0 = os.times()
     cpu0 = t0.user + t0.system + t0.children_user + t0.children_system
-    out = Generated(list(ops), depth, ranks, jobs=jobs)
+    engine = engine or Engine()
+    out = Generated(list(ops), depth, ranks, engine=engine.describe())
     tasks: list[tuple[list[Pair], int, str]] = []
     for rank in ranks:
         groups: dict[tuple[str, str], list[Pair]] = {}
@@ -236,24 +237,21 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
     if log:
         print(f"generate: {out.graphs} graphs, {out.classes} classes with equal maps, "
               f"{out.instances_generalized} candidates in {out.groups} groups to generalize "
-              f"and prove ({jobs} job{'s' * (jobs != 1)})", file=log)
-    work = functools.partial(_generalize_group, timeout_ms=timeout_ms, enum_bound=enum_bound,
-                             group_seconds=group_seconds)
+              f"and prove ({engine.describe()})", file=log, flush=True)
+    items = [group_item(pairs, rank, name, enum_bound, group_proofs)
+             for pairs, rank, name in tasks]
     outcomes: list[Outcome] = []
     with Progress(len(tasks), "generate", progress) as bar:
-        if jobs > 1:
-            with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-                for o in pool.imap(work, tasks, chunksize=1):
-                    outcomes.append(o)
-                    bar.advance()
-        else:
-            for task in tasks:
-                outcomes.append(work(task))
-                bar.advance()
+        for done in run(run_group, items, engine, bar):
+            pairs, _rank, name = tasks[done.index]
+            o = group_outcome(done.text, done.error, pairs, name)
+            outcomes.append(o)
+            if log and per_group:
+                bar.echo(_group_line(name, pairs, o), file=log)
     found: list[tuple[Substitution, list[Pair], int]] = []
-    slow = sorted(zip(outcomes, tasks), key=lambda ot: -ot[0].seconds)[:5]
-    out.slowest = [f"{t[2]} {o.seconds:.1f}s {o.proofs} proofs: {t[0][0][0]} => {t[0][0][1]}"
-                   for o, t in slow]
+    slow = sorted(zip(outcomes, tasks), key=lambda ot: -ot[0].proofs)[:5]
+    out.slowest = [f"{t[2]} {o.proofs} prover calls, {o.seconds:.1f}s: {t[0][0][0]} => "
+                   f"{t[0][0][1]}" for o, t in slow]
     for (_pairs, rank, _name), o in zip(tasks, outcomes):
         out.proven_general += len(o.general)
         out.proven_concrete += len(o.concrete)
@@ -269,6 +267,13 @@ def generate(ops: Sequence[str], depth: int, compare: Sequence[str | Path] = (),
     t = os.times()
     out.cpu_seconds = t.user + t.system + t.children_user + t.children_system - cpu0
     return out
+
+
+def _group_line(name: str, pairs: list[Pair], o: Outcome) -> str:
+    return (f"{name}: {len(o.general)} general, {len(o.concrete)} concrete, {o.refuted} refuted, "
+            f"{o.unknown} unknown; {o.proofs} prover calls, {o.seconds:.1f}s; "
+            f"{len(pairs)} candidate{'s' * (len(pairs) != 1)}, e.g. {pairs[0][0]} => "
+            f"{pairs[0][1]}")
 
 
 def _collect(found: list[tuple[Substitution, list[Pair], int]], out: Generated) -> None:
@@ -378,7 +383,7 @@ def report(g: Generated) -> str:
         f"  pruned, subsumed by a general one:   {g.pruned_subsumed}",
         f"kept:                                 {len(g.kept)}",
         f"time:                                 {g.seconds:.1f}s wall, {g.cpu_seconds:.1f}s "
-        f"CPU ({g.jobs} job{'s' * (g.jobs != 1)})",
+        f"CPU ({g.engine})",
         taso,
     ]
     if g.rediscovered:
@@ -404,7 +409,7 @@ def report(g: Generated) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    print(report(generate(DEFAULT_OPS, 2, log=sys.stderr, jobs=2)))
+    print(report(generate(DEFAULT_OPS, 2, log=sys.stderr, engine=Engine(processes=2))))
 
 
 __all__ = ["SUPPORTED", "Generated", "Rediscovery", "fingerprint", "generate", "report"]

@@ -316,6 +316,15 @@ def parse_substitutions(text: str, source: str = "<string>") -> list[Substitutio
     return out
 
 
+def parse_graph(text: str, source: str = "<string>") -> Node:
+    """One graph (`transpose(x, perm=[1, 0])`), as `str(Node)` prints it."""
+    t = _Tokens(text, source)
+    graph = _graph(t)
+    if t.peek:
+        t.fail(f"unexpected '{t.peek}' after the graph")
+    return graph
+
+
 def load_substitution_file(path: str | Path) -> list[Substitution]:
     p = Path(path)
     try:
