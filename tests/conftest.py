@@ -3,7 +3,6 @@ private to the test run."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -48,38 +47,15 @@ def _private_proof_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["VERIFIDX_CACHE_DIR"] = str(tmp_path_factory.mktemp("verifidx-cache"))
 
 
-def _tiling_counts() -> dict[str, dict[str, int]]:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Conformance tallies (per corpus and outcome) recorded by the tiling conformance tests."""
     import sys
 
     helper = sys.modules.get("tiling_conformance")
-    return getattr(helper, "COUNTS", None) or {}
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Under pytest-xdist a worker hands its conformance tallies to the controller in a file
-    beside the workers' temporary directories (only the controller writes the summary)."""
-    worker = getattr(session.config, "workerinput", None)
-    counts = _tiling_counts()
-    if worker is None or not counts:
-        return
-    root = session.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
-    (root / f"tiling-conformance-{worker['workerid']}.json").write_text(json.dumps(counts))
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Conformance tallies (per corpus and outcome) recorded by the tiling conformance tests."""
-    from collections import Counter
-
-    merged: dict[str, Counter[str]] = {}
-    root = terminalreporter.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    parts = [_tiling_counts()]
-    parts += [json.loads(f.read_text()) for f in sorted(root.glob("tiling-conformance-*.json"))]
-    for counts in parts:
-        for corpus, tally in counts.items():
-            merged.setdefault(corpus, Counter()).update(tally)
-    if not merged:
+    counts = getattr(helper, "COUNTS", None)
+    if not counts:
         return
     terminalreporter.section("tiling conformance")
-    for corpus in sorted(merged):
-        line = ", ".join(f"{k}: {v}" for k, v in sorted(merged[corpus].items()))
-        terminalreporter.write_line(f"{corpus}: {line}")
+    for corpus in sorted(counts):
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(counts[corpus].items()))
+        terminalreporter.write_line(f"{corpus}: {parts}")
