@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from verifidx.errors import VerifidxError
 from verifidx.rules.proof_cache import ProofCache, cache_key
@@ -32,7 +33,7 @@ from verifidx.rules.prover import ProofResult, run_query, z3_binary
 from verifidx.rules.results import budgeted
 from verifidx.smt_terms import Z3_VERSION, safety_net_ms
 from verifidx.subst.model import Substitution
-from verifidx.subst.parser import load_substitution_file, substitution_files
+from verifidx.subst.parser import load_substitution_file, parse_one, substitution_files
 from verifidx.subst.prove import (
     DEFAULT_TIMEOUT_MS,
     ENUMERATION,
@@ -364,10 +365,8 @@ def recheck_in_process(sub: Substitution, entry: dict[str, object], timeout_ms: 
 
 def _on_engine(todo: Sequence[_Recheck], timeout_ms: int | None, engine: Engine,
                bar: Progress) -> None:
-    """The re-checks as work items (`verifidx.subst.items`); one no worker finished is
+    """The re-checks as work items (`run_recheck` below); one no worker finished is
     unknown with the reason, never proved."""
-    from verifidx.subst.items import counterexample, recheck_item, run_recheck
-
     items = [recheck_item(job.sub, job.entry, timeout_ms) for job in todo]
     for o in run(run_recheck, items, engine, bar):
         res = todo[o.index].result
@@ -379,7 +378,7 @@ def _on_engine(todo: Sequence[_Recheck], timeout_ms: int | None, engine: Engine,
         doc = json.loads(o.text)
         res.verdict, res.strength, res.message = doc["verdict"], doc["strength"], doc["message"]
         res.recheck, res.seconds = doc["recheck"], doc["seconds"]
-        res.counterexample = counterexample(doc["counterexample"])
+        res.counterexample = _counterexample(doc["counterexample"])
 
 
 def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove: bool,
@@ -398,3 +397,38 @@ def gate_results(paths: Sequence[str | Path], proofs: str | Path | None, reprove
                                recheck={"re-run": "z3", "cache": "cache"}.get(str(r.recheck)),
                                strategy="substitution"))
     return out
+
+
+# -- re-checks as work items (`verifidx.work`) --------------------------------------------------
+
+
+def recheck_item(sub: Substitution, entry: dict[str, object], timeout_ms: int | None) -> str:
+    return json.dumps({"text": sub.normalized_text, "file": sub.file, "line": sub.line,
+                       "entry": entry, "timeout_ms": timeout_ms})
+
+
+def run_recheck(item: str) -> str:
+    """Worker side of a re-check: the plan rebuilt from the text and the certificate entry,
+    run; the verdict and what `verifidx check` reports of it."""
+    job = json.loads(item)
+    sub = parse_one(job["text"], job["file"], job["line"])
+    start = time.perf_counter()
+    res = recheck_in_process(sub, job["entry"], job["timeout_ms"])
+    cx = res.counterexample
+    return json.dumps({"verdict": res.verdict, "strength": res.strength,
+                       "message": res.message, "recheck": res.recheck,
+                       "seconds": time.perf_counter() - start,
+                       "counterexample": None if cx is None else cx.to_json()})
+
+
+def _counterexample(doc: dict[str, Any] | None) -> Counterexample | None:
+    if doc is None:
+        return None
+
+    def read(r: list[Any] | None) -> tuple[str, tuple[int, ...]] | None:
+        return None if r is None else (r[0], tuple(r[1]))
+
+    return Counterexample(dict(doc["sizes"]), {k: tuple(v) for k, v in doc["perms"].items()},
+                          {k: tuple(v) for k, v in doc["shapes"].items()},
+                          None if doc["index"] is None else tuple(doc["index"]),
+                          read(doc["lhs_read"]), read(doc["rhs_read"]), doc["reason"])

@@ -26,11 +26,10 @@ Counts are reported beside TASO's (743 substitutions from 44 axioms, 25 blacklis
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -48,8 +47,6 @@ from verifidx.subst.generalize import GROUP_PROOFS, Outcome, Pair, skeleton
 from verifidx.subst.instances import Instance, has_instance, sample
 from verifidx.subst.items import group_item, group_outcome, run_group
 from verifidx.subst.model import Node, Substitution
-from verifidx.subst.prove import UNKNOWN, SubstProof, prove
-from verifidx.subst.semantics import IllFormed
 from verifidx.work import Engine, Progress, run
 
 SUPPORTED = ("transpose", "reshape", "slice", "concatenate", "reverse", "pad", "broadcast",
@@ -180,21 +177,6 @@ def candidate_pairs(ops: Sequence[str], depth: int, rank: int, out: Generated) -
                 seen.add(key)
                 pairs.append((g, rep))
     return pairs
-
-
-def prover(enum_bound: int) -> Callable[[Substitution], SubstProof]:
-    """The generator's prover: resource limits only (the wall-clock net is `prove`'s safety
-    net, far above them), so that its verdicts do not depend on the machine's load."""
-    return functools.partial(_prove, enum_bound=enum_bound)
-
-
-def _prove(sub: Substitution, enum_bound: int) -> SubstProof:
-    """The prover; an exception inside it counts as unknown (never as proven)."""
-    try:
-        return prove(sub, timeout_ms=None, enum_bound=enum_bound)
-    except (ArithmeticError, IllFormed, KeyError) as err:
-        return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
-                          message=f"the prover failed: {type(err).__name__}: {err}")
 
 
 def _body(sub: Substitution) -> str:

@@ -1,32 +1,20 @@
-"""Generation groups and certificate re-checks of substitutions as work items (`verifidx.work`).
+"""Generation groups of `subst generate` as work items (`verifidx.work`).
 
 A generation group travels as its candidate pairs' text (the parser rebuilds the same graphs)
 and comes back as the proven substitutions' normalized text, each with the positions of the
 pairs it covers, and the group's counts. Every run goes through this text, in this process
 too, and the group's budget counts prover calls, never seconds, so what `subst generate`
 keeps is the same whatever ran where, how many workers there were and how loaded they were.
-
-A re-check travels as the substitution's text, its certificate entry and the safety net; the
-worker rebuilds the plan (the queries and enumerations) from them, as `verifidx check` does in
-process, and answers the verdict. An item that fails on every try is unknown, never proved.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import time
 from typing import Any
 
 from verifidx.subst.model import Node, Substitution
-from verifidx.subst.parser import parse_graph, parse_substitutions
-from verifidx.subst.prove import Counterexample
-
-
-def _substitution(text: str, file: str = "<generated>", line: int = 1) -> Substitution:
-    (sub,) = parse_substitutions(text + "\n", file)
-    return dataclasses.replace(sub, line=line)
-
+from verifidx.subst.parser import parse_graph, parse_one
+from verifidx.subst.prove import generation_prover
 
 # -- generation groups ---------------------------------------------------------------------------
 
@@ -43,14 +31,13 @@ def run_group(item: str) -> str:
     """Worker side: generalize and prove one group (`verifidx.subst.generalize`)."""
     from verifidx.subst.enumeration import input_shapes
     from verifidx.subst.generalize import generalize
-    from verifidx.subst.generate import prover
 
     job = json.loads(item)
     pairs = [(parse_graph(lhs, "<work item>"), parse_graph(rhs, "<work item>"))
              for lhs, rhs in job["pairs"]]
     where = {p: k for k, p in reversed(list(enumerate(pairs)))}
     o = generalize(pairs, job["rank"], input_shapes(job["rank"]), job["name"],
-                   prover(job["enum_bound"]), job["group_proofs"])
+                   generation_prover(job["enum_bound"]), job["group_proofs"])
 
     def found(subs: list[tuple[Substitution, list[Pair]]]) -> list[list[Any]]:
         return [[s.normalized_text, [where[p] for p in ps]] for s, ps in subs]
@@ -72,45 +59,8 @@ def group_outcome(text: str | None, error: str | None, pairs: list[Pair], name: 
     doc = json.loads(text)
 
     def found(entries: list[list[Any]]) -> list[tuple[Substitution, list[Pair]]]:
-        return [(_substitution(t), [pairs[k] for k in ks]) for t, ks in entries]
+        return [(parse_one(t), [pairs[k] for k in ks]) for t, ks in entries]
 
     return Outcome(general=found(doc["general"]), concrete=found(doc["concrete"]),
                    refuted=doc["refuted"], unknown=doc["unknown"], proofs=doc["proofs"],
                    seconds=doc["seconds"], failures=list(doc["failures"]))
-
-
-# -- certificate re-checks -----------------------------------------------------------------------
-
-
-def recheck_item(sub: Substitution, entry: dict[str, object], timeout_ms: int | None) -> str:
-    return json.dumps({"text": sub.normalized_text, "file": sub.file, "line": sub.line,
-                       "entry": entry, "timeout_ms": timeout_ms})
-
-
-def run_recheck(item: str) -> str:
-    """Worker side of a re-check: the plan rebuilt from the text and the certificate entry,
-    run; the verdict and what `verifidx check` reports of it."""
-    from verifidx.subst.certificates import recheck_in_process
-
-    job = json.loads(item)
-    sub = _substitution(job["text"], job["file"], job["line"])
-    start = time.perf_counter()
-    res = recheck_in_process(sub, job["entry"], job["timeout_ms"])
-    cx = res.counterexample
-    return json.dumps({"verdict": res.verdict, "strength": res.strength,
-                       "message": res.message, "recheck": res.recheck,
-                       "seconds": time.perf_counter() - start,
-                       "counterexample": None if cx is None else cx.to_json()})
-
-
-def counterexample(doc: dict[str, Any] | None) -> Counterexample | None:
-    if doc is None:
-        return None
-
-    def read(r: list[Any] | None) -> tuple[str, tuple[int, ...]] | None:
-        return None if r is None else (r[0], tuple(r[1]))
-
-    return Counterexample(dict(doc["sizes"]), {k: tuple(v) for k, v in doc["perms"].items()},
-                          {k: tuple(v) for k, v in doc["shapes"].items()},
-                          None if doc["index"] is None else tuple(doc["index"]),
-                          read(doc["lhs_read"]), read(doc["rhs_read"]), doc["reason"])

@@ -13,6 +13,7 @@ carry the file, line and column.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -314,6 +315,13 @@ def parse_substitutions(text: str, source: str = "<string>") -> list[Substitutio
         seen[sub.name] = sub.line
         out.append(sub)
     return out
+
+
+def parse_one(text: str, file: str = "<generated>", line: int = 1) -> Substitution:
+    """A substitution that travelled as its normalized text (a work item), with the file and
+    line it came from, so that messages about it point where the user wrote it."""
+    (sub,) = parse_substitutions(text + "\n", file)
+    return dataclasses.replace(sub, line=line)
 
 
 def parse_graph(text: str, source: str = "<string>") -> Node:

@@ -26,10 +26,11 @@ queries through the rule prover's script runner: it never imports Z3.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -566,3 +567,18 @@ def prove(sub: Substitution, max_rank: int = DEFAULT_MAX_RANK, bound: int = DEFA
     return done(PROVED, strength=strength_of(sub, obligations, max_rank),
                 message=f"{count} instance{'s' * (count != 1)} (ranks and permutations): "
                         f"{how}")
+
+
+def generation_prover(enum_bound: int) -> Callable[[Substitution], SubstProof]:
+    """The generator's prover: resource limits only (the wall-clock net is `prove`'s safety
+    net, far above them), so that its verdicts do not depend on the machine's load."""
+    return functools.partial(_prove_or_unknown, enum_bound=enum_bound)
+
+
+def _prove_or_unknown(sub: Substitution, enum_bound: int) -> SubstProof:
+    """The prover; an exception inside it counts as unknown (never as proven)."""
+    try:
+        return prove(sub, timeout_ms=None, enum_bound=enum_bound)
+    except (ArithmeticError, IllFormed, KeyError) as err:
+        return SubstProof(sub.name, sub.file, sub.line, UNKNOWN,
+                          message=f"the prover failed: {type(err).__name__}: {err}")
