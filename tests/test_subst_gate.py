@@ -289,6 +289,21 @@ def test_every_committed_substitution_query_rechecks_with_the_z3_executable(
         assert out.stdout.split() == ["unsat"], (name, query[:300])
 
 
+def test_the_shipped_certificates_recheck_without_the_z3_executable(monkeypatch) -> None:
+    """Where no `z3` executable of this Z3 version is found (a wheel installed beside another
+    environment's z3-solver), the gate runs the queries in this process: same verdicts. Failed
+    before each query got a context of its own: reshape_reshape's 13th query ran out of its
+    resource limit after twelve others in one context, and the installed wheel's gate said
+    unknown."""
+    from verifidx.subst import certificates
+
+    monkeypatch.setattr(certificates, "z3_binary", lambda: None)
+    results = certificates.check_files([REPO / "rules" / "data_movement.subst"], recheck=True)
+    assert len(results) == len(SHIPPED["substitutions"])
+    assert {(r.name, r.verdict) for r in results if r.verdict != "proved"} == set()
+    assert all(r.recheck == "re-run" for r in results)
+
+
 def test_check_json_lists_rules_and_substitutions_apart(tmp_path: Path, capsys) -> None:
     path, _ = _setup(tmp_path, SMALL)
     (path.parent / "m.rules").write_text("rule add_zero: x + 0 => x\n")

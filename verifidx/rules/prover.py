@@ -363,11 +363,19 @@ def z3_binary() -> str | None:
     return exe if f"version {Z3_VERSION} " in out.stdout + " " else None
 
 
+RESET = "(reset)\n"
+
+
 def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
     """The answers of a stored query (which sets its own resource limit: `budgeted`) as stock
     Z3 gives them: the `z3` executable when `exe` is given (a process of its own, so queries run
     in parallel), else Z3's command interpreter in this process, one at a time. `timeout_ms` is
-    the wall-clock net of the whole run (`safety_net_ms` of its total budget)."""
+    the wall-clock net of the whole run (`safety_net_ms` of its total budget).
+
+    In this process each query between `(reset)`s gets a Z3 context of its own, as it had when
+    it was proved: `(reset)` in a shared context does not give back everything a query leaves
+    (a bundled substitution's 13th query ran out of its resource limit after twelve others in
+    one context, and answered unsat alone and in the `z3` executable)."""
     if exe is not None:
         try:
             out = subprocess.run([exe, f"-T:{max(1, timeout_ms // 1000)}", "-in"], input=text,
@@ -376,8 +384,7 @@ def run_query(text: str, timeout_ms: int, exe: str | None = None) -> list[str]:
             return ["unknown"]
         return _ANSWER.findall(out.stdout)
     with _IN_PROCESS:
-        run = ScriptRun(0, timeout_ms)
-        return run.run(text)
+        return [a for part in text.split(RESET) for a in ScriptRun(0, timeout_ms).run(part)]
 
 
 def _values(run: ScriptRun, leaves: Mapping[str, z3.ArithRef]) -> dict[str, int] | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from verifidx.errors import VerifidxError
 from verifidx.rules.proof_cache import ProofCache, cache_key
-from verifidx.rules.prover import ProofResult, run_query, z3_binary
+from verifidx.rules.prover import RESET, ProofResult, run_query, z3_binary
 from verifidx.rules.results import budgeted
 from verifidx.smt_terms import Z3_VERSION, safety_net_ms
 from verifidx.subst.model import Substitution
@@ -235,7 +235,7 @@ def _plan(sub: Substitution, entry: dict[str, object]) -> tuple[str, int, int, l
     if entry.get("strength") != strength_of(sub, obligations, max_rank):
         return (f"the certificate's strength {entry.get('strength')!r} is not what its "
                 f"obligations prove ({strength_of(sub, obligations, max_rank)!r})")
-    script = "(reset)\n".join(queries)  # (reset) also resets the options: each query sets its own
+    script = RESET.join(queries)  # (reset) also resets the options: each query sets its own
     return script, len(queries), budget, enumerations
 
 
