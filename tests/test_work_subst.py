@@ -145,6 +145,30 @@ def test_substitution_rechecks_answer_the_same_on_the_cluster(
     assert here[0] == 0 and [r["verdict"] for r in here[1]] == ["proved", "proved"]
 
 
+def test_check_with_workers_starts_one_cluster_for_rules_and_substitutions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import verifidx.work as work
+
+    path, _cert = _setup(tmp_path, SMALL)
+    (path.parent / "m.rules").write_text("rule add_zero: x + 0 => x\n")
+    assert main(["prove", str(path.parent / "m.rules")]) == 0
+    started = []
+    real = work._local_cluster
+
+    def counted(engine: Engine) -> object:
+        started.append(engine.workers)
+        return real(engine)
+
+    monkeypatch.setattr(work, "_local_cluster", counted)
+    capsys.readouterr()
+    assert main(["check", "--no-cache", "--format", "json", "--workers", "2",
+                 str(path.parent)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert started == [2]  # rules and substitutions re-checked on the same two workers
+    assert [r["verdict"] for r in doc["rules"] + doc["substitutions"]] == ["proved"] * 3
+
+
 @pytest.mark.parametrize("text, method, strength, why", [
     (WRONG_Z3, "z3", "all sizes", "Z3 finds one of its queries satisfiable"),
     (WRONG_ENUM, "enumeration", "sizes <= 4", "the enumeration of sizes <= 4 finds at shapes"),

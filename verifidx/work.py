@@ -14,10 +14,12 @@ unknown with that reason, never as a result.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .errors import UnsupportedError
@@ -48,6 +50,7 @@ class Engine:
     processes: int = 0
     retries: int = 2  # tries after the first, for an item that raised or lost its worker
     memory_limit: str = "auto"  # per local worker; beyond it the nanny restarts the worker
+    shared: Any = field(default=None, compare=False)  # a `_SharedCluster` (`shared`)
 
     @property
     def in_process(self) -> bool:
@@ -126,25 +129,68 @@ def _in_pool(task: Task, items: Sequence[str], processes: int) -> Iterator[Outco
                 Outcome(where[fut], None, _reason(err))
 
 
+def _config(engine: Engine) -> Any:
+    """A worker holds only the item it runs (saturation 1.0), so that a worker that dies takes
+    no innocent queued item down with it (Dask counts those as suspects too)."""
+    import dask
+
+    return dask.config.set({"distributed.scheduler.allowed-failures": engine.retries,
+                            "distributed.scheduler.worker-saturation": 1.0})
+
+
+def _local_cluster(engine: Engine) -> Any:
+    import logging
+
+    from distributed import LocalCluster
+
+    with _config(engine):
+        return LocalCluster(n_workers=engine.workers, threads_per_worker=1, processes=True,
+                            memory_limit=engine.memory_limit, dashboard_address=":0",
+                            silence_logs=logging.CRITICAL)
+
+
+class _SharedCluster:
+    """A local cluster started on first use and kept for the rest of a command."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.cluster: Any = None
+
+    def address(self) -> str:
+        if self.cluster is None:
+            self.cluster = _local_cluster(self.engine)
+        return str(self.cluster.scheduler_address)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+@contextlib.contextmanager
+def shared(engine: Engine) -> Iterator[Engine]:
+    """One local cluster for every run of a command that runs items more than once (`check`
+    re-checks rules, then substitutions), started only if some run has items."""
+    if not engine.workers or engine.scheduler:
+        yield engine
+        return
+    cluster = _SharedCluster(engine)
+    try:
+        yield dataclasses.replace(engine, shared=cluster)
+    finally:
+        cluster.close()
+
 def _on_dask(task: Task, items: Sequence[str], engine: Engine) -> Iterator[Outcome]:
     """Completion order. `allowed-failures` is how many workers an item may take down (Dask
     then raises KilledWorker for it); `retries` is how often an item that raised runs again."""
-    import logging
+    from distributed import Client, as_completed
 
-    import dask
-    from distributed import Client, LocalCluster, as_completed
-
-    # a worker holds only the item it runs (saturation 1.0), so that a worker that dies takes
-    # no innocent queued item down with it (Dask counts those as suspects too)
-    with dask.config.set({"distributed.scheduler.allowed-failures": engine.retries,
-                          "distributed.scheduler.worker-saturation": 1.0}):
+    with _config(engine):
         cluster = None
-        if engine.scheduler:
-            client = Client(engine.scheduler, set_as_default=False)
+        if engine.scheduler or engine.shared is not None:
+            address = engine.scheduler or engine.shared.address()
+            client = Client(address, set_as_default=False)
         else:
-            cluster = LocalCluster(n_workers=engine.workers, threads_per_worker=1,
-                                   processes=True, memory_limit=engine.memory_limit,
-                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+            cluster = _local_cluster(engine)
             client = Client(cluster, set_as_default=False)
         try:
             futures = client.map(task, list(items), retries=engine.retries, pure=False)

@@ -28,7 +28,7 @@ from ..rules.store import (
     summary,
 )
 from ..rules.suggest import suggest
-from ..work import echo, show_progress
+from ..work import echo, shared, show_progress
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -199,16 +199,17 @@ def _run_check(args: argparse.Namespace) -> int:
     paths = _paths(args, bundled=True)
     files = load_files([p for p in paths if Path(p).suffix not in CHECK_SUFFIXES], args.proofs)
     cache = None if args.no_cache else ProofCache()
-    where = engine(args)
-    extra = {kind: hook(paths, args.proofs, args.reprove, cache=cache, jobs=args.jobs,
-                        timeout_ms=config.timeout_ms, engine=where,
-                        progress=show_progress(args.format))
-             for kind, hook in CHECK_HOOKS.items()}
-    if not any(rf.rules for rf in files) and not any(extra.values()):
-        raise UsageError("no rules found")
-    groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove, cache=cache,
-                                 engine=where, progress=show_progress(args.format)),
-              **extra}
+    with shared(engine(args)) as where:
+        extra = {kind: hook(paths, args.proofs, args.reprove, cache=cache, jobs=args.jobs,
+                            timeout_ms=config.timeout_ms, engine=where,
+                            progress=show_progress(args.format))
+                 for kind, hook in CHECK_HOOKS.items()}
+        if not any(rf.rules for rf in files) and not any(extra.values()):
+            raise UsageError("no rules found")
+        groups = {RULES: check_files(files, config, args.jobs, reprove=args.reprove,
+                                     cache=cache, engine=where,
+                                     progress=show_progress(args.format)),
+                  **extra}
     results = [r for group in groups.values() for r in group]
     failures = _failures(results)
     if args.format == "json":
