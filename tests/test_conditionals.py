@@ -329,3 +329,15 @@ def test_stablehlo_if_against_xla() -> None:
     assert conditional.attributes.keys() >= {"true_computation", "false_computation"}
     for direction in ("out2in", "in2out"):
         assert claimed(m, direction) == seen
+
+
+def test_a_tuple_operand_has_maps_per_leaf_only_in_the_computation() -> None:
+    """One list of maps per operand cannot say which leaf of a tuple a map reads: the per-op
+    maps of such an operand are unknown with the reason, the entry's maps (leaf by leaf) are
+    known (`test_jax_program_against_perturbation`)."""
+    m = program("cond", "hlo")
+    (conditional,) = [i for i in m.entry.instructions if i.opcode == "conditional"]
+    ind = op_output_to_input(conditional, m, 0)
+    assert not ind.maps[0][0].is_undefined
+    assert all(g[0].is_undefined for g in ind.maps[1:])
+    assert any("is a tuple: its maps are per leaf" in n for n in ind.notes)

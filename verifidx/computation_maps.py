@@ -680,6 +680,15 @@ def _selector_i2o(inst: HloInstruction, leaf: int) -> OperandIndexing:
     return to_all((), static_dims(inst.shape.leaves()[leaf]))
 
 
+def _per_leaf(ctx: OpContext, j: int) -> str | None:
+    """Why a conditional's operand `j` has no per-op map: a tuple's maps go to its leaves, which
+    one list per operand cannot tell apart (the computation walk routes them leaf by leaf)."""
+    if ctx.opcode == "conditional" and ctx.operand_shapes[j].is_tuple:
+        return (f"operand {j} of {ctx.instruction.name} is a tuple: its maps are per leaf, in "
+                "the maps of the computation that holds it")
+    return None
+
+
 def called_output_to_input(ctx: OpContext, output_id: int) -> list[Maps]:
     groups: list[Maps] = [[] for _ in range(ctx.num_operands)]
     if ctx.opcode == "conditional":
@@ -687,7 +696,9 @@ def called_output_to_input(ctx: OpContext, output_id: int) -> list[Maps]:
     for first, body in called_bodies(ctx.module, ctx.instruction, ctx.operand_shapes):
         ci = computation_indexing(ctx.module, body, "out2in")
         for p in range(len(body.parameters)):
-            groups[first + p] = list(ci.maps_for(output_id, p))
+            why = _per_leaf(ctx, first + p)
+            groups[first + p] = [OperandIndexing.undefined(why)] if why else \
+                list(ci.maps_for(output_id, p))
     return groups
 
 
@@ -696,6 +707,9 @@ def called_input_to_output(ctx: OpContext, input_id: int) -> list[Maps]:
     bodies = called_bodies(ctx.module, ctx.instruction, ctx.operand_shapes)
     if ctx.opcode == "conditional" and input_id == 0:
         return [[_selector_i2o(ctx.instruction, o)] for o in range(n_out)]
+    why = _per_leaf(ctx, input_id)
+    if why:
+        return [[OperandIndexing.undefined(why)] for _ in range(n_out)]
     for first, body in bodies:
         if first <= input_id < first + len(body.parameters):
             ci = computation_indexing(ctx.module, body, "in2out")
