@@ -17,6 +17,7 @@ changed is the set of reads. Two oracles, both independent of the code under tes
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -341,3 +342,27 @@ def test_a_tuple_operand_has_maps_per_leaf_only_in_the_computation() -> None:
     assert not ind.maps[0][0].is_undefined
     assert all(g[0].is_undefined for g in ind.maps[1:])
     assert any("is a tuple: its maps are per leaf" in n for n in ind.notes)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_indexing_command_has_no_unknown_map(form: str, tmp_path: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`verifidx indexing --json` of the switch program: every computation (the entry, each
+    branch) is reported with known maps."""
+    from verifidx.cli import main
+
+    lowered = jax.jit(switch).lower(*_bases("switch")[0])
+    text = {"hlo": lowered.as_text(dialect="hlo"), "optimized": lowered.compile().as_text(),
+            "stablehlo": lowered.as_text()}[form]
+    path = tmp_path / ("main.mlir" if form == "stablehlo" else "main.hlo")
+    path.write_text(text)
+    assert main(["indexing", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    module = parse_stablehlo(text) if form == "stablehlo" else parse_hlo(text)
+    (conditional,) = [i for c in module.computations.values() for i in c.instructions
+                      if i.opcode == "conditional"]
+    names = {c["name"] for c in doc["computations"]}
+    assert len(conditional.called_computations) == 3
+    assert {*conditional.called_computations, module.entry.name} <= names
+    operands = [p for c in doc["computations"] for o in c["outputs"] for p in o["operands"]]
+    assert operands and all(m != "UNDEFINED" for p in operands for m in p["maps"])

@@ -512,3 +512,32 @@ def test_an_unsupported_root_is_one_no_tile_and_nothing_else(
     doc = json.loads(out)
     assert code == 1 and doc["constraints"] is None and doc["instructions"] == []
     assert [u["name"] for u in doc["untiled"]] == ["s"]
+
+
+WINDOWS = {
+    "padded reduce-window": ("f32[16,8] reduce-window(p0, z), window={size=3x1 pad=1_1x0_0}, "
+                             "to_apply=add", "f32[16,8]", "4,8",
+                             "the map has constraints a tile cannot express: d0 + s0 in [1, 16]"),
+    "sliding reduce-window": ("f32[14,8] reduce-window(p0, z), window={size=3x1}, to_apply=add",
+                              "f32[14,8]", "4,8", "do not nest"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WINDOWS))
+def test_window_operands_are_no_tile_with_the_reason(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str) -> None:
+    """A window of more than one element, padded or not, has no symbolic tile (nor in XLA): the
+    operand is an untiled entry with the reason; the root and the init value keep theirs."""
+    root, shape, sizes, why = WINDOWS[case]
+    p = tmp_path / "window.hlo"
+    p.write_text("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                 "  ROOT c = f32[] add(a, b)\n}\nfusion {\n  p0 = f32[16,8] parameter(0)\n"
+                 f"  z = f32[] constant(0)\n  ROOT r = {root}\n}}\nENTRY main {{\n"
+                 f"  p0 = f32[16,8] parameter(0)\n  ROOT f = {shape} fusion(p0), kind=kLoop, "
+                 "calls=fusion\n}\n")
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", sizes, "--json")
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert {i["name"] for i in doc["instructions"]} == {"r", "z"}
+    (untiled,) = doc["untiled"]
+    assert untiled["name"] == "p0" and why in untiled["reason"]
