@@ -366,3 +366,22 @@ def test_indexing_command_has_no_unknown_map(form: str, tmp_path: Any,
     assert {*conditional.called_computations, module.entry.name} <= names
     operands = [p for c in doc["computations"] for o in c["outputs"] for p in o["operands"]]
     assert operands and all(m != "UNDEFINED" for p in operands for m in p["maps"])
+
+
+def test_stablehlo_case_of_symbolic_size_keeps_the_size() -> None:
+    """`jax.export` with a symbolic size `b`: the branches' results have size `b`, so the
+    conditional's has too (not a fresh size of its own), and the maps are known at every `b`."""
+    from jax import export
+
+    def f(p: Any, x: Any) -> Any:
+        return lax.cond(p > 0, lambda a: a * 2.0, lambda a: a + 1.0, x)
+
+    (b,) = export.symbolic_shape("b")
+    exported = export.export(jax.jit(f))(jax.ShapeDtypeStruct((), F),
+                                         jax.ShapeDtypeStruct((b,), F))
+    m = parse_stablehlo(exported.mlir_module())
+    found = output_to_input(m, m.entry)
+    assert isinstance(found, dict)
+    maps = [mm for ms in found[m.entry.name][0].values() for mm in ms]
+    assert maps and not any(mm.is_undefined for mm in maps)
+    assert all(str(mm).startswith("(d0)<b> -> ") for mm in maps), [str(mm) for mm in maps]

@@ -407,10 +407,12 @@ class Converter:
         self.computations[body.name] = comp
         return sizes, ints
 
-    def branch(self, region: Any, around: _Function, captured: Sequence[tuple[Any, str]]) -> str:
-        """A branch of `if`/`case` as a computation of its own. Its regions take no arguments
-        and use values of the function around them; HLO passes them in: the one parameter
-        holds the `captured` values (value, name around), a tuple of them unless there is one."""
+    def branch(self, region: Any, around: _Function, captured: Sequence[tuple[Any, str]]
+               ) -> tuple[str, list[tuple[Size, ...]]]:
+        """A branch of `if`/`case` as a computation of its own, and the sizes of its results.
+        Its regions take no arguments and use values of the function around them; HLO passes
+        them in: the one parameter holds the `captured` values (value, name around), a tuple of
+        them unless there is one."""
         self.region_count += 1
         name = f"{around.name}.region{self.region_count}"
         body = _Function(self, name, around)
@@ -430,8 +432,8 @@ class Converter:
             body.define(value, inner, sizes)
             if value in around.ints:
                 body.ints[value] = around.ints[value]
-        self.finish(body, *self.operations(body, region.blocks[0]))
-        return name
+        results, _ints = self.finish(body, *self.operations(body, region.blocks[0]))
+        return name, results
 
     def region(self, region: Any, around: _Function, packed: bool = False) -> str:
         """A region (reduce body, comparator, ...) as a computation of its own; `packed`: its
@@ -993,14 +995,20 @@ class OpConverter:
     def _branches(self, attributes: Any) -> None:
         operands = [self.fn.operand(self.op.operands[0], self.op.operation)]
         names: list[str] = []
+        results: list[list[tuple[Size, ...]]] = []
         for region in self.op.regions:
             captured = [(v, self.fn.operand(v, self.op.operation)) for v in _captured(region)]
             outer = [n for _v, n in captured]
             operands.append(outer[0] if len(outer) == 1 else self.fn.emit(
                 self.fn.fresh(f"{self.short}.operands"), "tuple",
                 Shape.tuple_of(*(self.fn.shapes[n] for n in outer)), outer))
-            names.append(self.conv.branch(region, self.fn, captured))
-        self.multi("conditional", operands, None, **attributes(names))
+            name, sizes = self.conv.branch(region, self.fn, captured)
+            names.append(name)
+            results.append(sizes)
+        # a result's sizes are known where every branch gives it the same ones
+        inferred: list[Sequence[Size | None] | None] = [
+            list(per[0]) if all(x == per[0] for x in per) else None for per in zip(*results)]
+        self.multi("conditional", operands, inferred, **attributes(names))
 
     def op_select(self) -> None:
         inferred = list(self.in_sizes(1))
