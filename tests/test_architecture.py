@@ -188,7 +188,7 @@ def test_called_computations_reach_the_analysis_through_their_seam(
     got = output_to_input("f", module)
     assert [str(m.map) for m in got[0]] == ["(d0, d1) -> (d1, d0), domain: d0 in [0, 5], "
                                             "d1 in [0, 3]"]
-    monkeypatch.setattr(verifidx.hlo.ops.called, "_called", None)
+    monkeypatch.setattr(verifidx.hlo.ops.called, "_called", {})
     unknown = output_to_input("f", module)
     assert unknown[0][0].is_undefined
     assert any("verifidx.computation_maps" in n for n in unknown.notes)

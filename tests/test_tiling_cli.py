@@ -3,6 +3,7 @@ one-line errors with exit 2."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -407,3 +408,136 @@ ENTRY e {
     # 4-byte elements, 64-byte transactions: a warp's 128 contiguous bytes need 2
     code, out, _ = run(capsys, "coalescing", str(p), "--json", "--transaction-bytes", "64")
     assert json.loads(out)["fusions"][0]["operands"][0]["transactions_per_warp"] == 2
+
+
+VARIADIC = """HloModule m
+
+argmax {
+  a0 = f32[] parameter(0)
+  a1 = s32[] parameter(1)
+  b0 = f32[] parameter(2)
+  b1 = s32[] parameter(3)
+  ge = pred[] compare(a0, b0), direction=GE
+  m0 = f32[] select(ge, a0, b0)
+  m1 = s32[] select(ge, a1, b1)
+  ROOT t = (f32[], s32[]) tuple(m0, m1)
+}
+
+fusion {
+  p0 = f32[6,5] parameter(0)
+  p1 = s32[6,5] parameter(1)
+  c0 = f32[] constant(-inf)
+  c1 = s32[] constant(0)
+  ROOT r = (f32[5], s32[5]) reduce(p0, p1, c0, c1), dimensions={0}, to_apply=argmax
+}
+
+ENTRY main {
+  p0 = f32[6,5] parameter(0)
+  p1 = s32[6,5] parameter(1)
+  ROOT fusion = (f32[5], s32[5]) fusion(p0, p1), kind=kLoop, calls=fusion
+}
+"""
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_variadic_reduce_root_tiles_cover_what_every_output_reads(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, size: int) -> None:
+    """Brute force, apart from the maps: output element j of either output of the reduce over
+    dimension 0 reads column j of both operands and both init values. Every program's tile of
+    each operand holds exactly what its output tile reads (the last tile clipped)."""
+    p = tmp_path / "variadic.hlo"
+    p.write_text(VARIADIC)
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", str(size), "--json")
+    assert code == 0 and err == "", out
+    doc = json.loads(out)
+    assert doc["untiled"] == []
+    programs = -(-5 // size)
+    for t in doc["instructions"]:
+        assert t["proof"] == "proved" and t["exact"], t
+        offsets = t["tile_offsets_indexing"]
+        for pid in range(programs):
+            columns = set(range(pid * size, min(5, (pid + 1) * size)))
+            want = {(i, j) for i in range(6) for j in columns} if t["name"] in ("p0", "p1") \
+                else {(j,) for j in columns} if t["name"] == "r" else {()}
+            start = _evaluate(offsets, pid)
+            held = {tuple(o + s * k for o, s, k in zip(start, t["tile_strides"], ks))
+                    for ks in itertools.product(*(range(n) for n in t["tile_sizes"]))}
+            assert want <= held, (t["name"], pid)
+            assert {x for x in held if all(0 <= a < n for a, n in
+                                           zip(x, (6, 5) if len(x) == 2 else (5,)))} == want
+
+
+def _evaluate(offsets: str, pid: int) -> tuple[int, ...]:
+    from verifidx.syntax import parse_map
+    return tuple(parse_map(offsets).evaluate([pid]))
+
+
+SORT_ROOT = """HloModule m
+
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+
+fusion {
+  p0 = f32[8] parameter(0)
+  p1 = s32[8] parameter(1)
+  ROOT s = (f32[8], s32[8]) sort(p0, p1), dimensions={0}, to_apply=cmp
+}
+
+ENTRY main {
+  p0 = f32[8] parameter(0)
+  p1 = s32[8] parameter(1)
+  ROOT fusion = (f32[8], s32[8]) fusion(p0, p1), kind=kLoop, calls=fusion
+}
+"""
+
+
+def test_an_unsupported_root_is_one_no_tile_and_nothing_else(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A root of tuple shape other than a variadic reduce is not analysed: its reason, and no
+    program count or constraints (none were computed; JSON `constraints` is null)."""
+    p = tmp_path / "sort.hlo"
+    p.write_text(SORT_ROOT)
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "4")
+    assert code == 1 and err == ""
+    assert out.splitlines() == [
+        "computation fusion, tile sizes [4]",
+        "s = sort (f32[8], s32[8]): no tile: fusion: a root of tuple shape (sort s) is not yet "
+        "supported (only a variadic reduce is)"]
+    code, out, _ = run(capsys, "tile", str(p), "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["constraints"] is None and doc["instructions"] == []
+    assert [u["name"] for u in doc["untiled"]] == ["s"]
+
+
+WINDOWS = {
+    "padded reduce-window": ("f32[16,8] reduce-window(p0, z), window={size=3x1 pad=1_1x0_0}, "
+                             "to_apply=add", "f32[16,8]", "4,8",
+                             "the map has constraints a tile cannot express: d0 + s0 in [1, 16]"),
+    "sliding reduce-window": ("f32[14,8] reduce-window(p0, z), window={size=3x1}, to_apply=add",
+                              "f32[14,8]", "4,8", "do not nest"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WINDOWS))
+def test_window_operands_are_no_tile_with_the_reason(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str) -> None:
+    """A window of more than one element, padded or not, has no symbolic tile (nor in XLA): the
+    operand is an untiled entry with the reason; the root and the init value keep theirs."""
+    root, shape, sizes, why = WINDOWS[case]
+    p = tmp_path / "window.hlo"
+    p.write_text("HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                 "  ROOT c = f32[] add(a, b)\n}\nfusion {\n  p0 = f32[16,8] parameter(0)\n"
+                 f"  z = f32[] constant(0)\n  ROOT r = {root}\n}}\nENTRY main {{\n"
+                 f"  p0 = f32[16,8] parameter(0)\n  ROOT f = {shape} fusion(p0), kind=kLoop, "
+                 "calls=fusion\n}\n")
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", sizes, "--json")
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert {i["name"] for i in doc["instructions"]} == {"r", "z"}
+    (untiled,) = doc["untiled"]
+    assert untiled["name"] == "p0" and why in untiled["reason"]

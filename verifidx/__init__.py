@@ -45,8 +45,9 @@ _register_simplifier(_simplify_on_first_use)
 
 
 def _load_computation_maps() -> None:
-    """`fusion` and `call` get their maps from this analysis, which registers itself in
-    `hlo.ops.called` when it loads: a caller of the per-op table loads it on first use."""
+    """`fusion`, `call` and `conditional` get their maps from this analysis, which registers
+    itself in `hlo.ops.called` when it loads: a caller of the per-op table loads it on first
+    use."""
     _import_module("verifidx.computation_maps")
 
 

@@ -16,10 +16,11 @@ parameter's map UNDEFINED ("unknown indexing").
 
 A `while` routes maps between the leaves of its state with its maps across all iterations
 (`verifidx.loop_maps`); a while body's own maps name the iteration number where the trip count
-is known (`verifidx.hlo.ops.loops.per_iteration`).
+is known (`verifidx.hlo.ops.loops.per_iteration`). A `conditional` runs one branch, chosen at
+run time: its maps are every branch's (`called_bodies`), and its selector is read everywhere.
 
 Module level (`output_to_input(module)`): every computation that is the entry, a fusion body,
-the target of a `call` or a `while` body or condition, as
+the target of a `call`, a `conditional` branch or a `while` body or condition, as
 `{computation: {output_index: {parameter_name: [maps]}}}`.
 """
 
@@ -44,6 +45,7 @@ from verifidx.hlo.indexing import (
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.ops.common import static_dims, to_all, to_scalar
 from verifidx.hlo.ops.loops import analyse_loop, loop_of_body, per_iteration
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
 from verifidx.hlo.shape import Shape
@@ -232,7 +234,7 @@ class ComputationWalker:
         if inst.opcode == "opt-barrier" and shapes and shapes[0].is_tuple:
             yield 0, leaf, [_identity(out_leaf_shape)]
             return
-        if inst.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
+        if inst.opcode in _CALLERS and any(x.is_tuple for x in shapes):
             yield from self._callee_edges_o2i(inst, leaf, shapes)
             return
         if inst.opcode == "while":
@@ -295,7 +297,7 @@ class ComputationWalker:
             yield leaf, [_identity(leaf_shape)]
             return
         n_out = _leaves(user.shape)
-        if user.opcode in ("fusion", "call") and any(x.is_tuple for x in shapes):
+        if user.opcode in _CALLERS and any(x.is_tuple for x in shapes):
             yield from self._callee_edges_i2o(user, j, leaf, n_out, shapes)
             return
         if user.opcode == "while":
@@ -355,54 +357,61 @@ class ComputationWalker:
         return loop_maps(analysis, leaves, per_leaf, direction, simplify_indexing, control,
                          _prove_dedup)
 
-    def _callee(self, inst: HloInstruction, shapes: list[Shape]) -> HloComputation | str:
-        """The computation a fusion/call runs, or why it cannot be used."""
-        names = inst.called_computations
-        if self.module is None or len(names) != 1 or names[0] not in self.module.computations:
-            return f"{inst.opcode} {inst.name}: its computation is not known"
-        body = self.module.computation(names[0])
-        params = body.parameters
-        if len(params) != len(shapes) or not all(
-                p.shape.compatible(x) for p, x in zip(params, shapes)) or \
-                not body.root.shape.compatible(inst.shape):
-            return f"{inst.opcode} {inst.name}: {body.name} does not match its operands"
-        return body
-
     def _callee_maps(self, inst: HloInstruction, shapes: list[Shape], direction: str
-                     ) -> ComputationIndexing | str:
-        body = self._callee(inst, shapes)
-        if isinstance(body, str):
-            return body
+                     ) -> list[tuple[int, ComputationIndexing]] | str:
+        """The maps of each computation the instruction runs, with the position of the operand
+        its parameter 0 receives (`called_bodies`), or why they cannot be used."""
         try:
-            return computation_indexing(self.module, body, direction)
+            return [(first, computation_indexing(self.module, body, direction))
+                    for first, body in called_bodies(self.module, inst, shapes)]
         except Malformed as err:
             return f"{inst.opcode} {inst.name}: {err}"
 
     def _callee_edges_o2i(self, inst: HloInstruction, leaf: int, shapes: list[Shape]
                           ) -> Iterator[tuple[int, int, Maps]]:
-        """A call with tuple operands, leaf by leaf through the callee's own maps."""
-        ci = self._callee_maps(inst, shapes, "out2in")
-        if isinstance(ci, str):
-            self.notes.append(ci)
+        """A call, fusion or conditional with tuple operands, leaf by leaf through the called
+        computations' own maps (of every branch of a conditional, and its selector)."""
+        called = self._callee_maps(inst, shapes, "out2in")
+        selector: list[OperandIndexing] = []
+        if isinstance(called, list) and inst.opcode == "conditional":
+            try:
+                selector = [_selector_o2i(inst, leaf)]
+            except Malformed as err:
+                called = f"{inst.opcode} {inst.name}: {err}"
+        if isinstance(called, str):
+            self.notes.append(called)
             for j, x in enumerate(shapes):
                 for opleaf in range(_leaves(x)):
-                    yield j, opleaf, [OperandIndexing.undefined(ci)]
+                    yield j, opleaf, [OperandIndexing.undefined(called)]
             return
-        for (o, p, pl), maps in ci.maps.items():
-            if o == leaf:
-                yield p, pl, list(maps)
+        if selector:
+            yield 0, 0, selector
+        for first, ci in called:
+            for (o, p, pl), maps in ci.maps.items():
+                if o == leaf:
+                    yield first + p, pl, list(maps)
 
     def _callee_edges_i2o(self, user: HloInstruction, j: int, leaf: int, n_out: int,
                           shapes: list[Shape]) -> Iterator[tuple[int, Maps]]:
-        ci = self._callee_maps(user, shapes, "in2out")
-        if isinstance(ci, str):
-            self.notes.append(ci)
+        called = self._callee_maps(user, shapes, "in2out")
+        if isinstance(called, list) and user.opcode == "conditional" and j == 0:
             for k in range(n_out):
-                yield k, [OperandIndexing.undefined(ci)]
+                try:
+                    yield k, [_selector_i2o(user, k)]
+                except Malformed as err:
+                    why = f"{user.opcode} {user.name}: {err}"
+                    self.notes.append(why)
+                    yield k, [OperandIndexing.undefined(why)]
             return
-        for (o, p, pl), maps in ci.maps.items():
-            if p == j and pl == leaf:
-                yield o, list(maps)
+        if isinstance(called, str):
+            self.notes.append(called)
+            for k in range(n_out):
+                yield k, [OperandIndexing.undefined(called)]
+            return
+        for first, ci in called:
+            for (o, p, pl), maps in ci.maps.items():
+                if first + p == j and pl == leaf:
+                    yield o, list(maps)
 
     def users(self) -> dict[str, list[tuple[HloInstruction, int]]]:
         """Who reads each value, `{name: [(user, operand position)]}`, computed once."""
@@ -616,54 +625,114 @@ def _compute(module: HloModule | None, computation: HloComputation, direction: s
                                tuple(walker.merges))
 
 
-# -- called computations as per-op maps (fusion, call) -----------------------------------------
+# -- called computations as per-op maps (fusion, call, conditional) ---------------------------
+
+_CALLERS = ("fusion", "call", "conditional")
+"""Ops whose maps compose through the computations they run."""
 
 
-def _callee(ctx: OpContext) -> HloComputation:
-    names = ctx.instruction.called_computations
-    if ctx.module is None:
-        raise Malformed(f"{ctx.opcode} needs the module to find its computation")
-    if len(names) != 1:
-        raise Malformed(f"{ctx.opcode} calls {len(names)} computations")
-    body = ctx.module.computation(names[0])
-    params = body.parameters
-    if len(params) != ctx.num_operands:
-        raise Malformed(f"{body.name} has {len(params)} parameters for {ctx.num_operands} "
-                        f"operands")
-    for p, shape in zip(params, ctx.operand_shapes):
-        if not p.shape.compatible(shape):
-            raise Malformed(f"parameter {p.name} of {body.name} does not match its operand")
-    if not body.root.shape.compatible(ctx.instruction.shape):
-        raise Malformed(f"the root of {body.name} does not match {ctx.instruction.name}'s shape")
-    return body
+def called_bodies(module: HloModule | None, inst: HloInstruction, shapes: Sequence[Shape]
+                  ) -> list[tuple[int, HloComputation]]:
+    """The computations `inst` runs, each with the operand position its parameter 0 receives:
+    a fusion's or call's one computation takes every operand; branch k of a conditional takes
+    operand k + 1 (operand 0 selects the branch). Raises Malformed where they do not fit."""
+    names = inst.called_computations
+    if module is None:
+        raise Malformed(f"{inst.opcode} needs the module to find its computations")
+    missing = [n for n in names if n not in module.computations]
+    if missing:
+        raise Malformed(f"computation {missing[0]} is not in the module")
+    if inst.opcode != "conditional":
+        if len(names) != 1:
+            raise Malformed(f"{inst.opcode} calls {len(names)} computations")
+        wanted = [(0, module.computation(names[0]), tuple(shapes))]
+    else:
+        selector = shapes[0] if shapes else None
+        if selector is None or selector.is_tuple or selector.dims or \
+                selector.element_type not in ("pred", "s32"):
+            raise Malformed("a conditional's operand 0 must be a pred[] or s32[] scalar")
+        if not names or len(shapes) != len(names) + 1 or (
+                selector.element_type == "pred" and len(names) != 2):
+            raise Malformed(f"{len(names)} branch computations for {len(shapes) - 1} branch "
+                            f"operands and a {selector.element_type} selector")
+        wanted = [(k + 1, module.computation(n), (shapes[k + 1],)) for k, n in enumerate(names)]
+    for _first, body, operands in wanted:
+        params = body.parameters
+        if len(params) != len(operands):
+            raise Malformed(f"{body.name} has {len(params)} parameters for {len(operands)} "
+                            "operands")
+        for param, shape in zip(params, operands):
+            if not param.shape.compatible(shape):
+                raise Malformed(f"parameter {param.name} of {body.name} does not match its "
+                                "operand")
+        if not body.root.shape.compatible(inst.shape):
+            raise Malformed(f"the root of {body.name} does not match {inst.name}'s shape")
+    return [(first, body) for first, body, _ in wanted]
+
+
+def _selector_o2i(inst: HloInstruction, leaf: int) -> OperandIndexing:
+    """Every element of every output of a conditional reads its branch selector (a scalar)."""
+    return to_scalar(static_dims(inst.shape.leaves()[leaf]))
+
+
+def _selector_i2o(inst: HloInstruction, leaf: int) -> OperandIndexing:
+    """The branch selector reaches every element of every output."""
+    return to_all((), static_dims(inst.shape.leaves()[leaf]))
+
+
+def _per_leaf(ctx: OpContext, j: int) -> str | None:
+    """Why a conditional's operand `j` has no per-op map: a tuple's maps go to its leaves, which
+    one list per operand cannot tell apart (the computation walk routes them leaf by leaf)."""
+    if ctx.opcode == "conditional" and ctx.operand_shapes[j].is_tuple:
+        return (f"operand {j} of {ctx.instruction.name} is a tuple: its maps are per leaf, in "
+                "the maps of the computation that holds it")
+    return None
 
 
 def called_output_to_input(ctx: OpContext, output_id: int) -> list[Maps]:
-    body = _callee(ctx)
-    ci = computation_indexing(ctx.module, body, "out2in")
-    return [list(ci.maps_for(output_id, p)) for p in range(ctx.num_operands)]
+    groups: list[Maps] = [[] for _ in range(ctx.num_operands)]
+    if ctx.opcode == "conditional":
+        groups[0] = [_selector_o2i(ctx.instruction, output_id)]
+    for first, body in called_bodies(ctx.module, ctx.instruction, ctx.operand_shapes):
+        ci = computation_indexing(ctx.module, body, "out2in")
+        for p in range(len(body.parameters)):
+            why = _per_leaf(ctx, first + p)
+            groups[first + p] = [OperandIndexing.undefined(why)] if why else \
+                list(ci.maps_for(output_id, p))
+    return groups
 
 
 def called_input_to_output(ctx: OpContext, input_id: int) -> list[Maps]:
-    body = _callee(ctx)
-    ci = computation_indexing(ctx.module, body, "in2out")
-    return [list(ci.maps_for(o, input_id)) for o in range(len(ci.outputs))]
+    n_out = len(ctx.out_leaves)
+    bodies = called_bodies(ctx.module, ctx.instruction, ctx.operand_shapes)
+    if ctx.opcode == "conditional" and input_id == 0:
+        return [[_selector_i2o(ctx.instruction, o)] for o in range(n_out)]
+    why = _per_leaf(ctx, input_id)
+    if why:
+        return [[OperandIndexing.undefined(why)] for _ in range(n_out)]
+    for first, body in bodies:
+        if first <= input_id < first + len(body.parameters):
+            ci = computation_indexing(ctx.module, body, "in2out")
+            return [list(ci.maps_for(o, input_id - first)) for o in range(n_out)]
+    raise Malformed(f"operand {input_id} is passed to no computation")
 
 
-# `fusion` and `call` rows of the per-op table compose through their computation with these.
-register_called_computations(called_output_to_input, called_input_to_output)
+# The `fusion`, `call` and `conditional` rows of the per-op table compose through their
+# computations with these.
+register_called_computations({op: (called_output_to_input, called_input_to_output)
+                              for op in _CALLERS})
 
 
 # -- module level ------------------------------------------------------------------------------
 
 
 def reported_computations(module: HloModule) -> list[HloComputation]:
-    """The entry, every fusion body, every `call` target and every `while` body and
+    """The entry, every fusion body, `call` target, `conditional` branch and `while` body and
     condition, in text order."""
     wanted = {module.entry.name}
     for comp in module.computations.values():
         for inst in comp.instructions:
-            if inst.opcode in ("fusion", "call", "while"):
+            if inst.opcode in (*_CALLERS, "while"):
                 wanted.update(inst.called_computations)
     return [c for c in module.computations.values() if c.name in wanted]
 

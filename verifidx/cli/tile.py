@@ -133,9 +133,12 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(tiled.to_json(), indent=2))
         return code
-    print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}, "
-          f"{tiled.num_programs} programs")
-    print(f"constraints: {tiled.constraints.to_text()}")
+    if tiled.constraints is None:  # an unsupported root: only its reason below
+        print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}")
+    else:
+        print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}, "
+              f"{tiled.num_programs} programs")
+        print(f"constraints: {tiled.constraints.to_text()}")
     for t in tiled.instructions:
         print(f"{t.name} = {t.opcode} {t.shape}: sizes {list(t.tile_sizes)}, strides "
               f"{list(t.tile_strides)}, offsets {t.tile_offsets_indexing}, "

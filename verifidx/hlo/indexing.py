@@ -205,8 +205,10 @@ OP_TABLE: dict[str, OpRule] = {
     "scan": OpRule(scan_o2i, scan_i2o),
     "fusion": OpRule(called_o2i, called_i2o, "composition of the fused computation"),
     "call": OpRule(called_o2i, called_i2o, "composition of the called computation"),
+    "conditional": OpRule(called_o2i, called_i2o, "each branch's composition, all branches "
+                          "(which one runs is a runtime value); the selector read everywhere"),
 }
-"""Opcode -> how to index it. Anything not listed (conditional, triangular-solve, cholesky,
+"""Opcode -> how to index it. Anything not listed (triangular-solve, cholesky,
 all-to-all, reduce-scatter, send/recv, async ops, ...) has unknown indexing for every operand; a
 custom-call is indexed by its target (`CUSTOM_CALLS`); so has `while` as one op (its state is one
 tuple): `verifidx.computation_maps` gives its maps leaf by leaf (`verifidx.loop_maps`)."""
@@ -252,6 +254,8 @@ OVER_APPROXIMATIONS: dict[tuple[str, str], str] = {
     "keys that only break ties (lexicographic order) do not change the earlier keys' outputs",
     ("rng-bit-generator", "out2in output 0"): "the new state is mapped from the whole old "
     "state, although the algorithms copy the key and only advance the counter",
+    ("conditional", "selector"): "every output element is mapped from the branch selector, "
+    "also where the branches give the same value (a conditional of one branch)",
     ("scan", "out2in"): "dependencies through the loop body are found by reachability; "
     "positions are exact when the chain lengths through carries form an interval, and other "
     "dimensions of non-scalar slices are covered whole",

@@ -55,8 +55,6 @@ _RENAMED = {
     "broadcast_in_dim": "broadcast",
     "dot_general": "dot",
     "optimization_barrier": "opt-barrier",
-    "case": "conditional",
-    "if": "conditional",
 }
 
 _INT_TYPES = {"i1": "pred", "i2": "s2", "i4": "s4", "i8": "s8", "i16": "s16", "i32": "s32",
@@ -409,6 +407,34 @@ class Converter:
         self.computations[body.name] = comp
         return sizes, ints
 
+    def branch(self, region: Any, around: _Function, captured: Sequence[tuple[Any, str]]
+               ) -> tuple[str, list[tuple[Size, ...]]]:
+        """A branch of `if`/`case` as a computation of its own, and the sizes of its results.
+        Its regions take no arguments and use values of the function around them; HLO passes
+        them in: the one parameter holds the `captured` values (value, name around), a tuple of
+        them unless there is one."""
+        self.region_count += 1
+        name = f"{around.name}.region{self.region_count}"
+        body = _Function(self, name, around)
+        leaves = [(value, around.shapes[outer], around.sizes.get(value, ()))
+                  for value, outer in captured]
+        if len(leaves) == 1:
+            value, shape, sizes = leaves[0]
+            names = [body.emit(body.fresh("arg0"), "parameter", shape, sizes=sizes,
+                               parameter_number=0)]
+        else:
+            state = body.emit(body.fresh("arg_tuple"), "parameter",
+                              Shape.tuple_of(*(shape for _v, shape, _s in leaves)),
+                              parameter_number=0)
+            names = [body.emit(body.fresh(f"arg{i}"), "get-tuple-element", shape, (state,),
+                               sizes, index=i) for i, (_v, shape, sizes) in enumerate(leaves)]
+        for (value, _shape, sizes), inner in zip(leaves, names):
+            body.define(value, inner, sizes)
+            if value in around.ints:
+                body.ints[value] = around.ints[value]
+        results, _ints = self.finish(body, *self.operations(body, region.blocks[0]))
+        return name, results
+
     def region(self, region: Any, around: _Function, packed: bool = False) -> str:
         """A region (reduce body, comparator, ...) as a computation of its own; `packed`: its
         arguments are one tuple parameter (a `while` condition or body)."""
@@ -454,6 +480,28 @@ def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int]
                 names.setdefault((args.index(measured), _int(source.attributes["dimension"])),
                                  name)
     return names
+
+
+def _captured(region: Any) -> list[Any]:
+    """The values a region (and the regions inside it) uses but does not define, in order of
+    first use; constants are left out (a region converts them again, `_Function.operand`)."""
+    inside: set[Any] = set()
+    used: list[Any] = []
+
+    def visit(block: Any) -> None:
+        inside.update(block.arguments)
+        for op in block.operations:
+            used.extend(op.operands)
+            inside.update(op.results)
+            for inner in op.regions:
+                for b in inner.blocks:
+                    visit(b)
+
+    for block in region.blocks:
+        visit(block)
+    out = [v for v in used if v not in inside
+           and getattr(v.owner, "name", None) != "stablehlo.constant"]
+    return list(dict.fromkeys(out))
 
 
 def _visibility(f: Any) -> str:
@@ -933,6 +981,34 @@ class OpConverter:
             Shape.tuple_of(*(self.fn.shapes[n] for n in names)), names)
         self.multi("while", (state,), [list(self.in_sizes(i)) for i in range(len(names))],
                    condition=cond, body=body)
+
+    def op_case(self) -> None:
+        """HLO's `conditional`: operand 0 selects the branch (an index), operand k + 1 holds
+        what branch k uses from around it (`Converter.branch`)."""
+        self._branches(lambda names: {"branch_computations": tuple(names)})
+
+    def op_if(self) -> None:
+        """HLO's `conditional` with a pred selector: the true branch, then the false one."""
+        self._branches(lambda names: {"true_computation": names[0],
+                                      "false_computation": names[1]})
+
+    def _branches(self, attributes: Any) -> None:
+        operands = [self.fn.operand(self.op.operands[0], self.op.operation)]
+        names: list[str] = []
+        results: list[list[tuple[Size, ...]]] = []
+        for region in self.op.regions:
+            captured = [(v, self.fn.operand(v, self.op.operation)) for v in _captured(region)]
+            outer = [n for _v, n in captured]
+            operands.append(outer[0] if len(outer) == 1 else self.fn.emit(
+                self.fn.fresh(f"{self.short}.operands"), "tuple",
+                Shape.tuple_of(*(self.fn.shapes[n] for n in outer)), outer))
+            name, sizes = self.conv.branch(region, self.fn, captured)
+            names.append(name)
+            results.append(sizes)
+        # a result's sizes are known where every branch gives it the same ones
+        inferred: list[Sequence[Size | None] | None] = [
+            list(per[0]) if all(x == per[0] for x in per) else None for per in zip(*results)]
+        self.multi("conditional", operands, inferred, **attributes(names))
 
     def op_select(self) -> None:
         inferred = list(self.in_sizes(1))

@@ -72,7 +72,8 @@ class TiledInstruction:
 class TiledComputation:
     computation: str
     tile_sizes: tuple[int, ...]
-    constraints: ConstraintExpression
+    #: None when the root is unsupported and nothing was analysed (then no programs either)
+    constraints: ConstraintExpression | None
     num_programs: int
     instructions: tuple[TiledInstruction, ...]
     roots: tuple[str, ...] = ()
@@ -86,7 +87,7 @@ class TiledComputation:
         return {
             "computation": self.computation,
             "tile_sizes": list(self.tile_sizes),
-            "constraints": self.constraints.to_text(),
+            "constraints": None if self.constraints is None else self.constraints.to_text(),
             "instructions": [{
                 "name": t.name, "opcode": t.opcode, "shape": t.shape,
                 "tile_sizes": list(t.tile_sizes), "tile_strides": list(t.tile_strides),
@@ -155,6 +156,26 @@ def _check_extra_output(comp: str, name: str, dims: tuple[int, ...],
             f"{name} reached from the first root writes each element once")
 
 
+def _tuple_root(module: HloModule, comp: HloComputation, root: HloInstruction) -> str | None:
+    """Why a root of tuple shape cannot be tiled, or None for a variadic reduce: its outputs
+    have one shape and read the same elements (each reads every operand through the same maps),
+    so the tiles reached from output 0 are every output's."""
+    leaves = root.shape.leaves()
+    unsupported = (f"{comp.name}: a root of tuple shape ({root.opcode} {root.name}) is not yet "
+                   "supported (only a variadic reduce is)")
+    if root.opcode != "reduce" or any(leaf.is_tuple or leaf.dims != leaves[0].dims
+                                      for leaf in leaves):
+        return unsupported
+    per_leaf = [[[str(m.map) for m in group] for group in
+                 instruction_output_to_input(root, comp, k, module=module).maps]
+                for k in range(len(leaves))]
+    if any(text == "UNDEFINED" for groups in per_leaf for g in groups for text in g):
+        return f"{comp.name}: reduce {root.name} has unknown indexing"
+    if any(groups != per_leaf[0] for groups in per_leaf):
+        return f"{comp.name}: the outputs of reduce {root.name} read different elements"
+    return None
+
+
 def _reached(module: HloModule, comp: HloComputation, start: str
              ) -> list[tuple[str, IndexingMap]]:
     """Every value `start` reads, with each distinct map, operands before their producers."""
@@ -218,6 +239,8 @@ class SymbolicTiling:
     constraints: ConstraintExpression
     #: values without a symbolic tile (only with `keep_untiled=True`)
     untiled: tuple[UntiledValue, ...] = ()
+    #: False when the root itself is unsupported: nothing was analysed, no constraint holds
+    analysed: bool = True
 
     @property
     def num_parameters(self) -> int:
@@ -277,10 +300,12 @@ def analyze(module: HloModule, computation: str | None = None, keep_untiled: boo
         untiled.append(UntiledValue(inst.name, inst.opcode, str(inst.shape), reason))
 
     if root.shape.is_tuple:
-        fail(root, f"{comp.name}: nested tuple roots are not yet supported")
-        return SymbolicTiling(comp.name, tuple(r.name for r in roots), (), (), (),
-                              ConstraintExpression.never(), tuple(untiled))
-    dims = tuple(root.shape.dims)
+        why = _tuple_root(module, comp, root)
+        if why is not None:
+            fail(root, why)
+            return SymbolicTiling(comp.name, tuple(r.name for r in roots), (), (), (),
+                                  ConstraintExpression.never(), tuple(untiled), analysed=False)
+    dims = tuple(root.shape.leaves()[0].dims)
     pending: list[tuple[str, IndexingMap, bool]] = [(root.name, IndexingMap.identity(dims), False)]
     contracting: tuple[int, ...] = ()
     if _contracting_count(module, comp, root):
@@ -341,9 +366,8 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     comp = module.computation(sym.computation)
     given = tuple(tile_sizes)
     untiled = list(sym.untiled)
-    if untiled and not sym.entries:  # nothing to tile (an unsupported root)
-        return TiledComputation(comp.name, given, sym.constraints, 0, (), sym.roots,
-                                tuple(untiled))
+    if not sym.analysed:  # nothing to tile (an unsupported root): no constraints, no programs
+        return TiledComputation(comp.name, given, None, 0, (), sym.roots, tuple(untiled))
     space = sym.space_sizes(given)
     if any(t < 1 for t in given):
         raise TilingError(f"{comp.name}: tile sizes must be at least 1, got {list(given)}")
