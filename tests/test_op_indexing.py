@@ -701,3 +701,26 @@ ENTRY e {
     back = cm.computation_indexing(module, module.entry, "in2out")
     assert [print_map(m.map) for m in back.maps_for(2, 1, 1)] == [
         "(d0) -> (d0), domain: d0 in [0, 2]"]
+
+
+@pytest.mark.parametrize("opcode", ["call", "fusion"])
+def test_a_tuple_operand_of_a_called_computation_has_no_per_op_map(opcode: str) -> None:
+    """One list of maps for a tuple operand mixed the maps of its leaves (a map of leaf 1 read
+    as one of leaf 0): the per-op maps of a tuple operand are unknown with the reason, and the
+    computation's maps, leaf by leaf, are known."""
+    called = ", kind=kLoop, calls=body" if opcode == "fusion" else ", to_apply=body"
+    text = ("HloModule m\nbody {\n t = (f32[4], f32[3]) parameter(0)\n"
+            " a = f32[4] get-tuple-element(t), index=0\n b = f32[3] get-tuple-element(t), index=1\n"
+            " s = f32[2] slice(b), slice={[1:3]}\n r = f32[2] slice(a), slice={[0:2]}\n"
+            " ROOT o = f32[2] add(r, s)\n}\n"
+            "ENTRY e {\n x = f32[4] parameter(0)\n y = f32[3] parameter(1)\n"
+            " t = (f32[4], f32[3]) tuple(x, y)\n"
+            f" ROOT c = f32[2] {opcode}(t){called}\n}}\n")
+    module = parse_hlo(text)
+    inst = module.entry.instruction("c")
+    ind = output_to_input(inst, module, 0)
+    assert ind.maps[0][0].is_undefined
+    assert any("is a tuple: its maps are per leaf" in n for n in ind.notes)
+    ci = cm.computation_indexing(module, module.entry, "out2in")
+    assert [str(m.map) for m in ci.maps_for(0, 0)] == ["(d0) -> (d0), domain: d0 in [0, 1]"]
+    assert [str(m.map) for m in ci.maps_for(0, 1)] == ["(d0) -> (d0 + 1), domain: d0 in [0, 1]"]

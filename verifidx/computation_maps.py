@@ -681,9 +681,10 @@ def _selector_i2o(inst: HloInstruction, leaf: int) -> OperandIndexing:
 
 
 def _per_leaf(ctx: OpContext, j: int) -> str | None:
-    """Why a conditional's operand `j` has no per-op map: a tuple's maps go to its leaves, which
-    one list per operand cannot tell apart (the computation walk routes them leaf by leaf)."""
-    if ctx.opcode == "conditional" and ctx.operand_shapes[j].is_tuple:
+    """Why a called computation's operand `j` has no per-op map: a tuple's maps go to its
+    leaves, which one list per operand cannot tell apart (the computation walk routes them leaf
+    by leaf)."""
+    if ctx.operand_shapes[j].is_tuple:
         return (f"operand {j} of {ctx.instruction.name} is a tuple: its maps are per leaf, in "
                 "the maps of the computation that holds it")
     return None
