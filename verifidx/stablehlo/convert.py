@@ -29,7 +29,13 @@ from typing import Any
 
 from verifidx.errors import ParseError
 from verifidx.expr import is_size_name
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
+from verifidx.hlo.dynamic_dims import (
+    SIZES_ATTRIBUTE,
+    UNBOUNDED_SIZE,
+    VALUE_ATTRIBUTE,
+    SizeVar,
+    SymSize,
+)
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,
@@ -260,6 +266,18 @@ class _Function:
                 out.append(declared)
         return etype, tuple(out)
 
+    def record_value(self, name: str, vals: tuple[SymSize, ...]) -> None:
+        """A scalar integer whose value is a size expression (jax.export's dimension variables
+        and arithmetic on them) says so, for start indices computed from sizes
+        (`verifidx.hlo.sized_ops`)."""
+        if len(vals) != 1 or self.shapes[name].rank != 0:
+            return
+        k = next(k for k in range(len(self.insts) - 1, -1, -1) if self.insts[k].name == name)
+        inst = self.insts[k]
+        attributes: dict[str, Any] = dict(inst.attributes)  # sizes are not parsed values
+        attributes[VALUE_ATTRIBUTE] = vals[0]
+        self.insts[k] = replace(inst, attributes=attributes)
+
     def define(self, value: Any, name: str, sizes: tuple[Size, ...]) -> None:
         self.names[value] = name
         self.sizes[value] = sizes
@@ -363,6 +381,7 @@ class Converter:
             body.define(arg, name, sizes)
             if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
                 body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
+                body.record_value(name, arg_ints[i])  # type: ignore[arg-type]
         return self.finish(body, *self.operations(body, block))
 
     def operations(self, body: _Function, block: Any) -> tuple[list[Any], Any]:
@@ -609,6 +628,7 @@ class OpConverter:
                 vals = tuple(x for x in done if x is not None)
         if vals is not None:
             fn.ints[res] = vals
+            fn.record_value(fn.names[res], vals)
 
     def shape_operand(self, i: int, rank: int) -> list[Size | None]:
         vals = self.fn.ints.get(self.op.operands[i])
@@ -905,16 +925,25 @@ class OpConverter:
                 return
             s, t = start[k].const, stride[k].const
             n = limit[k].plus(-s)
-            if t != 1 and not n.is_constant:
-                self.generic("stablehlo.real_dynamic_slice")
-                return
-            size: Size = _normal(n) if t == 1 else -(-n.const // t)
-            inferred.append(size)
-            bound = size if isinstance(size, int) else size.hi
             sk = src[k]
             in_bound = sk if isinstance(sk, int) else sk.hi
+            size: Size = _normal(n) if t == 1 else -(-n.const // t) if n.is_constant else \
+                self._quotient(k, -(-(in_bound - s) // t))
+            inferred.append(size)
+            bound = size if isinstance(size, int) else size.hi
             dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+
+    def _quotient(self, d: int, bound: int) -> SymSize:
+        """The size `ceil((limit - start) / stride)` of a strided slice whose limit is a size:
+        a size of its own (sizes are polynomials; no quotient of them is followed), in
+        `[0, bound]`. The elements before it do not depend on it, so the slice's map is exact
+        at its value."""
+        self.conv.opaque += 1
+        return SymSize.of(SizeVar(
+            f"size{self.conv.opaque}_d{d}",
+            f"dimension {d} of %real_dynamic_slice in {self.fn.name} (a quotient of sizes)",
+            bound, least=0))
 
     def op_sort(self) -> None:
         body = self.conv.region(self.op.regions[0], self.fn)
