@@ -309,3 +309,15 @@ def test_coalescing_reads_a_bounded_fusion_at_its_bound() -> None:
     dynamic, static = parse_hlo(fusion("f32[<=16,8]")), parse_hlo(fusion("f32[16,8]"))
     got = fusion_coalescing(dynamic, dynamic.entry.root)
     assert got == fusion_coalescing(static, static.entry.root)
+
+
+def test_start_indices_into_a_bounded_operand_stay_unknown() -> None:
+    """XLA's dynamic padder runs dynamic-slice on the padded buffer, clamping the start to the
+    bound: a map clamped to the size (StableHLO's) could miss a read of the padding."""
+    module = parse_hlo("HloModule m\n\nENTRY main {\n  a = f32[<=16,8] parameter(0)\n"
+                       "  i = s32[] parameter(1)\n  z = s32[] constant(0)\n"
+                       "  ROOT d = f32[2,8] dynamic-slice(a, i, z), dynamic_slice_sizes={2,8}\n}\n")
+    ci = computation_indexing(module, module.entry, "out2in")
+    (m,) = ci.maps[(0, 0, 0)]
+    assert m.is_undefined
+    assert any("clamps it to the bound" in n for n in ci.notes), ci.notes

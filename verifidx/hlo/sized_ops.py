@@ -17,7 +17,8 @@ here with the sizes in it instead:
   in `[0, N - s]` at every point and every size (the clamp never acts: `x[::-1]`, `x[1::2]`
   lowered by `jax.export` to a gather become exact maps); elsewhere the runtime variable stays
   (every start in the clamp's range). A program whose slice is larger than the operand at
-  some size has no element to read there: the map is empty at those sizes.
+  some size has no element to read there: the map is empty at those sizes. Not for XLA's
+  bounded dimensions (sizes that may be 0), whose dynamic padder clamps to the bound instead.
 
 Every map is then cut to the sizes of its domain. A divisor that may be 0 (a size that may be
 0, XLA's bounded dimensions) cannot be written: the map is "unknown indexing" with that reason.
@@ -253,6 +254,10 @@ _UNFOLDED = {
 
 def _sliced(ctx: OpContext, direction: str, index: int) -> Groups:
     """gather and dynamic-slice of an operand with dynamic dimensions."""
+    if any(v.least < 1 for s in _leaf(ctx, 0) or () if s is not None for v in s.variables):
+        # XLA's bounded dimensions: its dynamic padder runs the op on the padded buffer,
+        # clamping to the bound, so a start may read the padding past the size
+        raise ValueError("XLA clamps it to the bound and may read the padding")
     table = _UNFOLDED[ctx.instruction.opcode, direction](ctx, index)
     inst = ctx.instruction
     groups = []
