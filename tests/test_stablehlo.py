@@ -14,7 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import verifidx as vx
 from verifidx.cli import main
@@ -383,3 +386,28 @@ def test_refine_refuted_exits_1_with_a_counterexample(capsys: pytest.CaptureFixt
     code, out, err = run(capsys, "indexing", str(path), "--refine", "tensor<16xf32>")
     assert code == 1
     assert "REFUTED" in out and err.startswith("error: ") and err.count("\n") == 1
+
+
+@given(st.integers(-50, 50), st.integers(-9, 9).filter(bool), st.integers(1, 30))
+def test_shape_arithmetic_is_followed_as_numpy_computes_it(a: int, c: int, b: int) -> None:
+    """The reader's integer rules (`divide`, `remainder`, `sign`, `compare`) against numpy's
+    int32 arithmetic (StableHLO divides towards zero; the remainder has the dividend's sign),
+    on constants and on a size `c * b` (any b), where a quotient is followed only if exact."""
+    from verifidx.stablehlo.convert import _decide
+
+    x, y = np.int32(a), np.int32(c)
+    k = SymSize
+    assert _decide("stablehlo.divide", [k(a), k(c)], False, "") == int(np.trunc(a / c))
+    assert _decide("stablehlo.remainder", [k(a), k(c)], False, "") == int(np.fmod(x, y))
+    assert _decide("stablehlo.sign", [k(a)], False, "") == int(np.sign(x))
+    for d, op in (("EQ", np.equal), ("NE", np.not_equal), ("LT", np.less),
+                  ("GE", np.greater_equal)):
+        got = _decide("stablehlo.compare", [k(a), k(c)], True, d)
+        assert got is None or got == int(op(x, y))
+    size = SymSize.of(SizeVar("t/b", "test", 1000)).times(c)
+    quotient = _decide("stablehlo.divide", [size, k(c)], False, "")
+    assert isinstance(quotient, SymSize) and quotient.value({"t/b": b}) == b
+    assert _decide("stablehlo.remainder", [size, k(c)], False, "") == 0
+    if abs(c) > 1:  # b is not a multiple: nothing is claimed
+        assert _decide("stablehlo.divide", [size.plus(1), k(c)], False, "") is None
+        assert _decide("stablehlo.remainder", [size.plus(1), k(c)], False, "") is None

@@ -91,6 +91,10 @@ def _dynamic_slice(x: jax.Array, i: jax.Array) -> jax.Array:
     return jax.lax.dynamic_slice(x, (i, 0), (1, 3))  # start clamped to [0, b - 1]
 
 
+def _quarters(x: jax.Array) -> jax.Array:
+    return x.reshape(4, -1).sum(0)  # `4*b`: jax.export computes b = divmod(dim, 4)[0]
+
+
 def _take(table: jax.Array, ids: jax.Array) -> jax.Array:
     return table[ids]  # a gather into a table of dynamic size
 
@@ -131,6 +135,7 @@ PROGRAMS = {
     "reverse": Program(_reverse, (("b", F32),), ({"b": 1}, {"b": 4}, {"b": 7})),
     "dynamic_slice": Program(_dynamic_slice, (("b, 3", F32), ("", I32)),
                              ({"b": 1}, {"b": 2}, {"b": 5}), refined=True),
+    "quarters": Program(_quarters, (("4*b", F32),), ({"b": 1}, {"b": 2}, {"b": 3})),
     "take": Program(_take, (("b, 4", F32), ("k", I32)),
                     ({"b": 1, "k": 2}, {"b": 3, "k": 1}, {"b": 4, "k": 3}), refined=True),
 }
@@ -267,3 +272,18 @@ def test_no_read_is_missed_at_several_sizes(name: str, exported: dict[str, Expor
                 assert not fixed.sizes and not fixed.is_undefined, str(fixed)
                 claimed |= {(d, r) for rt, d, r in fixed.relation()}
             assert seen <= claimed, (at, o, q, sorted(seen - claimed)[:5])
+
+
+def test_a_dimension_is_a_multiple_only_where_the_program_asserts_it(
+        exported: dict[str, Exported]) -> None:
+    """`4*b`: the dimension is `4 * b` because the entry asserts `divmod(dim, 4)`'s remainder
+    is 0; without that assertion `b` is a quotient the reader does not follow (opaque)."""
+    def size_names(module: HloModule) -> set[str]:
+        ci = computation_indexing(module, module.entry, "out2in")
+        return {z.name for maps in ci.maps.values() for m in maps for z in m.map.sizes}
+
+    text = exported["quarters"].text
+    assert "b" in size_names(parse_module(text))
+    kept = [line for line in text.splitlines() if "@shape_assertion" not in line]
+    assert len(kept) < len(text.splitlines())
+    assert "b" not in size_names(parse_module("\n".join(kept)))
