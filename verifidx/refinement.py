@@ -24,7 +24,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from verifidx.computation_maps import computation_indexing
-from verifidx.expr import Add, Const, Expr, RtVar, Symbol
+from verifidx.expr import Add, Const, Expr, RtVar, Size, Symbol
 from verifidx.hlo.dynamic_dims import (
     SIZES_ATTRIBUTE,
     VALUE_ATTRIBUTE,
@@ -192,13 +192,30 @@ def _clamp_of(m: IndexingMap, k: int) -> Interval:
     return out
 
 
-def _clamped(ind: OperandIndexing) -> OperandIndexing:
-    """`ind` with each runtime variable's bounds its clamp (`_clamp_of`), one that can take one
-    value only replaced by it, as the refined program's maps have them."""
+def _size_clamped(m: IndexingMap) -> set[int]:
+    """The runtime variables of `m` (with its sizes) that a constraint over sizes alone clamps
+    (`rt - (N - s) in [.., 0]`, `verifidx.hlo.sized_ops`): their bounds at given sizes are cut
+    by it."""
+    out = set()
+    for e in m.constraints:
+        found = e.variables()
+        rts = [v for v in found if isinstance(v, RtVar)]
+        if len(rts) == 1 and len(found) > 1 and all(isinstance(v, (RtVar, Size)) for v in found):
+            out.add(rts[0].index)
+    return out
+
+
+def _clamped(ind: OperandIndexing, values: Mapping[str, int]) -> OperandIndexing:
+    """`ind` at the sizes `values`, each runtime variable clamped to a size taking the bounds
+    of its clamp there (`_clamp_of`), one that can take one value only replaced by it, as the
+    refined program's maps have them."""
+    clamped = set() if ind.map.is_undefined else _size_clamped(ind.map)
+    ind = instantiate_sizes(ind, values)
     m = ind.map
-    if m.is_undefined or not m.num_rt_vars:
+    if m.is_undefined or not clamped:
         return ind
-    rts = tuple(Var(_clamp_of(m, k)) for k in range(m.num_rt_vars))
+    rts = tuple(Var(_clamp_of(m, k)) if k in clamped else m.rt_vars[k]
+                for k in range(m.num_rt_vars))
     return fold_point_runtime(OperandIndexing(m.replace(rt_vars=rts), ind.runtime, ind.replica,
                                               ind.notes))
 
@@ -329,7 +346,7 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
     keys = sorted({(o, p) for o, p, _l in dyn.maps} | {(o, p) for o, p, _l in sta.maps})
     checks: list[Check] = []
     for o, p in keys:
-        a = [_Side(_clamped(instantiate_sizes(m, values)), dyn_keys)
+        a = [_Side(_clamped(m, values), dyn_keys)
              for m in dyn.maps_for(o, p)]
         b = [_Side(m, sta_keys) for m in sta.maps_for(o, p)]
         if any(s.indexing.is_undefined for s in (*a, *b)):

@@ -11,8 +11,9 @@ Followed: integer `constant` scalars, `iota`, scalars whose value is a size
 or drops static size-1 dimensions, `reverse`, `convert` to the same type, and `add`,
 `subtract`, `multiply` (when one factor holds no index variable), `negate`. Integer
 arithmetic wraps in the program, but add, subtract, multiply and negate agree with the
-mathematical value modulo 2^bits, so an expression shown to lie in `[0, 2^31)` is the
-program's value. Anything else gives None (the start stays a runtime variable).
+mathematical value modulo 2^bits, so an expression shown to lie in `[-2^31, 2^31)` is the
+program's value (for 32- and 64-bit integers, the only ones followed). Anything else gives
+None (the start stays a runtime variable).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from verifidx.expr import Const, Dim, Expr, RtVar, Symbol, add, mul, neg
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction
 
-_INTEGER = ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64")
+_INTEGER = ("s32", "s64", "u32", "u64")
+"""Index types followed: at least 32 bits, so a value shown in `[0, 2^31)` is representable
+(narrower types would wrap inside a size's range)."""
 
 _DEPTH = 64
 """How many instructions deep `value_at` looks before it gives up."""

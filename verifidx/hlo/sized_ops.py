@@ -207,6 +207,14 @@ def _always_within(m: IndexingMap, value: Expr, hi: SymSize) -> bool:
     return all(is_empty(m.add_constraint(e, iv)).holds is True for e, iv in outside)
 
 
+def _representable(value: Expr, m: IndexingMap, signed: bool) -> bool:
+    """`value` stays inside what a 32-bit index holds (non-negative for an unsigned one) over
+    `m`'s bounds: then it is the program's value, wrapping arithmetic and all
+    (`verifidx.hlo.index_values`), and the op clamps exactly it."""
+    r = range_of(value, m.bounds)
+    return (-(2**31) if signed else 0) <= r.lo and r.hi < 2**31
+
+
 def _known_start(rv: RuntimeVar, m: IndexingMap, ctx: OpContext
                  ) -> tuple[Expr, list[SymSize]] | None:
     if ctx.computation is None or rv.map.is_undefined or rv.map.num_rt_vars or \
@@ -239,7 +247,8 @@ def _clamped(ind: OperandIndexing, ctx: OpContext) -> OperandIndexing:
         if _always_within(declare(m, used), value, hi):
             values[j] = value
             m = declare(m, used)
-        elif hi.is_constant and not any(isinstance(v, Size) for v in value.variables()):
+        elif hi.is_constant and not any(isinstance(v, Size) for v in value.variables()) and \
+                _representable(value, m, rv.source.shape.element_type.startswith("s")):
             values[j] = clamp_expr(value, m.bounds, m.rt_vars[j].bounds.lo, hi.const)
     return substitute_runtime(OperandIndexing(m, ind.runtime, ind.replica, ind.notes), values)
 
