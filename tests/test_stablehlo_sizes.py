@@ -87,6 +87,14 @@ def _reverse(x: jax.Array) -> jax.Array:
     return x[::-1]  # a gather into the dynamic operand, at indices `(b - 1) - iota`
 
 
+def _reverse_both(x: jax.Array) -> jax.Array:
+    return x[::-1, ::-1]  # one gather, its index vector a concatenation of two reversed iotas
+
+
+def _reverse_but_first(x: jax.Array) -> jax.Array:
+    return x[:0:-1]
+
+
 def _dynamic_slice(x: jax.Array, i: jax.Array) -> jax.Array:
     return jax.lax.dynamic_slice(x, (i, 0), (1, 3))  # start clamped to [0, b - 1]
 
@@ -133,6 +141,11 @@ PROGRAMS = {
                        inexact="the output's size b // 2 is computed by division (opaque), so "
                                "the start 2 * d + 1 is not shown below b"),
     "reverse": Program(_reverse, (("b", F32),), ({"b": 1}, {"b": 4}, {"b": 7})),
+    "reverse_both": Program(_reverse_both, (("b, s", F32),),
+                            ({"b": 1, "s": 3}, {"b": 2, "s": 2}, {"b": 4, "s": 1})),
+    "reverse_but_first": Program(_reverse_but_first, (("b", F32),), ({"b": 2}, {"b": 3}, {"b": 6}),
+                                 inexact="the output's size b - 1 may be 0, so it is not followed "
+                                         "as a size of a `?` dimension (opaque)"),
     "dynamic_slice": Program(_dynamic_slice, (("b, 3", F32), ("", I32)),
                              ({"b": 1}, {"b": 2}, {"b": 5}), refined=True),
     "quarters": Program(_quarters, (("4*b", F32),), ({"b": 1}, {"b": 2}, {"b": 3})),

@@ -8,7 +8,8 @@ start index clamped to a size can be folded where the clamp provably never acts
 
 Followed: integer `constant` scalars, `iota`, scalars whose value is a size
 (`dynamic_dims.VALUE_ATTRIBUTE`), `get-dimension-size`, `broadcast`, `reshape` that only adds
-or drops static size-1 dimensions, `reverse`, `convert` to the same type, and `add`,
+or drops static size-1 dimensions, `reverse`, `concatenate` read at a constant index along
+static pieces (an index vector's component), `convert` to the same type, and `add`,
 `subtract`, `multiply` (when one factor holds no index variable), `negate`. Integer
 arithmetic wraps in the program, but add, subtract, multiply and negate agree with the
 mathematical value modulo 2^bits, so an expression shown to lie in `[-2^31, 2^31)` is the
@@ -98,6 +99,20 @@ def value_at(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
         for k, j in zip(kept, src_kept):
             idx[j] = index[k]
         return at(0, idx)
+    if op == "concatenate":  # at a constant index along it (an index vector's component)
+        axis = (inst.dimensions or (0,))[0]
+        at_axis = index[axis] if axis < len(index) else None
+        if not isinstance(at_axis, Const):
+            return None
+        offset = 0
+        for i, o in enumerate(operands):
+            if o.shape.dynamic[axis]:
+                return None
+            if offset <= at_axis.value < offset + o.shape.dims[axis]:
+                return at(i, [Const(at_axis.value - offset) if k == axis else e
+                              for k, e in enumerate(index)])
+            offset += o.shape.dims[axis]
+        return None
     if op == "reverse":
         axes = set(cast("tuple[int, ...]", inst.dimensions or ()))
         return at(0, [add(size(inst, k), -1, neg(e)) if k in axes else e
