@@ -309,3 +309,63 @@ def test_coalescing_reads_a_bounded_fusion_at_its_bound() -> None:
     dynamic, static = parse_hlo(fusion("f32[<=16,8]")), parse_hlo(fusion("f32[16,8]"))
     got = fusion_coalescing(dynamic, dynamic.entry.root)
     assert got == fusion_coalescing(static, static.entry.root)
+
+
+def test_start_indices_into_a_bounded_operand_stay_unknown() -> None:
+    """XLA's dynamic padder runs dynamic-slice on the padded buffer, clamping the start to the
+    bound: a map clamped to the size (StableHLO's) could miss a read of the padding."""
+    module = parse_hlo("HloModule m\n\nENTRY main {\n  a = f32[<=16,8] parameter(0)\n"
+                       "  i = s32[] parameter(1)\n  z = s32[] constant(0)\n"
+                       "  ROOT d = f32[2,8] dynamic-slice(a, i, z), dynamic_slice_sizes={2,8}\n}\n")
+    ci = computation_indexing(module, module.entry, "out2in")
+    (m,) = ci.maps[(0, 0, 0)]
+    assert m.is_undefined
+    assert any("clamps it to the bound" in n for n in ci.notes), ci.notes
+
+
+NESTED = """HloModule m
+fused {
+  q0 = f32[<=BOUND,2] parameter(0)
+  e = f32[<=BOUND,2] exponential(q0)
+  ROOT r = f32[<=BOUND,2] reverse(e), dimensions={0}
+}
+outer {
+  c0 = f32[<=BOUND,2] parameter(0)
+  ROOT f = f32[<=BOUND,2] fusion(c0), kind=kLoop, calls=fused
+}
+ENTRY e {
+  p0 = f32[<=BOUND,2] parameter(0)
+  n = f32[<=BOUND,2] negate(p0)
+  ROOT c = f32[<=BOUND,2] call(n), to_apply=outer
+}
+"""
+
+
+@given(st.integers(1, 4).flatmap(lambda b: st.tuples(st.just(b), st.integers(0, b))))
+def test_a_size_is_passed_into_fusions_and_calls(bound_n: tuple[int, int]) -> None:
+    """A computation called by one fusion or call gets its caller's sizes: the entry's map
+    through a call of a fusion that reverses the dynamic dimension has the one size of `p0`
+    and reads `n - 1 - i` at every size n (a fresh size per parameter knew nothing of n)."""
+    bound, n = bound_n
+    mod = parse_hlo(NESTED.replace("BOUND", str(bound)))
+    ci = computation_indexing(mod, mod.entry, "out2in")
+    (ind,) = ci.maps[(0, 0, 0)]
+    (size,) = ind.map.sizes
+    assert size.provenance is not None and "%p0 in e" in size.provenance
+    got = pairs_at(ind, {"e/p0/0": n})
+    assert got == {((i, j), (n - 1 - i, j)) for i in range(n) for j in range(2)}
+    fused = computation_indexing(mod, mod.computation("fused"), "out2in")
+    (inner,) = fused.maps[(0, 0, 0)]
+    assert [z.name for z in inner.map.sizes] == [size.name]  # the callee names it so too
+
+
+def test_a_computation_called_twice_keeps_sizes_of_its_own() -> None:
+    """Two calls may pass different sizes: the callee's parameter keeps a size of its own."""
+    text = NESTED.replace("BOUND", "4").replace(
+        "ROOT c = f32[<=4,2] call(n), to_apply=outer",
+        "c1 = f32[<=4,2] call(n), to_apply=outer\n"
+        "  ROOT c = f32[<=4,2] call(p0), to_apply=outer")
+    mod = parse_hlo(text)
+    outer = computation_indexing(mod, mod.computation("outer"), "out2in")
+    (ind,) = outer.maps[(0, 0, 0)]
+    assert all("in outer" in (z.provenance or "") for z in ind.map.sizes), ind.map.sizes

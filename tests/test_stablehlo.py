@@ -14,13 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import verifidx as vx
 from verifidx.cli import main
 from verifidx.computation_maps import computation_indexing
 from verifidx.dedup import MapSet
-from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
+from verifidx.hlo.dynamic_dims import SizeVar, SymSize, instantiate_sizes, restrict
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap
 
@@ -211,17 +214,49 @@ def test_claims_hold_for_every_size_not_one() -> None:
 
 def test_unsound_ops_on_dynamic_dimensions_are_unknown() -> None:
     text = """
+func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>, %u: tensor<2x3xf32>, %i: tensor<i32>) -> tensor<?x3xf32, #stablehlo.bounds<8, ?>> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.dynamic_update_slice %arg0, %u, %i, %c : (tensor<?x3xf32, #stablehlo.bounds<8, ?>>, tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<?x3xf32, #stablehlo.bounds<8, ?>>
+  return %0 : tensor<?x3xf32, #stablehlo.bounds<8, ?>>
+}
+"""
+    module = parse_module(text)
+    ci = computation_indexing(module, module.entry, "out2in")
+    (m,) = ci.maps[(0, 1, 0)]
+    assert m.is_undefined
+    assert any("start indices clamped to a dynamic size" in n for n in ci.notes)
+
+
+DYNAMIC_SLICE = """
 func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>, %i: tensor<i32>) -> tensor<2x3xf32> {
   %c = stablehlo.constant dense<0> : tensor<i32>
   %0 = stablehlo.dynamic_slice %arg0, %i, %c, sizes = [2, 3] : (tensor<?x3xf32, #stablehlo.bounds<8, ?>>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
 """
-    module = parse_module(text)
-    ci = computation_indexing(module, module.entry, "out2in")
-    (m,) = ci.maps[(0, 0, 0)]
-    assert m.is_undefined
-    assert any("start indices clamped to a dynamic size" in n for n in ci.notes)
+
+
+@pytest.mark.parametrize("direction", ["out2in", "in2out"])
+def test_dynamic_slice_of_a_dynamic_operand_clamps_its_start_to_the_size(direction: str) -> None:
+    """At every size n, the map's relation (over every start the runtime variable may hold) is
+    the set of (output, operand) element pairs the op reads for some start index, its start
+    clamped to [0, n - 2] as StableHLO defines it (evaluated here, apart from the map code)."""
+    module = parse_module(DYNAMIC_SLICE)
+    maps = computation_indexing(module, module.entry, direction)
+    ((key, (m,)),) = [(k, v) for k, v in maps.maps.items() if k[1] == 0]
+    (size,) = [z.name for z in m.map.sizes]
+    for n in range(2, 9):
+        at = instantiate_sizes(m, {size: n}).map
+        assert not at.sizes and not at.is_undefined
+        claimed = {(d, r) for _rt, d, r in at.relation()}
+        truth = set()
+        for i in range(-2, 11):
+            start = min(max(i, 0), n - 2)
+            for row in range(2):
+                for col in range(3):
+                    out, src = (row, col), (start + row, col)
+                    truth.add((out, src) if direction == "out2in" else (src, out))
+        assert claimed == truth, (n, str(at))
 
 
 def test_refine_on_the_command_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -351,3 +386,28 @@ def test_refine_refuted_exits_1_with_a_counterexample(capsys: pytest.CaptureFixt
     code, out, err = run(capsys, "indexing", str(path), "--refine", "tensor<16xf32>")
     assert code == 1
     assert "REFUTED" in out and err.startswith("error: ") and err.count("\n") == 1
+
+
+@given(st.integers(-50, 50), st.integers(-9, 9).filter(bool), st.integers(1, 30))
+def test_shape_arithmetic_is_followed_as_numpy_computes_it(a: int, c: int, b: int) -> None:
+    """The reader's integer rules (`divide`, `remainder`, `sign`, `compare`) against numpy's
+    int32 arithmetic (StableHLO divides towards zero; the remainder has the dividend's sign),
+    on constants and on a size `c * b` (any b), where a quotient is followed only if exact."""
+    from verifidx.stablehlo.convert import _decide
+
+    x, y = np.int32(a), np.int32(c)
+    k = SymSize
+    assert _decide("stablehlo.divide", [k(a), k(c)], False, "") == int(np.trunc(a / c))
+    assert _decide("stablehlo.remainder", [k(a), k(c)], False, "") == int(np.fmod(x, y))
+    assert _decide("stablehlo.sign", [k(a)], False, "") == int(np.sign(x))
+    for d, op in (("EQ", np.equal), ("NE", np.not_equal), ("LT", np.less),
+                  ("GE", np.greater_equal)):
+        got = _decide("stablehlo.compare", [k(a), k(c)], True, d)
+        assert got is None or got == int(op(x, y))
+    size = SymSize.of(SizeVar("t/b", "test", 1000)).times(c)
+    quotient = _decide("stablehlo.divide", [size, k(c)], False, "")
+    assert isinstance(quotient, SymSize) and quotient.value({"t/b": b}) == b
+    assert _decide("stablehlo.remainder", [size, k(c)], False, "") == 0
+    if abs(c) > 1:  # b is not a multiple: nothing is claimed
+        assert _decide("stablehlo.divide", [size.plus(1), k(c)], False, "") is None
+        assert _decide("stablehlo.remainder", [size.plus(1), k(c)], False, "") is None

@@ -24,11 +24,18 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from verifidx.computation_maps import computation_indexing
-from verifidx.expr import Expr, RtVar, Symbol
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes, leaf_sizes
+from verifidx.expr import Add, Const, Expr, RtVar, Size, Symbol
+from verifidx.hlo.dynamic_dims import (
+    SIZES_ATTRIBUTE,
+    VALUE_ATTRIBUTE,
+    SymSize,
+    instantiate_sizes,
+    leaf_sizes,
+)
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.runtime import OperandIndexing
+from verifidx.hlo.runtime import OperandIndexing, fold_point_runtime
 from verifidx.indexing_map import IndexingMap, Var
+from verifidx.interval import Interval
 from verifidx.smt import Verdict, equal, includes
 from verifidx.stablehlo.convert import LITERAL_KEPT
 
@@ -86,6 +93,18 @@ class ValueKeys:
             out.append((leaf.element_type, *dims))
         return tuple(out)
 
+    def _integer(self, inst: HloInstruction) -> int | None:
+        """A scalar integer's value where it is known: a constant, or a size the reader
+        followed (`VALUE_ATTRIBUTE`) at the refined sizes."""
+        value = inst.attributes.get(VALUE_ATTRIBUTE)
+        if isinstance(value, SymSize):
+            return value.value(self.values)
+        v = inst.literal_value
+        if inst.opcode == "constant" and inst.shape.rank == 0 and isinstance(v, int) and \
+                not isinstance(v, bool):
+            return v
+        return None
+
     def key(self, inst: HloInstruction) -> int | None:
         """The value's structural name (a number), or None when the structure does not tell."""
         if id(inst) in self.memo:
@@ -103,6 +122,9 @@ class ValueKeys:
             return None
         if inst.literal is not None and len(inst.literal) >= LITERAL_KEPT:
             return None  # the StableHLO reader keeps only the start of a large constant
+        known = self._integer(inst)
+        if known is not None:  # `b - 1` at b = 5 is the constant 4 of the refined program
+            return ("integer", sizes, known)
         if inst.opcode == "parameter":
             if comp is self.module.entry:
                 return ("parameter", inst.parameter_number, sizes)
@@ -123,7 +145,7 @@ class ValueKeys:
         attributes: list[Hashable] = []
         called = set(inst.called_computations)
         for name, value in sorted(inst.attributes.items()):
-            if name == SIZES_ATTRIBUTE:
+            if name in (SIZES_ATTRIBUTE, VALUE_ATTRIBUTE):
                 continue
             if isinstance(value, str) and value in called:
                 root = self.key(self.module.computation(value).root)
@@ -150,13 +172,65 @@ def _same_value(a: _Side, i: int, b: _Side, j: int) -> bool:
     """Runtime variable i of `a` and j of `b` always hold the same value: both are data read
     from values with the same structural name, at the same element, with the same interval."""
     ra, rb = a.indexing.runtime[i], b.indexing.runtime[j]
-    if a.indexing.map.rt_vars[i].bounds != b.indexing.map.rt_vars[j].bounds:
+    if _clamp_of(a.indexing.map, i) != _clamp_of(b.indexing.map, j):
         return False
     ka, kb = a.keys.key(ra.source), b.keys.key(rb.source)
     if ka is None or ka != kb:
         return False
     pa, pb = _index_function(ra.map, rb.map), _index_function(rb.map, ra.map)
     return pa is not None and pb is not None and equal(pa, pb).holds is True
+
+
+def _clamp_of(m: IndexingMap, k: int) -> Interval:
+    """The interval runtime variable `k` is clamped to: its bounds, cut by constraints
+    `rt<k> + c in [lo, hi]` (a start clamped to a size, `rt - (N - s) <= 0`, at a size)."""
+    out = m.rt_vars[k].bounds
+    for e, iv in m.constraints.items():
+        found = _shifted(e, RtVar(k))
+        if found is not None:
+            out = out.intersect(Interval(iv.lo - found, iv.hi - found))
+    return out
+
+
+def _size_clamped(m: IndexingMap) -> set[int]:
+    """The runtime variables of `m` (with its sizes) that a constraint over sizes alone clamps
+    (`rt - (N - s) in [.., 0]`, `verifidx.hlo.sized_ops`): their bounds at given sizes are cut
+    by it."""
+    out = set()
+    for e in m.constraints:
+        found = e.variables()
+        rts = [v for v in found if isinstance(v, RtVar)]
+        if len(rts) == 1 and len(found) > 1 and all(isinstance(v, (RtVar, Size)) for v in found):
+            out.add(rts[0].index)
+    return out
+
+
+def _clamped(ind: OperandIndexing, values: Mapping[str, int]) -> OperandIndexing:
+    """`ind` at the sizes `values`, each runtime variable clamped to a size taking the bounds
+    of its clamp there (`_clamp_of`), one that can take one value only replaced by it, as the
+    refined program's maps have them."""
+    clamped = set() if ind.map.is_undefined else _size_clamped(ind.map)
+    ind = instantiate_sizes(ind, values)
+    m = ind.map
+    if m.is_undefined or not clamped:
+        return ind
+    rts = tuple(Var(_clamp_of(m, k)) if k in clamped else m.rt_vars[k]
+                for k in range(m.num_rt_vars))
+    return fold_point_runtime(OperandIndexing(m.replace(rt_vars=rts), ind.runtime, ind.replica,
+                                              ind.notes))
+
+
+def _shifted(e: Expr, v: RtVar) -> int | None:
+    """c where `e` is `v + c` (or `v`), else None."""
+    if e == v:
+        return 0
+    if isinstance(e, Add) and len(e.terms) == 2:
+        x, c = e.terms
+        if isinstance(c, Const) and x == v:
+            return c.value
+        if isinstance(x, Const) and c == v:
+            return x.value
+    return None
 
 
 def _index_function(p: IndexingMap, other: IndexingMap) -> IndexingMap | None:
@@ -272,7 +346,8 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
     keys = sorted({(o, p) for o, p, _l in dyn.maps} | {(o, p) for o, p, _l in sta.maps})
     checks: list[Check] = []
     for o, p in keys:
-        a = [_Side(instantiate_sizes(m, values), dyn_keys) for m in dyn.maps_for(o, p)]
+        a = [_Side(_clamped(m, values), dyn_keys)
+             for m in dyn.maps_for(o, p)]
         b = [_Side(m, sta_keys) for m in sta.maps_for(o, p)]
         if any(s.indexing.is_undefined for s in (*a, *b)):
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))

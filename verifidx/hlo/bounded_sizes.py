@@ -10,7 +10,8 @@ dimensions.
 
 A dimension's size is the operand's where XLA's dynamic-dimension inference passes it through
 unchanged (elementwise ops, broadcast, transpose, reduce, dot, a slice of the whole dimension,
-a reshape that keeps the dimension whole, tuples); elsewhere it is a fresh size variable of its
+a reshape that keeps the dimension whole, tuples) and into and out of a computation that one
+`fusion` or `call` calls (`link_called_sizes`); elsewhere it is a fresh size variable of its
 own. A fresh variable is never wrong (the map is exact at the variable's value at run time,
 whatever the other sizes are) but knows less: maps that need two sizes known equal (broadcast,
 reshape) become unknown.
@@ -19,11 +20,11 @@ reshape) become unknown.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, SizeVar, SymSize
-from verifidx.hlo.module import HloInstruction
+from verifidx.hlo.module import HloComputation, HloInstruction
 from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.shape import UNBOUNDED, Shape
 
@@ -33,24 +34,43 @@ _PASS_THROUGH = ELEMENTWISE | {"sort", "reverse", "bitcast-convert", "all-reduce
                                "optimization-barrier", "opt-barrier"}
 """Ops whose output has the shape of operand 0 and its dynamic sizes."""
 
+_CALLS = ("fusion", "call")
+"""Ops whose callee's parameters are their operands and whose output is the callee's root."""
 
-def with_bounded_sizes(computation: str, instructions: Sequence[HloInstruction]
-                       ) -> list[HloInstruction]:
+
+Linked = Callable[[HloInstruction, list["tuple[Sizes, ...] | None"], list[Shape]],
+                  "tuple[Sizes, ...] | None"]
+"""For a `fusion` or `call`: given its operands' sizes and shapes, the sizes of its output (its
+callee's root's, the callee redone with those sizes as its parameters'), or None."""
+
+
+def with_bounded_sizes(computation: str, instructions: Sequence[HloInstruction],
+                       parameters: Mapping[int, tuple[Sizes, ...] | None] | None = None,
+                       linked: Linked | None = None) -> list[HloInstruction]:
     """`instructions` (one computation, operands first) with `dynamic_sizes` recorded on every
-    instruction whose shape has a `<=N` dimension."""
+    instruction whose shape has a `<=N` dimension; `parameters` gives a parameter (by number)
+    the sizes of its caller's operand, `linked` the output of a call (`link_called_sizes`)."""
     known: dict[str, tuple[Sizes, ...]] = {}
     shapes: dict[str, Shape] = {}
     out: list[HloInstruction] = []
     for inst in instructions:
         shapes[inst.name] = inst.shape
         leaves = inst.shape.leaves()
+        operands = [known.get(name) for name in inst.operands]
+        operand_shapes = [shapes[name] for name in inst.operands if name in shapes]
+        inferred: tuple[Sizes, ...] | None = None
+        if linked is not None and inst.opcode in _CALLS:
+            # redoes the callee, also when this call's own shape is static
+            inferred = linked(inst, operands, operand_shapes)
+        if parameters is not None and inst.opcode == "parameter":
+            inferred = parameters.get(inst.parameter_number or 0)
         if SIZES_ATTRIBUTE in inst.attributes or not any(
                 d and n != UNBOUNDED for leaf in leaves for n, d in zip(leaf.dims, leaf.dynamic)):
             known[inst.name] = tuple((None,) * leaf.rank for leaf in leaves)
             out.append(inst)
             continue
-        inferred = _infer(inst, [known.get(name) for name in inst.operands],
-                          [shapes[name] for name in inst.operands if name in shapes])
+        if inferred is None:
+            inferred = _infer(inst, operands, operand_shapes)
         per_leaf: list[Sizes] = []
         for li, leaf in enumerate(leaves):
             guess = inferred[li] if inferred is not None and li < len(inferred) else None
@@ -167,3 +187,59 @@ def _reshape(src: Shape, sizes: Sizes, out: Shape) -> tuple[Sizes, ...] | None:
         return None
     carried = iter([s for s in sizes if s is not None])
     return (tuple(next(carried) if d else None for d in out.dynamic),)
+
+
+def link_called_sizes(computations: Mapping[str, HloComputation]) -> dict[str, HloComputation]:
+    """The computations with the sizes of each `fusion` and `call` passed on: a computation
+    that one `fusion` or `call` calls, and nothing else, gets its caller's operand sizes as its
+    parameters' (where the shapes agree), and the call's output its root's, so composed maps
+    use the caller's size names instead of fresh ones. XLA passes a dynamic size through a
+    call unchanged, so these are the sizes at run time. Computations called from several
+    places keep sizes of their own (each call may pass different ones)."""
+    comps = dict(computations)
+    if not any(SIZES_ATTRIBUTE in i.attributes for c in comps.values() for i in c.instructions):
+        return comps  # a static module: nothing to link
+    sites: dict[str, list[tuple[str, HloInstruction]]] = {}
+    for c in comps.values():
+        for inst in c.instructions:
+            for callee in inst.called_computations:
+                sites.setdefault(callee, []).append((c.name, inst))
+
+    def only_caller(callee: str, caller: str, inst: HloInstruction) -> bool:
+        """`inst` in `caller` is the one call of `callee`, a fusion or call of it alone."""
+        found = sites.get(callee, [])
+        return callee in comps and len(found) == 1 and found[0][0] == caller and \
+            found[0][1].name == inst.name and inst.opcode in _CALLS and \
+            inst.called_computations == (callee,)
+
+    def redo(name: str, parameters: Mapping[int, tuple[Sizes, ...] | None] | None
+             ) -> HloComputation:
+        comp = comps[name]
+        plain = [dataclasses.replace(i, attributes={k: v for k, v in i.attributes.items()
+                                                    if k != SIZES_ATTRIBUTE})
+                 for i in comp.instructions]
+        done = dataclasses.replace(comp, instructions=tuple(
+            with_bounded_sizes(name, plain, parameters, lambda *a: linked(name, *a))))
+        comps[name] = done
+        return done
+
+    def linked(caller: str, inst: HloInstruction, operands: list[tuple[Sizes, ...] | None],
+               operand_shapes: list[Shape]) -> tuple[Sizes, ...] | None:
+        callee = inst.called_computations[0] if inst.called_computations else ""
+        if not only_caller(callee, caller, inst):
+            return None
+        params = {p.parameter_number: p.shape for p in comps[callee].instructions
+                  if p.opcode == "parameter" and p.parameter_number is not None}
+        given = {k: operands[k] for k, shape in params.items()
+                 if k < min(len(operands), len(operand_shapes)) and operand_shapes[k] == shape}
+        root = redo(callee, given).root
+        if root.shape != inst.shape:
+            return None
+        value = root.attributes.get(SIZES_ATTRIBUTE)
+        return cast("tuple[Sizes, ...]", value) if value is not None else None
+
+    for name in list(comps):
+        callers = sites.get(name, [])
+        if not (len(callers) == 1 and only_caller(name, *callers[0])):
+            redo(name, None)  # an entry or a shared callee: its calls pass sizes on
+    return comps

@@ -19,9 +19,9 @@ This restriction is exact only for ops whose element at an index does not depend
 of their dynamic dimensions ("prefix-consistent": the op at size N is the op at the bound,
 cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold,
 the op's maps are built with the sizes in them where it can be (`verifidx.hlo.sized_ops`:
-reverse, concatenation, reshape), and are "unknown indexing" with the reason elsewhere (clamped
-start indices into a dynamic operand, a broadcast that may expand a dynamic size-1 dimension,
-...). Never a missed read.
+reverse, concatenation, reshape, gather and dynamic-slice), and are "unknown indexing" with the
+reason elsewhere (dynamic-update-slice or scatter into a dynamic operand, a broadcast that may
+expand a dynamic size-1 dimension, ...). Never a missed read.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ UNBOUNDED_SIZE = 2**31 - 1
 `#stablehlo.bounds`): sizes are 32-bit in the programs JAX exports. Stated in every map."""
 
 SIZES_ATTRIBUTE = "dynamic_sizes"
+
+VALUE_ATTRIBUTE = "size_value"
+"""A scalar integer instruction whose value is a symbolic size (a `SymSize`): the StableHLO
+reader records it where it follows shape arithmetic (`get_dimension_size`, jax.export's
+dimension-variable arguments, sums and products of them)."""
 
 
 _ESCAPES = {"_": "__", "/": "_s", ".": "_p", "+": "_a"}

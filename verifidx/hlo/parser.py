@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from verifidx.errors import ParseError
-from verifidx.hlo.bounded_sizes import with_bounded_sizes
+from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,
@@ -319,7 +319,8 @@ class _Parser(_Scanner):
         for ref, at in self.computation_refs:
             if ref not in computations:
                 self.fail(f"undefined computation '{ref}'", at)
-        return HloModule(name, computations, attributes, sections, self.source)
+        return HloModule(name, link_called_sizes(computations), attributes, sections,
+                         self.source)
 
     def section(self) -> tuple[str, str] | None:
         """A trailing debug table such as `StackFrames` followed by `N value` rows, kept raw."""

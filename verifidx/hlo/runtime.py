@@ -6,7 +6,10 @@ stands for `clamp(v, lo, hi)` where `[lo, hi]` are the bounds of `rt<k>` and `v`
 `runtime[k].source` at the index `runtime[k].map` gives for the current point of the map's domain.
 Dynamic-slice, dynamic-update-slice and gather clamp their start indices exactly so, to
 `[0, operand_dim - slice_dim]`, which is why a known start value can be folded soundly: substitute
-the clamped value, never the raw one.
+the clamped value, never the raw one. Where the operand's dimension is a size `N`
+(`verifidx.hlo.sized_ops`), the clamp's upper end is `N - slice_dim`, a constraint
+`rt<k> - (N - slice_dim) in [.., 0]` of the map, and a known start is folded only where it
+provably lies inside.
 
 Folding (`fold_known_values`):
 - a scalar integer `constant` is folded to `clamp(value, lo, hi)`, a constant;

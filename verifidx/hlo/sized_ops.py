@@ -9,7 +9,16 @@ here with the sizes in it instead:
   the operands before it, `d -> d - off` where `off <= d < off + size_i`;
 - `reshape` (`dynamic_reshape`) merging or splitting dynamic dimensions: the index is
   linearised within each group of dimensions whose sizes multiply to the same polynomial
-  (`d0 * N + d1`) and split again (`(.. floordiv N) mod M`); with no such grouping, one group.
+  (`d0 * N + d1`) and split again (`(.. floordiv N) mod M`); with no such grouping, one group;
+- `gather` and `dynamic-slice` of a dynamic operand: a start index moving a dimension of size
+  `N` is clamped to `[0, N - s]` (`s` the slice size), the runtime variable's constraint
+  `rt - (N - s) <= 0`. A start whose value the program computes from iotas, constants and
+  sizes (`verifidx.hlo.index_values`) replaces its runtime variable where the solver shows it
+  in `[0, N - s]` at every point and every size (the clamp never acts: `x[::-1]`, `x[1::2]`
+  lowered by `jax.export` to a gather become exact maps); elsewhere the runtime variable stays
+  (every start in the clamp's range). A program whose slice is larger than the operand at
+  some size has no element to read there: the map is empty at those sizes. Not for XLA's
+  bounded dimensions (sizes that may be 0), whose dynamic padder clamps to the bound instead.
 
 Every map is then cut to the sizes of its domain. A divisor that may be 0 (a size that may be
 0, XLA's bounded dimensions) cannot be written: the map is "unknown indexing" with that reason.
@@ -21,12 +30,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from verifidx.errors import DivisorError
-from verifidx.expr import Const, Dim, Expr, add, floordiv, mod, mul, neg
+from verifidx.expr import Const, Dim, Expr, RtVar, Size, add, floordiv, mod, mul, neg
 from verifidx.hlo.dynamic_dims import SymSize, declare, leaf_sizes, restrict
-from verifidx.hlo.runtime import OperandIndexing
+from verifidx.hlo.index_values import value_at
+from verifidx.hlo.ops.common import Malformed
+from verifidx.hlo.ops.dynamic import dynamic_slice_i2o, dynamic_slice_o2i
+from verifidx.hlo.ops.gather_scatter import gather_i2o, gather_o2i
+from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap
 from verifidx.interval import range_of
+from verifidx.smt import is_empty
 
 if TYPE_CHECKING:
     from verifidx.hlo.ops.common import OpContext
@@ -168,10 +182,116 @@ def _reshape(ctx: OpContext, direction: str, index: int) -> Groups:
     return ((_relinearise(a, b, ctx.operand_shapes[0]),),)
 
 
+# -- gather, dynamic-slice of a dynamic operand -------------------------------------------------
+
+
+def _clamps(ctx: OpContext, m: IndexingMap) -> dict[int, SymSize]:
+    """Per runtime variable of `m` (a start index): the largest start its op clamps it to,
+    `N - s`, where it moves operand dimension `k` (it appears in result `k`, the operand's
+    dimension `k` for out2in and the output's dimension `k` of a dynamic-slice for in2out) of
+    size `N`; `s` is the bound minus the variable's largest value."""
+    sizes, bound = _operand_sizes(ctx, 0), ctx.operand_shapes[0].dims
+    out: dict[int, SymSize] = {}
+    for k, r in enumerate(m.results):
+        for v in r.variables():
+            if isinstance(v, RtVar) and k < len(sizes):
+                out[v.index] = sizes[k].plus(m.rt_vars[v.index].bounds.hi - bound[k])
+    return out
+
+
+def _always_within(m: IndexingMap, value: Expr, hi: SymSize) -> bool:
+    """`0 <= value <= hi` at every point of `m` and every size (shown by the solver)."""
+    above = add(value, neg(hi.expr()))
+    outside = [(value, (min(range_of(value, m.bounds).lo, -1), -1)),
+               (above, (1, max(range_of(above, m.bounds).hi, 1)))]
+    return all(is_empty(m.add_constraint(e, iv)).holds is True for e, iv in outside)
+
+
+def _representable(value: Expr, m: IndexingMap, signed: bool) -> bool:
+    """`value` stays inside what a 32-bit index holds (non-negative for an unsigned one) over
+    `m`'s bounds: then it is the program's value, wrapping arithmetic and all
+    (`verifidx.hlo.index_values`), and the op clamps exactly it."""
+    r = range_of(value, m.bounds)
+    return (-(2**31) if signed else 0) <= r.lo and r.hi < 2**31
+
+
+def _known_start(rv: RuntimeVar, m: IndexingMap, ctx: OpContext
+                 ) -> tuple[Expr, list[SymSize]] | None:
+    if ctx.computation is None or rv.map.is_undefined or rv.map.num_rt_vars or \
+            rv.map.num_range_vars or rv.map.constraints or rv.map.num_dims != m.num_dims:
+        return None
+    used: list[SymSize] = []
+    value = value_at(rv.source, rv.map.results, ctx.computation, used=used)
+    return None if value is None else (value, used)
+
+
+def _clamped(ind: OperandIndexing, ctx: OpContext) -> OperandIndexing:
+    """`ind` (a table map with unfolded start indices, cut to the sizes) with each start
+    clamped to its size and folded where its value is known (see the module docstring)."""
+    m = ind.map
+    if m.is_undefined or not ind.runtime:
+        return ind
+    his = _clamps(ctx, m)
+    m = declare(m, list(his.values()))
+    for j, hi in his.items():
+        if not hi.is_constant:
+            diff = add(RtVar(j), neg(hi.expr()))
+            m = m.add_constraint(diff, (min(range_of(diff, m.bounds).lo, 0), 0))
+    values: dict[int, Expr] = {}
+    for j, rv in enumerate(ind.runtime):
+        known = _known_start(rv, m, ctx)
+        if known is None:
+            continue
+        value, used = known
+        hi = his.get(j, SymSize(m.rt_vars[j].bounds.hi))
+        if _always_within(declare(m, used), value, hi):
+            values[j] = value
+            m = declare(m, used)
+        elif hi.is_constant and not any(isinstance(v, Size) for v in value.variables()) and \
+                _representable(value, m, rv.source.shape.element_type.startswith("s")):
+            values[j] = clamp_expr(value, m.bounds, m.rt_vars[j].bounds.lo, hi.const)
+    return substitute_runtime(OperandIndexing(m, ind.runtime, ind.replica, ind.notes), values)
+
+
+_UNFOLDED = {
+    ("gather", "out2in"): lambda ctx, i: gather_o2i(ctx, i, fold=False),
+    ("gather", "in2out"): gather_i2o,
+    ("dynamic-slice", "out2in"): lambda ctx, i: dynamic_slice_o2i(ctx, i, fold=False),
+    ("dynamic-slice", "in2out"): lambda ctx, i: dynamic_slice_i2o(ctx, i, fold=False),
+}
+
+
+def _sliced(ctx: OpContext, direction: str, index: int) -> Groups:
+    """gather and dynamic-slice of an operand with dynamic dimensions."""
+    if any(v.least < 1 for s in _leaf(ctx, 0) or () if s is not None for v in s.variables):
+        # XLA's bounded dimensions: its dynamic padder runs the op on the padded buffer,
+        # clamping to the bound, so a start may read the padding past the size
+        raise ValueError("XLA clamps it to the bound and may read the padding")
+    table = _UNFOLDED[ctx.instruction.opcode, direction](ctx, index)
+    inst = ctx.instruction
+    groups = []
+    for i, group in enumerate(table):
+        if direction == "out2in":
+            domain, target = leaf_sizes(inst, index), _leaf(ctx, i)
+        else:
+            domain, target = _leaf(ctx, index), leaf_sizes(inst, i)
+        moves = (i if direction == "out2in" else index) == 0
+        groups.append(tuple(_clamped(restrict(m, domain, target), ctx) if moves
+                            else restrict(m, domain, target) for m in group))
+    return tuple(groups)
+
+
+def _leaf(ctx: OpContext, i: int) -> tuple[SymSize | None, ...] | None:
+    op = ctx.operands[i] if i < len(ctx.operands) else None
+    return leaf_sizes(op) if op is not None else None
+
+
 SIZED: dict[str, Callable[[OpContext, str, int], Groups]] = {
     "reverse": _reverse,
     "concatenate": _concatenate,
     "reshape": _reshape,
+    "gather": _sliced,
+    "dynamic-slice": _sliced,
 }
 """Per opcode: its maps with sizes, for the ops whose table map is not exact at every size."""
 
@@ -184,5 +304,5 @@ def sized_maps(ctx: OpContext, direction: str, index: int) -> tuple[Groups | Non
         return None, ""
     try:
         return build(ctx, direction, index), ""
-    except (DivisorError, ValueError) as e:
+    except (DivisorError, ValueError, Malformed) as e:
         return None, str(e)

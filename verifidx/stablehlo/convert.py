@@ -12,10 +12,12 @@ keeps its MLIR name as opcode, so its maps say "unknown op stablehlo.xyz".
 
 Dynamic dimensions (`?`) get symbolic sizes (`verifidx.hlo.dynamic_dims`): a function argument's
 dimension is a size variable; sizes flow through ops, and integer shape values
-(`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products by a
-constant) are followed so that `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and
-`set_dimension_size` get the sizes their shape operands hold. A size that cannot be followed is a
-fresh, opaque size variable, which makes the maps that depend on it unknown, never wrong.
+(`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products, exact
+quotients, and comparisons and selections decided for every size) are followed so that
+`dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and `set_dimension_size` get the
+sizes their shape operands hold; a `4*b` argument dimension is `4 * b` (`_export_dim_names`).
+A size that cannot be followed is a fresh, opaque size variable, which makes the maps that
+depend on it unknown, never wrong.
 Called functions are converted once per distinct call-site sizes (copies are suffixed `.1`, ...),
 so a callee's sizes are always its caller's.
 """
@@ -29,7 +31,13 @@ from typing import Any
 
 from verifidx.errors import ParseError
 from verifidx.expr import is_size_name
-from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, UNBOUNDED_SIZE, SizeVar, SymSize
+from verifidx.hlo.dynamic_dims import (
+    SIZES_ATTRIBUTE,
+    UNBOUNDED_SIZE,
+    VALUE_ATTRIBUTE,
+    SizeVar,
+    SymSize,
+)
 from verifidx.hlo.module import (
     AttributeValue,
     ConvolutionDimLabels,
@@ -225,17 +233,20 @@ class _Function:
                 continue
             bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
             label = f"dimension {d} of {what} in {self.name}"
+            factor = 1
             if what.startswith("parameter("):
                 number = int(what[len("parameter("):-1])
                 key = f"{self.name}_arg{number}_d{d}"
                 named = self.conv.dim_names.get((number, d)) if self.conv.entry == self.name \
                     else None
                 if named is not None:
-                    key, label = named, f"{label} (jax.export dimension variable {named})"
+                    key, factor = named
+                    label = f"{label} (jax.export dimension variable {key}" + \
+                        (f", the dimension {factor} * {key})" if factor != 1 else ")")
             else:  # every op result's `?` is its own size
                 self.conv.opaque += 1
                 key = f"size{self.conv.opaque}_d{d}"
-            sizes.append(SymSize.of(SizeVar(key, label, bound)))
+            sizes.append(SymSize.of(SizeVar(key, label, bound // factor)).times(factor))
         return element_type(str(rt.element_type)), tuple(sizes)
 
     @staticmethod
@@ -257,6 +268,18 @@ class _Function:
             else:
                 out.append(declared)
         return etype, tuple(out)
+
+    def record_value(self, name: str, vals: tuple[SymSize, ...]) -> None:
+        """A scalar integer whose value is a size expression (jax.export's dimension variables
+        and arithmetic on them) says so, for start indices computed from sizes
+        (`verifidx.hlo.sized_ops`)."""
+        if len(vals) != 1 or self.shapes[name].rank != 0:
+            return
+        k = next(k for k in range(len(self.insts) - 1, -1, -1) if self.insts[k].name == name)
+        inst = self.insts[k]
+        attributes: dict[str, Any] = dict(inst.attributes)  # sizes are not parsed values
+        attributes[VALUE_ATTRIBUTE] = vals[0]
+        self.insts[k] = replace(inst, attributes=attributes)
 
     def define(self, value: Any, name: str, sizes: tuple[Size, ...]) -> None:
         self.names[value] = name
@@ -294,7 +317,7 @@ class Converter:
         self.region_count = 0
         self.opaque = 0
         self.entry = ""
-        self.dim_names: dict[tuple[int, int], str] = {}
+        self.dim_names: dict[tuple[int, int], tuple[str, int]] = {}
         # one naming state for the module: value.get_name() alone renumbers the whole function
         # on every call
         self.asm = mlir()["ir"].AsmState(module.operation)
@@ -361,6 +384,7 @@ class Converter:
             body.define(arg, name, sizes)
             if arg_ints is not None and i < len(arg_ints) and arg_ints[i] is not None:
                 body.ints[arg] = arg_ints[i]  # type: ignore[assignment]
+                body.record_value(name, arg_ints[i])  # type: ignore[arg-type]
         return self.finish(body, *self.operations(body, block))
 
     def operations(self, body: _Function, block: Any) -> tuple[list[Any], Any]:
@@ -449,18 +473,21 @@ _GENERATED = re.compile(r"(.*_arg\d+_d\d+|size\d+_d\d+)")
 """Keys the converter makes up for sizes: a dimension variable named so is not used as one."""
 
 
-def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], str]:
-    """(argument, dimension) of the entry -> the `jax.export` dimension variable it defines.
-    `jax.export`'s entry measures each dimension variable once (`get_dimension_size` of an
-    argument, maybe converted) and passes it to the wrapped function, whose parameter says
-    which variable it is (`jax.global_constant = "b"`)."""
-    names: dict[tuple[int, int], str] = {}
+def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], tuple[str, int]]:
+    """(argument, dimension) of the entry -> the `jax.export` dimension variable it defines and
+    the dimension's factor. `jax.export`'s entry measures each dimension variable once and
+    passes it to the wrapped function, whose parameter says which variable it is
+    (`jax.global_constant = "b"`): `get_dimension_size` of an argument (maybe converted), the
+    dimension is `b`; or (a `4*b` specification) the quotient of `divmod` of that by a constant
+    `c`, whose remainder the entry asserts is 0 (`shape_assertion`), the dimension is `c * b`."""
+    names: dict[tuple[int, int], tuple[str, int]] = {}
     block = funcs[entry].regions[0].blocks[0]
     args = list(block.arguments)
+    asserted = _asserted_divisible(block)
     for op in block.operations:
         if op.operation.name != "func.call":
             continue
-        callee = funcs.get(str(op.attributes["callee"]).lstrip("@").strip('"'))
+        callee = funcs.get(_callee(op))
         if callee is None or "arg_attrs" not in callee.attributes:
             continue
         arg_attrs = list(callee.attributes["arg_attrs"])
@@ -468,17 +495,22 @@ def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int]
             if k >= len(arg_attrs) or "jax.global_constant" not in arg_attrs[k]:
                 continue
             name = str(arg_attrs[k]["jax.global_constant"]).strip('"')
-            source = value.owner
-            while getattr(source, "name", None) == "stablehlo.convert":
-                source = source.operands[0].owner
-            if getattr(source, "name", None) != "stablehlo.get_dimension_size" or \
-                    not is_size_name(name) or _GENERATED.fullmatch(name) or \
-                    name in names.values():
+            if not is_size_name(name) or _GENERATED.fullmatch(name) or \
+                    name in (n for n, _f in names.values()):
                 continue
-            measured = source.operands[0]
-            if measured in args:
-                names.setdefault((args.index(measured), _int(source.attributes["dimension"])),
-                                 name)
+            factor = 1
+            call = value.owner
+            if getattr(call, "name", None) == "func.call" and _callee(call) == "divmod" and \
+                    value.result_number == 0:
+                divisor = _int_constant(call.operands[1])
+                if divisor is None or divisor < 1 or \
+                        _measured(call.operands[0], args) is None or \
+                        not any(_same_division(call, other, args) for other in asserted):
+                    continue
+                factor, value = divisor, call.operands[0]
+            where = _measured(value, args)
+            if where is not None:
+                names.setdefault(where, (name, factor))
     return names
 
 
@@ -502,6 +534,63 @@ def _captured(region: Any) -> list[Any]:
     out = [v for v in used if v not in inside
            and getattr(v.owner, "name", None) != "stablehlo.constant"]
     return list(dict.fromkeys(out))
+
+
+def _callee(call: Any) -> str:
+    return str(call.attributes["callee"]).lstrip("@").strip('"')
+
+
+def _measured(value: Any, args: list[Any]) -> tuple[int, int] | None:
+    """(argument, dimension) when `value` is `get_dimension_size` of an entry argument (maybe
+    converted)."""
+    source = value.owner
+    while getattr(source, "name", None) == "stablehlo.convert":
+        source = source.operands[0].owner
+    if getattr(source, "name", None) != "stablehlo.get_dimension_size":
+        return None
+    measured = source.operands[0]
+    if measured not in args:
+        return None
+    return args.index(measured), _int(source.attributes["dimension"])
+
+
+def _int_constant(value: Any) -> int | None:
+    owner = value.owner
+    if getattr(owner, "name", None) != "stablehlo.constant":
+        return None
+    ints = _constant_ints(owner)
+    return ints[0].const if ints and len(ints) == 1 and ints[0].is_constant else None
+
+
+def _asserted_divisible(block: Any) -> list[Any]:
+    """The `divmod` calls whose remainder (result 1) the block asserts to be 0: a
+    `shape_assertion` custom call of `compare EQ` of it with the constant 0."""
+    found = []
+    for op in block.operations:
+        if op.operation.name != "stablehlo.custom_call" or \
+                str(op.attributes["call_target_name"]).strip('"') != "shape_assertion" or \
+                not len(op.operands):
+            continue
+        cmp = op.operands[0].owner
+        if getattr(cmp, "name", None) != "stablehlo.compare" or mlir()["stablehlo"]. \
+                ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value != "EQ":
+            continue
+        for a, b in ((0, 1), (1, 0)):
+            rem, zero = cmp.operands[a], cmp.operands[b]
+            call = rem.owner
+            if _int_constant(zero) == 0 and getattr(call, "name", None) == "func.call" and \
+                    _callee(call) == "divmod" and rem.result_number == 1:
+                found.append(call)
+    return found
+
+
+def _same_division(a: Any, b: Any, args: list[Any]) -> bool:
+    """Two `divmod` calls of the same measured dimension by the same constant."""
+    if len(a.operands) != 2 or len(b.operands) != 2:
+        return False
+    where = _measured(a.operands[0], args)
+    return where is not None and where == _measured(b.operands[0], args) and \
+        _int_constant(a.operands[1]) == _int_constant(b.operands[1])
 
 
 def _visibility(f: Any) -> str:
@@ -655,8 +744,33 @@ class OpConverter:
             done = [_arith(self.opname, x, y) for x, y in zip(a, b)]
             if len(a) == len(b) and all(x is not None for x in done):
                 vals = tuple(x for x in done if x is not None)
+        elif self.opname in _DECIDED and ins and all(x is not None for x in ins):
+            vals = self.decided([x for x in ins if x is not None])
         if vals is not None:
             fn.ints[res] = vals
+            fn.record_value(fn.names[res], vals)
+
+    def decided(self, ins: list[tuple[SymSize, ...]]) -> tuple[SymSize, ...] | None:
+        """Element-wise, the value of `divide`, `remainder`, `sign`, `compare`, boolean
+        `and`/`or`/`not` and `select` where it is the same for every value of the sizes
+        (`jax.export`'s `divmod` of `4 * b` by 4 is `(b, 0)`), else None."""
+        n = max(len(x) for x in ins)
+        if any(len(x) not in (1, n) for x in ins):
+            return None
+        boolean = str(self.op.results[0].type).endswith("xi1>") or \
+            str(self.op.results[0].type) == "tensor<i1>"
+        direction = ""
+        if self.opname == "stablehlo.compare":
+            direction = mlir()["stablehlo"].ComparisonDirectionAttr(
+                self.op.attributes["comparison_direction"]).value
+        out = []
+        for k in range(n):
+            args = [x[k if len(x) > 1 else 0] for x in ins]
+            v = _decide(self.opname, args, boolean, direction)
+            if v is None:
+                return None
+            out.append(SymSize(v) if isinstance(v, int) else v)
+        return tuple(out)
 
     def shape_operand(self, i: int, rank: int) -> list[Size | None]:
         vals = self.fn.ints.get(self.op.operands[i])
@@ -953,16 +1067,25 @@ class OpConverter:
                 return
             s, t = start[k].const, stride[k].const
             n = limit[k].plus(-s)
-            if t != 1 and not n.is_constant:
-                self.generic("stablehlo.real_dynamic_slice")
-                return
-            size: Size = _normal(n) if t == 1 else -(-n.const // t)
-            inferred.append(size)
-            bound = size if isinstance(size, int) else size.hi
             sk = src[k]
             in_bound = sk if isinstance(sk, int) else sk.hi
+            size: Size = _normal(n) if t == 1 else -(-n.const // t) if n.is_constant else \
+                self._quotient(k, -(-(in_bound - s) // t))
+            inferred.append(size)
+            bound = size if isinstance(size, int) else size.hi
             dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+
+    def _quotient(self, d: int, bound: int) -> SymSize:
+        """The size `ceil((limit - start) / stride)` of a strided slice whose limit is a size:
+        a size of its own (sizes are polynomials; no quotient of them is followed), in
+        `[0, bound]`. The elements before it do not depend on it, so the slice's map is exact
+        at its value."""
+        self.conv.opaque += 1
+        return SymSize.of(SizeVar(
+            f"size{self.conv.opaque}_d{d}",
+            f"dimension {d} of %real_dynamic_slice in {self.fn.name} (a quotient of sizes)",
+            bound, least=0))
 
     def op_sort(self) -> None:
         body = self.conv.region(self.op.regions[0], self.fn)
@@ -1058,6 +1181,59 @@ class OpConverter:
                 self.fn.ints[r] = vals
 
 
+_DECIDED = {"stablehlo.divide", "stablehlo.remainder", "stablehlo.sign", "stablehlo.compare",
+            "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.select"}
+
+
+def _truncated(a: int, b: int) -> int:
+    """StableHLO's integer division: rounded towards zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _decide(opname: str, args: list[SymSize], boolean: bool, direction: str
+            ) -> SymSize | int | None:
+    """One element of `OpConverter.decided`: a value that holds for every value of the sizes
+    (a quotient only where every coefficient divides exactly; a comparison only of constants,
+    ordered ones of non-negative constants, whose signed and unsigned orders agree)."""
+    known = [a.const if a.is_constant else None for a in args]
+    if opname in ("stablehlo.divide", "stablehlo.remainder") and len(args) == 2:
+        a, c = args[0], known[1]
+        if not c:
+            return None
+        exact = a.const % c == 0 and all(coef % c == 0 for _m, coef in a.terms)
+        if opname == "stablehlo.divide":
+            if known[0] is not None:
+                return _truncated(known[0], c)
+            return SymSize(a.const // c, tuple((m, coef // c) for m, coef in a.terms)) \
+                if exact else None
+        if known[0] is not None:
+            return known[0] - c * _truncated(known[0], c)
+        return 0 if exact else None
+    if opname == "stablehlo.sign" and len(args) == 1:
+        a = args[0]
+        return 1 if a.lo >= 1 else -1 if a.hi <= -1 else 0 if a == SymSize(0) else None
+    if opname == "stablehlo.select" and len(args) == 3:
+        return None if known[0] is None else args[1] if known[0] else args[2]
+    if any(v is None for v in known) or not boolean:
+        return None
+    x = [v for v in known if v is not None]
+    if opname == "stablehlo.compare" and len(x) == 2:
+        u, v = x
+        if direction not in ("EQ", "NE") and min(u, v) < 0:
+            return None
+        table = {"EQ": u == v, "NE": u != v, "LT": u < v, "LE": u <= v, "GT": u > v,
+                 "GE": u >= v}
+        return int(table[direction]) if direction in table else None
+    if opname == "stablehlo.and" and len(x) == 2:
+        return int(bool(x[0]) and bool(x[1]))
+    if opname == "stablehlo.or" and len(x) == 2:
+        return int(bool(x[0]) or bool(x[1]))
+    if opname == "stablehlo.not" and len(x) == 1:
+        return int(not x[0])
+    return None
+
+
 def _arith(opname: str, a: SymSize, b: SymSize) -> SymSize | None:
     if opname == "stablehlo.add":
         return a.plus(b)
@@ -1078,10 +1254,11 @@ def _constant_ints(op: Any) -> tuple[SymSize, ...] | None:
     n = t.shape[0] if t.shape else 1
     if n > 64:
         return None
+    boolean = str(t.element_type) == "i1"  # true is 1, whatever sign the attribute reads
     if d.is_splat:
         v = ir.IntegerAttr(d.get_splat_value()).value
-        return (SymSize(v),) * n
-    return tuple(SymSize(int(x)) for x in d)
+        return (SymSize(int(bool(v)) if boolean else v),) * n
+    return tuple(SymSize(int(bool(x)) if boolean else int(x)) for x in d)
 
 
 def convert_module(module: Any, source: str = "<string>") -> HloModule:

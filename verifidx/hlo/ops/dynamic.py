@@ -49,18 +49,20 @@ def _dynamic_slice_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ..
     return src, out
 
 
-def dynamic_slice_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+def dynamic_slice_o2i(ctx: OpContext, output_id: int, fold: bool = True) -> list[Maps]:
+    """`fold=False` keeps every start index a runtime variable (for callers that fold with
+    sizes, `verifidx.hlo.sized_ops`)."""
     src, out = _dynamic_slice_setup(ctx)
     rank = len(src)
     results = [add(Dim(k), RtVar(k)) for k in range(rank)]
     rts = [(0, src[k] - out[k]) for k in range(rank)]
     m = build_map(results, box(out), rts=rts)
-    operand = fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m))))
+    operand = OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m)))
     offsets = [[to_all(out, ctx.in_dims(i))] for i in range(1, ctx.num_operands)]
-    return [[operand], *offsets]
+    return [[fold_known_values(operand) if fold else operand], *offsets]
 
 
-def dynamic_slice_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+def dynamic_slice_i2o(ctx: OpContext, input_id: int, fold: bool = True) -> list[Maps]:
     src, out = _dynamic_slice_setup(ctx)
     if input_id > 0:
         return [[to_all(ctx.in_dims(input_id), out)]]
@@ -69,7 +71,8 @@ def dynamic_slice_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
     rts = [(0, src[k] - out[k]) for k in range(rank)]
     constraints = [(results[k], (0, out[k] - 1)) for k in range(rank)]
     m = build_map(results, box(src), rts=rts, constraints=constraints)
-    return [[fold_known_values(OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m))))]]
+    operand = OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m)))
+    return [[fold_known_values(operand) if fold else operand]]
 
 
 def _dus_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ...]]:

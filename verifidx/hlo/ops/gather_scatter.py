@@ -86,7 +86,9 @@ def _gather_index_element(g: _GatherLayout, batch: Sequence[Expr], component: Ex
     return out
 
 
-def gather_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+def gather_o2i(ctx: OpContext, output_id: int, fold: bool = True) -> list[Maps]:
+    """`fold=False` keeps every start index a runtime variable (for callers that fold with
+    sizes, `verifidx.hlo.sized_ops`)."""
     g = _gather_layout(ctx)
     batch_vars: list[Expr] = [Dim(o) for o in g.batch_out]
     results: list[Expr] = []
@@ -112,7 +114,9 @@ def gather_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
     need(src is not None, "the indices operand is not known")
     assert src is not None
     runtime = tuple(RuntimeVar(src, build_map(index, m.dims)) for _k, index in sources)
-    operand = fold_known_values(OperandIndexing(m, runtime))
+    operand = OperandIndexing(m, runtime)
+    if fold:
+        operand = fold_known_values(operand)
     nvec = g.indices[g.ivd] if g.ivd < len(g.indices) else 0
     comp: Expr = Symbol(0)
     idx = _gather_index_element(g, batch_vars, comp)
