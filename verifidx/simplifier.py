@@ -707,7 +707,7 @@ class RuleEngine:
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = register_cache({})
-        #: What simplifying a map with constraints computes from its domain alone, by
+        #: What simplifying a map with sizes and constraints computes from its domain alone, by
         #: `_domain_key` (see `_Domain`); the results of such maps are shared under its token.
         self.domains: dict[tuple[object, ...], _Domain] = register_cache({})
         #: Tokens handed out so far (never reused, so a cleared table cannot alias a domain).
@@ -1507,7 +1507,9 @@ class Simplifier:
                 break  # another round would reach this same fixpoint again
             if m == before:
                 break
-        domain = self._domain(m) if trace is None and m.constraints else None
+        # maps with sizes only: a static map's domain is rarely seen twice (the static path
+        # is left as it was)
+        domain = self._domain(m) if trace is None and m.constraints and m.sizes else None
         if domain is None:
             bounds = _result_bounds(m)
         else:
@@ -1553,7 +1555,7 @@ class Simplifier:
         rounds go (False)."""
         if not m.constraints:
             return m._mark_empty(), True  # what a round over no constraints gives
-        if trace is not None:
+        if trace is not None or not m.sizes:
             return self._constraint_rounds(m, trace)
         domain = self._domain(m)
         if domain.fixpoint is None:
@@ -1687,7 +1689,7 @@ class Simplifier:
 
 
 class _Domain:
-    """What the simplification of a map with constraints computes from its domain alone (the
+    """What the simplification of a map with sizes computes from its domain alone (the
     variables' bounds and names, the constraints in their order, the sizes), whatever its
     results: the constraints' fixpoint, the bounds the results are simplified under, whether
     it is empty. Memoized per engine, since every input of these is in `_domain_key` and the
