@@ -294,8 +294,8 @@ class _Reader:
         if name == "Mul":  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
             if any(not isinstance(f, Const) and is_size_expr(f) for f in factors):
-                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`): the
-                # rules over sizes match products in that order (sympy sorts `s0*x1` by name)
+                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`; sympy
+                # sorts `s0*x1` by name): the maps print as XLA's do
                 factors.sort(key=lambda f: not has_index_variable(f))
             out: Expr = factors[0]
             for f in factors[1:]:
