@@ -32,6 +32,8 @@ COMPILED = [
     # subclasses syntax's parser: an interpreted class cannot inherit from a compiled one
     "verifidx/rules/parser.py",
     "verifidx/simplifier.py",
+    # walks every sympy tree Inductor hands over (sympy stays untyped, imported lazily)
+    "verifidx/sympy_bridge.py",
 ]
 
 PURE = os.environ.get("VERIFIDX_PURE_PYTHON", "") not in ("", "0")

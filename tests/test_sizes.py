@@ -5,6 +5,7 @@ the test itself, never verifidx's evaluator."""
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -188,7 +189,8 @@ def test_rule_refused_where_its_condition_holds_for_some_sizes_only() -> None:
     assert vx.equal(m, out).holds is True
     refusals = [s for s in steps if s.rule == "div_noop"]
     assert refusals and refusals[0].after is refusals[0].before
-    assert refusals[0].note == "N > 0 and 0 >= 0 and 7 < N: refused: Z3: fails at N = 1"
+    # a size where the condition is false refuses it without a solver call
+    assert refusals[0].note == "N > 0 and 0 >= 0 and 7 < N: refused: fails at N = 1 (evaluated)"
     # where it holds for every size in the interval, it applies, and the trace says how
     narrow = vx.parse_map(text.replace("N in [1, 16]", "N in [8, 16]"))
     steps = []
@@ -411,3 +413,143 @@ def test_provenance_is_kept_but_not_part_of_the_value() -> None:
     assert a.sizes[0].provenance == "jax.export b"
     assert pickle.loads(pickle.dumps(a)) == a
     assert pickle.loads(pickle.dumps(a)).sizes[0].provenance == "jax.export b"
+
+
+# -- products of sizes in any factor order, conditions decided without the solver -----------
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the sized rules match whichever order the factors are written in (`N * d1`, `d1 * N`)
+    ("(d0, d1)<N> -> ((N * d1 + d0) floordiv N), domain: d0 in [0, 15], d1 in [0, 3], "
+     "N in [1, 64], d0 - N in [-64, -1]", "d1"),
+    ("(d0, d1)<N> -> ((d1 * N + d0) floordiv N), domain: d0 in [0, 15], d1 in [0, 3], "
+     "N in [1, 64], d0 - N in [-64, -1]", "d1"),
+    # quotient and remainder under a common size factor (Inductor's 16*s27*(r0//4) +
+    # 4*s27*ModularIndexing(r0, 1, 4)): div_mod_recombine with c1 = N * 16, c2 = N * 4
+    ("(d0)<N> -> ((d0 floordiv 4) * 16 * N + (d0 mod 4) * 4 * N), domain: d0 in [0, 63], "
+     "N in [1, 64]", "d0 * (N * 4)"),
+    ("(d0)<N> -> (N * 16 * (d0 floordiv 4) + 4 * N * (d0 mod 4)), domain: d0 in [0, 63], "
+     "N in [1, 64]", "d0 * (N * 4)"),
+    ("(d0)<N> -> ((d0 floordiv 4) * 4 * (N * N) + (d0 mod 4) * (N * N)), domain: "
+     "d0 in [0, 63], N in [1, 9]", "d0 * (N * N)"),
+])
+def test_sized_rules_see_through_the_order_of_factors(text: str, expected: str) -> None:
+    m = vx.parse_map(text)
+    out = simplify(m)
+    assert str(out.results[0]) == expected
+    n_hi = m.sizes[0].bounds.hi
+    for n in (1, 2, 5, n_hi):
+        assert out.with_sizes(N=n).relation() == m.with_sizes(N=n).relation()
+
+
+def _size_expr(e: tuple) -> object:
+    """The test's expression tuple as a verifidx expression (sizes and constants only)."""
+    from verifidx.expr import Const, add, ceildiv, floordiv, maximum, minimum, mod, mul, neg
+
+    kind = e[0]
+    if kind == "c":
+        return Const(e[1])
+    if kind == "z":
+        return Size(e[1])
+    a, b = _size_expr(e[1]), _size_expr(e[2])
+    return {"+": lambda: add(a, b), "-": lambda: add(a, neg(b)), "*": lambda: mul(a, b),
+            "floordiv": lambda: floordiv(a, b), "ceildiv": lambda: ceildiv(a, b),
+            "mod": lambda: mod(a, b), "min": lambda: minimum(a, b),
+            "max": lambda: maximum(a, b)}[kind]()
+
+
+def _full_value(e: tuple, point: dict[str, int]) -> int:
+    if e[0] in ("min", "max"):
+        a, b = _full_value(e[1], point), _full_value(e[2], point)
+        return min(a, b) if e[0] == "min" else max(a, b)
+    if e[0] in ("c", "z", "d"):
+        return _value(e, point)
+    return _value((e[0], ("c", _full_value(e[1], point)), ("c", _full_value(e[2], point))),
+                  point)
+
+
+@st.composite
+def size_terms(draw: st.DrawFn, depth: int = 3) -> tuple:
+    """Terms over the sizes M and N only (divisors positive at every size in SIZES)."""
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return _leaf(draw, False)
+    op = draw(st.sampled_from(["+", "-", "*", "floordiv", "mod", "min", "max"]))
+    lhs = draw(size_terms(depth - 1))
+    if op in ("floordiv", "mod"):
+        return (op, lhs, draw(st.one_of(size_exprs(), st.integers(1, 4).map(lambda c: ("c", c)))))
+    return (op, lhs, draw(size_terms(depth - 1)))
+
+
+_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+@settings(max_examples=300, deadline=None)
+@given(size_terms(), size_terms(), st.sampled_from(sorted(_OPS)))
+def test_size_conditions_decided_without_the_solver_agree_with_brute_force(
+        lhs: tuple, rhs: tuple, op: str) -> None:
+    """What the intervals decide (with min/max split) holds or fails at every size of the
+    intervals, and a point the evaluation refuses at is one where the comparison fails:
+    checked at every size, by this file's evaluator."""
+    from verifidx.rules.sizes import _failing_point, _interval_truth
+
+    sizes = {Size(name): Interval(lo, hi) for name, (lo, hi) in SIZES.items()}
+    formula = ("cmp", op, _size_expr(lhs), _size_expr(rhs))
+    truths = [_OPS[op](_full_value(lhs, p), _full_value(rhs, p))
+              for p in ({"M": m, "N": n} for m in range(1, 6) for n in range(2, 7))]
+    verdict = _interval_truth(formula, sizes)
+    if verdict is not None:
+        assert all(t is verdict for t in truths), (formula, verdict)
+    point = _failing_point(formula, sizes)
+    if point is not None:
+        at = {"M": 1, "N": 2, **point}  # a size the formula does not mention: any value
+        assert not _OPS[op](_full_value(lhs, at), _full_value(rhs, at)), (formula, point)
+
+
+@settings(max_examples=200, deadline=None)
+@given(exprs(), st.randoms(use_true_random=False))
+def test_product_form_is_the_same_value_in_any_factor_order(e: tuple,
+                                                            rng: random.Random) -> None:
+    """`product_form` (the simplifier's check of a match with a size bound to a constant)
+    keeps the value, and products of the same factors in other orders get the same form."""
+    from verifidx.expr import Const, Dim, mul
+    from verifidx.rules.sizes import product_form
+
+    domain = "domain: d0 in [0, 4], d1 in [0, 3], M in [1, 5], N in [2, 6]"
+    term = vx.parse_map(f"(d0, d1)<M, N> -> ({_text(e)}), {domain}").results[0]
+    form = product_form(term)
+    for _ in range(10):
+        point = {"d0": rng.randint(0, 4), "d1": rng.randint(0, 3), "M": rng.randint(1, 5),
+                 "N": rng.randint(2, 6)}
+        env = {Dim(0): point["d0"], Dim(1): point["d1"], Size("M"): point["M"],
+               Size("N"): point["N"]}
+        assert form.evaluate(env) == _value(e, point)
+    quotient = vx.parse_map(f"(d0, d1)<M, N> -> (d1 floordiv 2), {domain}").results[0]
+    factors = [Dim(0), Size("N"), Size("M"), quotient]
+
+    forms = set()
+    for _ in range(6):
+        rng.shuffle(factors)
+        product = Const(3)
+        for f in factors:
+            product = mul(f, product) if rng.random() < 0.5 else mul(product, f)
+        forms.add(product_form(product))
+    assert len(forms) == 1
+
+
+def test_maps_of_one_domain_simplify_as_they_do_alone() -> None:
+    """The simplifier remembers what a domain's constraints give (and shares the results'
+    terms among maps of that domain): each map comes out as the uncached path (a trace
+    turns every such memo off) gives it, in any order."""
+    domain = ("domain: d0 in [0, 63], d1 in [0, 15], N in [1, 64], M in [2, 8], "
+              "d0 - N * 4 in [-256, -1], d1 - M in [-16, -1]")
+    results = ["(d0 floordiv 4) * 16 * N + (d0 mod 4) * 4 * N", "d0 mod (N * 4) + d1",
+               "(d1 * N + d0 mod N) floordiv N", "d0 floordiv 4 + (d0 mod 4) * M",
+               "(d0 floordiv 4) mod N", "d1 mod M + (d1 floordiv M) * M"]
+    maps = [vx.parse_map(f"(d0, d1)<M, N> -> ({r}), {domain}") for r in results]
+    alone = [simplify(m, trace=[]) for m in maps]
+    for order in (maps, maps[::-1], maps + maps):
+        for m in order:
+            out = simplify(m)
+            assert out == alone[maps.index(m)]
+            assert str(out) == str(alone[maps.index(m)])

@@ -18,7 +18,7 @@ from inductor_oracle import evaluate  # noqa: E402
 from verifidx.equality import equal  # noqa: E402
 from verifidx.errors import ParseError, UnsupportedError  # noqa: E402
 from verifidx.expr import is_size_name  # noqa: E402
-from verifidx.indexing_map import SIZE_MAX  # noqa: E402
+from verifidx.indexing_map import SIZE_MAX, IndexingMap  # noqa: E402
 from verifidx.sympy_bridge import (  # noqa: E402
     count_divisions,
     evaluate_sympy,
@@ -318,6 +318,11 @@ def test_sized_simplification_finds_a_point_without_the_solver(
     ("FloorDiv(x0 + s0*x1, s0) - x1 + x0", {"x0": "s0", "x1": "4"}),
     ("ModularIndexing(x0, 1, s0) + s0*FloorDiv(x0, s0)", {"x0": "4*s0"}),
     ("ModularIndexing(x0, 4, s0)", {"x0": "4*s0"}),
+    # quotient and remainder under a common size factor, as Inductor recombines them
+    ("x1 + 4*s0*ModularIndexing(x0, 1, 4) + 16*s0*ModularIndexing(x0, 4, s53)",
+     {"x0": "4*s53", "x1": "4"}),
+    ("s0**2*ModularIndexing(x0, 1, 4) + 4*s0**2*ModularIndexing(x0, 4, s53)",
+     {"x0": "4*s53"}),
 ])
 def test_sized_simplification_removes_what_the_ranges_allow(text: str,
                                                             ranges: dict[str, str]) -> None:
@@ -348,3 +353,26 @@ def test_size_ranges_refused(bounds: tuple[object, ...], error: type[Exception],
                              ) -> None:
     with pytest.raises(error, match=what):
         size_interval("s0", bounds)
+
+
+def test_maps_over_one_loop_nest_read_as_alone() -> None:
+    """The bridge reads the loop and size ranges once per nest: each map is the one a first
+    reading gives, sizes used by the expression alone included, in any order."""
+    from verifidx import sympy_bridge
+
+    ranges = {"x0": "s0", "x1": "4", "x2": "s0*s53"}
+    texts = ["x0 + s0*x1", "ModularIndexing(x2, 1, s0)", "x0*ps0 + x1", "s53*x0 + x2", "7"]
+    first = []
+    for text in texts:
+        sympy_bridge._DOMAINS.clear()
+        first.append(from_sympy(parse_text(text, KNOWN), ranges, SIZES))
+    for order in (texts, texts[::-1]):
+        for text in order:
+            m = from_sympy(parse_text(text, KNOWN), ranges, SIZES)
+            want = first[texts.index(text)]
+            assert m == want and str(m) == str(want)
+            assert [z.name for z in m.sizes] == [z.name for z in want.sizes]
+            built = IndexingMap.build(m.results, m.dims, constraints=m.constraints.items(),
+                                      sizes=m.sizes)
+            assert built == m and str(built) == str(m)
+    assert [z.name for z in first[2].sizes] == ["ps0", "s0_", "s53_"]

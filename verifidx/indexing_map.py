@@ -327,6 +327,13 @@ class IndexingMap:
         m._check_variables(m.results)
         return m.add_constraints(constraints)
 
+    def with_results(self, results: tuple[Expr, ...]) -> IndexingMap:
+        """This map's domain with other results, checked as `build` checks them (the domain's
+        own checks hold already): the same map as `build` gives from the same parts."""
+        m = self.replace(results=results)
+        m._check_variables(results)
+        return m
+
     @staticmethod
     def undefined() -> IndexingMap:
         return IndexingMap((), (), is_undefined=True)

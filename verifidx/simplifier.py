@@ -271,6 +271,8 @@ def _calls(rule: Rule) -> list[Call]:
 _MATCH_CACHE_LIMIT = 200_000
 #: Outcomes remembered per term by `_ExprSimplifier._rewrite_by_reads` (one per set of reads).
 _READS_PER_TERM = 8
+#: Domains remembered per engine (`Simplifier._domain`) before the table is emptied.
+_DOMAIN_LIMIT = 20_000
 _RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
 _DIV_BITS = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
 
@@ -705,6 +707,11 @@ class RuleEngine:
         #: Outcomes of one rewrite at a root (None: no rule applies), keyed the same way: the
         #: bottom-up pass, the fixpoint loop and the root-first trial often ask again.
         self.rewrites: dict[tuple[object, ...], Expr | None] = register_cache({})
+        #: What simplifying a map with sizes and constraints computes from its domain alone, by
+        #: `_domain_key` (see `_Domain`); the results of such maps are shared under its token.
+        self.domains: dict[tuple[object, ...], _Domain] = register_cache({})
+        #: Tokens handed out so far (never reused, so a cleared table cannot alias a domain).
+        self.domain_tokens = 0
         #: `applicable`'s index: (rule list, signature of a term) -> rules that may match.
         self._index: dict[tuple[object, ...], list[_Plan]] = {}
         #: Its first level: (rule list, structure part of a signature) -> rules that fit it.
@@ -1057,6 +1064,10 @@ class _ExprSimplifier:
     #: A map with sizes: rules may bind size expressions to their constants
     #: (`_rewrite_with_sizes`); None for a static map.
     sizes: Mapping[Variable, Interval] | None = None
+    #: The token of the domain (`_Domain`) whose bounds and constraints these are, when a
+    #: map's results are simplified without a trace: terms are then shared across the maps
+    #: of that domain. None: with constraints, nothing is shared.
+    domain: int | None = None
 
     def __init__(self, engine: RuleEngine, bounds: Mapping[Variable, Interval],
                  constraints: Mapping[Expr, Interval] | None = None,
@@ -1077,6 +1088,7 @@ class _ExprSimplifier:
         self.keys = {} if keys is None else keys
         self.linear = linear
         self.sizes = None
+        self.domain = None
 
     def bound(self, e: Expr) -> Interval:
         hit = self.ranges.get(e)
@@ -1113,8 +1125,15 @@ class _ExprSimplifier:
         """Key of `e` in the engine's memo shared across calls: the term and the intervals of
         its variables (the only inputs of the result when no constraint and no trace is in
         play; hash-consing makes the key cheap)."""
-        if self.constraints or self.trace is not None:
+        if self.trace is not None:
             return None
+        if self.constraints:
+            if self.domain is None:
+                return None
+            hit = self.keys.get(e)
+            if hit is None:  # the token stands for every bound and constraint `bound` reads
+                hit = self.keys[e] = (e, self.root_first, "domain", self.domain)
+            return hit
         hit = self.keys.get(e)
         if hit is None:  # flat ints: hashing an Interval runs Python code, hashing ints does not
             parts: list[object] = [e, self.root_first]
@@ -1136,7 +1155,10 @@ class _ExprSimplifier:
         cache = self.engine.rewrites
         if key in cache:
             return cache[key]
-        out = self._rewrite_by_reads(node, rules)
+        if self.constraints:  # keyed by the domain's token: `bound` is the same function
+            out = self.engine.rewrite(node, self.bound, rules, None, False)
+        else:
+            out = self._rewrite_by_reads(node, rules)
         if len(cache) > _MATCH_CACHE_LIMIT:
             cache.clear()
         cache[key] = out
@@ -1233,6 +1255,7 @@ class _ExprSimplifier:
             return None
         # loaded with the first map with sizes (it brings the solver bridge)
         from .rules.sizes import condition_for_all_sizes as _for_all_sizes
+        from .rules.sizes import product_form as _product_form
         from .rules.sizes import sized_matches as _sized_matches
         for rule in rules:
             if rule.max_constant is not None or rule.split:
@@ -1241,7 +1264,11 @@ class _ExprSimplifier:
             assert isinstance(lhs, Expr) and isinstance(rhs, Expr)
             for env in _sized_matches(lhs, node):
                 try:
-                    if canon(_instantiate(lhs, env, self.bound)) is not node:
+                    instance = canon(_instantiate(lhs, env, self.bound))
+                    # the same value up to the order of factors (`(x * 16) * N` is bound as
+                    # `x * (N * 16)`): products of sizes are not ordered by `canon`
+                    if instance is not node and \
+                            _product_form(instance) is not _product_form(node):
                         continue
                     values = self._size_bounds(rule, env)
                     holds, how = _for_all_sizes(rule.condition, env, values, sizes)
@@ -1480,15 +1507,46 @@ class Simplifier:
                 break  # another round would reach this same fixpoint again
             if m == before:
                 break
-        simp = _ExprSimplifier(self.engine, _result_bounds(m), dict(m.constraints), trace,
+        # maps with sizes only: a static map's domain is rarely seen twice (the static path
+        # is left as it was)
+        domain = self._domain(m) if trace is None and m.constraints and m.sizes else None
+        if domain is None:
+            bounds = _result_bounds(m)
+        else:
+            if domain.result_bounds is None:
+                domain.result_bounds = _result_bounds(m)
+            bounds = domain.result_bounds
+        simp = _ExprSimplifier(self.engine, bounds, dict(m.constraints), trace,
                                root_first=self.root_first)
         if m.sizes:
             simp.sizes = simp.bounds
+        if domain is not None:
+            simp.domain = domain.token
         results = tuple(simp(r) for r in m.results)
         out = m.replace(results=results)
-        if out.constraints and self.decide_emptiness and self._surely_empty(out):
+        if out.constraints and self.decide_emptiness and self._empty(out, domain):
             return out.replace(is_known_empty=True)
         return out
+
+    def _domain(self, m: IndexingMap) -> _Domain:
+        """The engine's record of m's domain, made on first sight."""
+        key = _domain_key(m)
+        hit = self.engine.domains.get(key)
+        if hit is None:
+            if len(self.engine.domains) > _DOMAIN_LIMIT:
+                self.engine.domains.clear()
+            self.engine.domain_tokens += 1
+            hit = self.engine.domains[key] = _Domain(self.engine.domain_tokens)
+        return hit
+
+    def _empty(self, m: IndexingMap, domain: _Domain | None) -> bool:
+        """`_surely_empty`, once per domain and budget."""
+        if domain is None:
+            return self._surely_empty(m)
+        hit = domain.empty.get(self.emptiness_timeout_ms)
+        if hit is None:
+            hit = domain.empty[self.emptiness_timeout_ms] = self._surely_empty(m)
+        return hit
 
     # constraints
     def _constraints_to_fixpoint(self, m: IndexingMap, trace: list[Step] | None
@@ -1497,6 +1555,17 @@ class Simplifier:
         rounds go (False)."""
         if not m.constraints:
             return m._mark_empty(), True  # what a round over no constraints gives
+        if trace is not None or not m.sizes:
+            return self._constraint_rounds(m, trace)
+        domain = self._domain(m)
+        if domain.fixpoint is None:
+            domain.fixpoint = self._constraint_rounds(m, None)
+        out, settled = domain.fixpoint
+        # the rounds never read the results and carry them unchanged
+        return (out if out.results is m.results else out.replace(results=m.results)), settled
+
+    def _constraint_rounds(self, m: IndexingMap, trace: list[Step] | None
+                           ) -> tuple[IndexingMap, bool]:
         for _ in range(32):
             before = m
             simp = _ExprSimplifier(self.engine, m.bounds, {}, trace)
@@ -1617,6 +1686,36 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+class _Domain:
+    """What the simplification of a map with sizes computes from its domain alone (the
+    variables' bounds and names, the constraints in their order, the sizes), whatever its
+    results: the constraints' fixpoint, the bounds the results are simplified under, whether
+    it is empty. Memoized per engine, since every input of these is in `_domain_key` and the
+    engine's rules are fixed; Inductor asks about many expressions over one loop nest."""
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+        self.fixpoint: tuple[IndexingMap, bool] | None = None
+        self.result_bounds: Mapping[Variable, Interval] | None = None
+        self.empty: dict[int, bool] = {}
+
+
+def _domain_key(m: IndexingMap) -> tuple[object, ...]:
+    """Everything of m but its results, as flat hashable values (custom names and
+    provenance included: the maps handed back keep them)."""
+    parts: list[object] = [m.is_known_empty, m.is_undefined]
+    for table in (m.dims, m.range_vars, m.rt_vars):
+        parts.append(len(table))
+        for v in table:
+            parts += (v.bounds.lo, v.bounds.hi, v.name)
+    parts.append(len(m.constraints))
+    for e, iv in m.constraints.items():
+        parts += (e, iv.lo, iv.hi)
+    for z in m.sizes:
+        parts += (z.name, z.bounds.lo, z.bounds.hi, z.provenance)
+    return tuple(parts)
 
 
 def _sized_bounds_of(v: Variable, constraints: Mapping[Expr, Interval], upper: bool

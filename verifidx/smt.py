@@ -941,6 +941,17 @@ def _included_with_sizes(a: IndexingMap, b: IndexingMap, sizes: Mapping[Expr, z3
     return Verdict(None, _sizes_of(s.model(), a, sizes))
 
 
+def _formula_leaves(f: tuple) -> frozenset[Expr]:
+    """The variables of a `for_all_sizes` formula."""
+    if f[0] == "truth":
+        return frozenset()
+    if f[0] == "not":
+        return _formula_leaves(f[1])
+    if f[0] in ("and", "or"):
+        return frozenset().union(*[_formula_leaves(g) for g in f[1]])
+    return f[2].variable_set() | f[3].variable_set()
+
+
 #: Answers of `for_all_sizes`, by the formula and the sizes' intervals (both hashable values).
 _FOR_ALL: dict[tuple[object, ...], tuple[bool | None, str]] = {}
 
@@ -952,7 +963,11 @@ def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
     `verifidx.rules.sizes`) is true and defined for every size in its interval: True when
     Z3 proves it (unsat of its negation), False with the sizes where it fails, None when Z3
     cannot tell under the resource limit. The message says which."""
-    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items() if isinstance(v, Size))
+    # only the sizes the formula mentions: the others range over nonempty intervals on
+    # their own, so they change neither the answer nor the key (one query for every map)
+    used = _formula_leaves(formula)
+    items = sorted((v.name, iv.lo, iv.hi) for v, iv in sizes.items()
+                   if isinstance(v, Size) and v in used)
     key = (formula, tuple(items))
     hit = _FOR_ALL.get(key)
     if hit is not None:

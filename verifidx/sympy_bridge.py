@@ -48,6 +48,7 @@ from .expr import (
     minimum,
     mod,
     mul,
+    register_cache,
 )
 from .indexing_map import SIZE_MAX, IndexingMap, SizeVar, Var
 from .interval import Interval, range_of
@@ -137,6 +138,83 @@ def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
     `(lo, hi)`) names the size symbols: those that `expr` or an extent uses, and those named
     in `declare`, become the map's sizes (`size_name`); an extent that is not a constant is
     the constraint `x_i - extent <= -1`. A symbol in neither raises `ParseError`."""
+    key = _domain_key(var_ranges, size_ranges)
+    domain = _DOMAINS.get(key)
+    if domain is None:
+        domain = _read_domain(var_ranges, size_ranges)
+        if len(_DOMAINS) > _DOMAIN_LIMIT:
+            _DOMAINS.clear()
+        _DOMAINS[key] = domain
+    reader = domain.reader()
+    result = reader.read(expr)
+    for name in declare:
+        if name not in reader.sizes:
+            raise ParseError(f"symbol {name} has no range in size_ranges", source="<sympy>")
+        reader.size(name, name)
+    try:
+        if len(reader.declared) == len(domain.declared):  # no size beyond the extents'
+            return domain.map_of(result)
+        return IndexingMap.build((result,), domain.dims, constraints=domain.constraints,
+                                 sizes=list(reader.declared.values()))
+    except ValueError as err:  # the grammar of maps with sizes (docs/semantics.md)
+        raise UnsupportedError(f"{err}: {expr}") from None
+
+
+class _Domain:
+    """What `from_sympy` reads from the loop ranges and size ranges alone: the dimensions,
+    the constraints of extents over sizes, the sizes the extents use, and the reader's
+    state after them. Inductor simplifies many expressions over one loop nest."""
+
+    def __init__(self, reader: _Reader, dims: list[Var],
+                 constraints: list[tuple[Expr, Interval]]) -> None:
+        self.dim_names = reader.dims
+        self.sizes = reader.sizes
+        self.declared = dict(reader.declared)
+        self.bounds = dict(reader.bounds)
+        self.ranges = dict(reader.ranges)
+        self.dims = dims
+        self.constraints = constraints
+        self.base: IndexingMap | None = None
+
+    def map_of(self, result: Expr) -> IndexingMap:
+        """The map of one result over the sizes of the extents alone (what `build` makes)."""
+        if self.base is None:
+            self.base = IndexingMap.build((), self.dims, constraints=self.constraints,
+                                          sizes=list(self.declared.values()))
+        return self.base.with_results((result,))
+
+    def reader(self) -> _Reader:
+        """A reader for one expression over this domain, as if it had just read the extents."""
+        out = _Reader(self.dim_names, self.sizes)
+        out.declared = dict(self.declared)
+        out.bounds = dict(self.bounds)
+        out.ranges = dict(self.ranges)
+        return out
+
+
+#: `_Domain`s by `_domain_key`; emptied past `_DOMAIN_LIMIT` entries.
+_DOMAINS: dict[tuple[object, ...], _Domain] = register_cache({})
+_DOMAIN_LIMIT = 4096
+
+
+def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
+                ) -> tuple[object, ...]:
+    """The ranges as given, hashable: names, extents with their types (sympy's 4 equals 4
+    and a bool equals an int, but each is read its own way), size bounds as text."""
+    parts: list[object] = [len(var_ranges)]
+    for k, v in var_ranges.items():
+        parts += (_name(k), type(v), v)
+    for k, bounds in (size_ranges or {}).items():
+        try:
+            ends = tuple(b if isinstance(b, str) else str(b) for b in bounds)
+        except TypeError:  # not a pair: `size_interval` says so where the size is used
+            ends = (repr(bounds),)
+        parts += (_name(k), ends)
+    return tuple(parts)
+
+
+def _read_domain(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
+                 ) -> _Domain:
     names = [_name(k) for k in var_ranges]
     sizes = {_name(k): v for k, v in (size_ranges or {}).items()}
     reader = _Reader({n: Dim(i) for i, n in enumerate(names)}, sizes)
@@ -153,16 +231,7 @@ def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
         if not isinstance(e, Const):
             lo = range_of(Dim(i) - e, reader.bounds, reader.ranges).lo
             constraints.append((Dim(i) - e, Interval(min(lo, -1), -1)))
-    result = reader.read(expr)
-    for name in declare:
-        if name not in sizes:
-            raise ParseError(f"symbol {name} has no range in size_ranges", source="<sympy>")
-        reader.size(name, name)
-    try:
-        return IndexingMap.build((result,), dims, constraints=constraints,
-                                 sizes=list(reader.declared.values()))
-    except ValueError as err:  # the grammar of maps with sizes (docs/semantics.md)
-        raise UnsupportedError(f"{err}: {expr}") from None
+    return _Domain(reader, dims, constraints)
 
 
 def _name(symbol: Any) -> str:
@@ -225,8 +294,8 @@ class _Reader:
         if name == "Mul":  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
             if any(not isinstance(f, Const) and is_size_expr(f) for f in factors):
-                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`): the
-                # rules over sizes match products in that order (sympy sorts `s0*x1` by name)
+                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`; sympy
+                # sorts `s0*x1` by name): the maps print as XLA's do
                 factors.sort(key=lambda f: not has_index_variable(f))
             out: Expr = factors[0]
             for f in factors[1:]:

@@ -11,9 +11,11 @@ may bind a size expression where a rule binds a constant, provided that
   size), holds for **every** size in the sizes' intervals.
 
 The condition is decided on intervals first (three-valued: a comparison whose difference has an
-interval on one side of 0), else by a Z3 query over the sizes (`smt.for_all_sizes`, under a
-resource limit, cached by content). Anything else refuses the rule: a condition that holds for
-some sizes only is never used.
+interval on one side of 0, a comparison with `min`/`max` split into the comparisons of their
+arguments), then evaluated at a few sizes in range (a size where it is false or undefined
+refuses the rule without a solver call), else by a Z3 query over the sizes
+(`smt.for_all_sizes`, under a resource limit, cached by content). Anything else refuses the
+rule: a condition that holds for some sizes only is never used.
 
 The matcher here is structural (the ordinary matcher's integer coefficients do not carry size
 expressions): it proposes bindings, and the simplifier keeps a proposal only when the rule's
@@ -22,8 +24,10 @@ left side instantiated with it is the matched term itself.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 
+from ..canonical import canon, from_linear, linear_form, order_key
 from ..errors import EvaluationError
 from ..expr import (
     Add,
@@ -36,11 +40,14 @@ from ..expr import (
     Min,
     Mod,
     Mul,
+    Size,
     Variable,
     add,
+    has_index_variable,
     is_size_expr,
     mul,
     neg,
+    register_cache,
     summands,
 )
 from ..interval import Interval, range_of
@@ -140,6 +147,58 @@ def _assign(patterns: list[Expr], terms: list[Expr], rest: Expr | None, b: Bindi
             yield from _assign(others, terms[:i] + terms[i + 1:], rest, b1)
 
 
+def product_form(e: Expr) -> Expr:
+    """`e` with every product's factors in one order (flattened; factors that mention an
+    index variable first, then sizes, each by `order_key`, the constant last) and every sum's
+    like terms combined: the same value (multiplication and addition are associative and
+    commutative), so two terms with the same form are equal. The simplifier confirms a
+    match with a size bound to a constant by this form where `canon`, which orders products
+    by integer coefficients only, tells `(x * 16) * N` and `x * (N * 16)` apart."""
+    hit = _PRODUCT_FORMS.get(e)
+    if hit is None:
+        hit = _product_form(e)
+        if len(_PRODUCT_FORMS) > 100_000:
+            _PRODUCT_FORMS.clear()
+        _PRODUCT_FORMS[e] = hit
+    return hit
+
+
+_PRODUCT_FORMS: dict[Expr, Expr] = register_cache({})
+
+
+def _product_form(e: Expr) -> Expr:
+    if not e.children:
+        return e
+    if isinstance(e, Mul):
+        factors = [product_form(f) for f in _factors(e)]
+        constant = 1
+        rest: list[Expr] = []
+        for f in factors:
+            if isinstance(f, Const):
+                constant *= f.value
+            else:
+                rest.extend(_factors(f))  # a factor's own form may be a product
+        rest.sort(key=lambda f: (not has_index_variable(f), order_key(f)))
+        out: Expr = Const(constant)
+        if rest:
+            out = rest[0]
+            for f in rest[1:]:
+                out = Mul(out, f)
+            if constant != 1:
+                out = Mul(out, Const(constant))
+        return out
+    if isinstance(e, Add):
+        coeffs: dict[Expr, int] = {}
+        total = 0
+        for t in e.terms:
+            parts, constant = linear_form(product_form(t))
+            total += constant
+            for base, c in parts.items():
+                coeffs[base] = coeffs.get(base, 0) + c
+        return from_linear(coeffs, total)
+    return e.rebuild([product_form(c) for c in e.children])
+
+
 # -- the condition, for every size ------------------------------------------------------------
 
 Formula = tuple  # ("truth", bool) | ("cmp", op, Expr, Expr) | ("not", F) | ("and"/"or", (F, ...))
@@ -162,6 +221,10 @@ def condition_for_all_sizes(condition: Condition, env: Mapping[Expr, Expr],
         return True, f"{text}: holds for every size (intervals)"
     if verdict is False:
         return False, f"{text}: refused: fails for every size (intervals)"
+    point = _failing_point(formula, sizes)
+    if point is not None:
+        at = ", ".join(f"{z} = {v}" for z, v in point.items())
+        return False, f"{text}: refused: fails at {at} (evaluated)"
     holds, how = for_all_sizes(formula, sizes)
     if holds is True:
         return True, f"{text}: holds for every size ({how})"
@@ -250,8 +313,12 @@ def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | No
     _, op, lhs, rhs = f
     if not (_defined_everywhere(lhs, sizes) and _defined_everywhere(rhs, sizes)):
         return None  # an interval skips the undefined points: Z3 requires definedness
+    split = _split_extremum(op, lhs, rhs)
+    if split is not None:  # both sides defined everywhere: so is each comparison of the split
+        return _interval_truth(split, sizes)
     try:
-        d = range_of(add(lhs, neg(rhs)), sizes)
+        # the canonical difference: `N * M - 1 - N * M` is -1 (the laws hold where defined)
+        d = range_of(canon(add(lhs, neg(rhs))), sizes)
     except (KeyError, EvaluationError):
         return None
     if d.is_empty:
@@ -267,3 +334,94 @@ def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | No
     if op == "==":
         return True if d.lo == d.hi == 0 else False if 0 not in d else None
     return False if d.lo == d.hi == 0 else True if 0 not in d else None  # !=
+
+
+#: `min(a, b) op c` as a formula over `a op c` and `b op c` (and `max`): "or" where one side
+#: below (above) c suffices, "and" where both must be. `==`/`!=` do not split.
+_MIN_SPLIT = {"<": "or", "<=": "or", ">": "and", ">=": "and"}
+_MAX_SPLIT = {"<": "and", "<=": "and", ">": "or", ">=": "or"}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _split_extremum(op: str, lhs: Expr, rhs: Expr) -> Formula | None:
+    """The comparison with a `min`/`max` side split into its arguments' comparisons (an
+    equivalence for defined values: min(a, b) < c iff a < c or b < c), so that intervals see
+    `min(63, N - 1) < N` as `63 < N or N - 1 < N`, whose second part they decide; None when
+    neither side is a `min`/`max` or the operator is `==`/`!=`."""
+    if op not in _FLIPPED:
+        return None
+    if not isinstance(lhs, (Min, Max)) and isinstance(rhs, (Min, Max)):
+        op, lhs, rhs = _FLIPPED[op], rhs, lhs
+    if not isinstance(lhs, (Min, Max)):
+        return None
+    joint = (_MIN_SPLIT if isinstance(lhs, Min) else _MAX_SPLIT)[op]
+    return (joint, (("cmp", op, lhs.lhs, rhs), ("cmp", op, lhs.rhs, rhs)))
+
+
+#: Values tried for each size before a solver call (`_failing_point`): its lower end and the
+#: few just above (conditions on small sizes, divisibility, fail there), the middle and the
+#: upper end.
+_STEPS = (0, 1, 2, 3, 4, 5, 7, 11)
+_POINTS = 48
+
+
+def _failing_point(f: Formula, sizes: Mapping[Variable, Interval]) -> dict[str, int] | None:
+    """Sizes in range at which the formula is false or undefined (so it does not hold for
+    every size, which Z3 would answer at greater cost), or None when none of the points
+    tried is one. Only ever refuses: a point where the formula holds proves nothing."""
+    found = set(_formula_sizes(f))
+    used = sorted([v for v in found if isinstance(v, Size) and v in sizes],
+                  key=lambda v: v.name)
+    if len(used) != len(found):
+        return None  # not a formula over sizes: Z3's encoding refuses it
+    candidates = []
+    for v in used:
+        iv = sizes[v]
+        values = [iv.lo + k for k in _STEPS if iv.lo + k <= iv.hi]
+        candidates.append(list(dict.fromkeys([*values, (iv.lo + iv.hi) // 2, iv.hi])))
+    diagonal = [tuple(c[min(k, len(c) - 1)] for c in candidates)
+                for k in range(max((len(c) for c in candidates), default=1))]
+    for point in itertools.islice(itertools.chain(diagonal, itertools.product(*candidates)),
+                                  _POINTS):
+        if _evaluates_false(f, dict(zip(used, point))):
+            return {v.name: x for v, x in zip(used, point)}
+    return None
+
+
+def _evaluates_false(f: Formula, env: Mapping[Expr, int]) -> bool:
+    """Whether the formula is false or undefined (a division by 0, a `mod` by a value below
+    1: what `smt.Encoder` requires to be defined) at the point `env`."""
+    try:
+        return not _value(f, env)
+    except EvaluationError:
+        return True
+
+
+def _value(f: Formula, env: Mapping[Expr, int]) -> bool:
+    kind = f[0]
+    if kind == "truth":
+        return bool(f[1])
+    if kind == "not":
+        return not _value(f[1], env)
+    if kind in ("and", "or"):
+        # every part evaluated, as Z3 requires every division of the formula to be defined
+        parts = [_value(g, env) for g in f[1]]
+        return all(parts) if kind == "and" else any(parts)
+    _, op, lhs, rhs = f
+    a, b = lhs.evaluate(env), rhs.evaluate(env)
+    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+            ">=": a >= b}[op]
+
+
+def _formula_sizes(f: Formula) -> Iterator[Variable]:
+    kind = f[0]
+    if kind == "truth":
+        return
+    if kind == "not":
+        yield from _formula_sizes(f[1])
+    elif kind in ("and", "or"):
+        for g in f[1]:
+            yield from _formula_sizes(g)
+    else:
+        for side in f[2:]:
+            yield from side.variable_set()
