@@ -40,7 +40,6 @@ from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substi
 from verifidx.hlo.shape import Shape
 from verifidx.indexing_map import IndexingMap
 from verifidx.interval import range_of
-from verifidx.smt import is_empty
 
 if TYPE_CHECKING:
     from verifidx.hlo.ops.common import OpContext
@@ -200,7 +199,10 @@ def _clamps(ctx: OpContext, m: IndexingMap) -> dict[int, SymSize]:
 
 
 def _always_within(m: IndexingMap, value: Expr, hi: SymSize) -> bool:
-    """`0 <= value <= hi` at every point of `m` and every size (shown by the solver)."""
+    """`0 <= value <= hi` at every point of `m` and every size (shown by the solver, loaded
+    here: a command that reads static programs does not load Z3)."""
+    from verifidx.smt import is_empty
+
     above = add(value, neg(hi.expr()))
     outside = [(value, (min(range_of(value, m.bounds).lo, -1), -1)),
                (above, (1, max(range_of(above, m.bounds).hi, 1)))]
