@@ -59,3 +59,42 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for corpus in sorted(counts):
         parts = ", ".join(f"{k}: {v}" for k, v in sorted(counts[corpus].items()))
         terminalreporter.write_line(f"{corpus}: {parts}")
+
+
+# -- a runaway test names itself -----------------------------------------------------------------
+# One CI run was killed by the kernel's OOM killer (the process grew to 24 GB) without a word
+# about which test did it; the suite's normal peak is about 2 GB. Past RUNAWAY_BYTES this prints
+# the running test and every thread's stack, once, to stderr (the CI log), and lets it go on.
+RUNAWAY_BYTES = 8 * 2**30
+_running: list[str] = []
+
+
+def _watch_memory() -> None:
+    import faulthandler
+    import sys
+    import time
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    while True:
+        time.sleep(0.5)
+        try:
+            rss = int(Path("/proc/self/statm").read_text().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            return
+        if rss > RUNAWAY_BYTES:
+            print(f"\nmemory: {rss / 2**30:.1f} GiB while running {_running[-1:]}", file=sys.stderr,
+                  flush=True)
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            return
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if Path("/proc/self/statm").exists():
+        import threading
+
+        threading.Thread(target=_watch_memory, name="memory watch", daemon=True).start()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    _running.append(item.nodeid)
