@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
+
 from verifidx.batch import file_key, index_item, options_of
 from verifidx.rules.items import prove_item, recheck_item, rule_item
 from verifidx.rules.parser import default_rule_dir

@@ -18,6 +18,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import print_table  # noqa: E402

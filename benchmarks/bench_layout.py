@@ -10,11 +10,15 @@ also compared, so the table doubles as a check.
 from __future__ import annotations
 
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from verifidx.layout import TiledShape, check_layout, parse_shape
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
+
+from verifidx.layout import TiledShape, check_layout, parse_shape  # noqa: E402
 
 SHAPES = [
     "f32[3,5]{1,0:T(2,2)}",

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 
 from common import Timing, fmt_us, interleaved  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402

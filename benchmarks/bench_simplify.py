@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 
 from common import fmt_us, print_table  # noqa: E402
 from families import FAMILIES, factorize  # noqa: E402
