@@ -388,6 +388,29 @@ def test_condition_undefined_at_some_size_is_not_decided_by_intervals() -> None:
     assert _interval_truth(claim, {n: Interval(2, 5)}) is True
 
 
+@pytest.mark.parametrize("joint", ["or", "and"])
+def test_a_part_undefined_at_some_size_keeps_later_parts_from_deciding(joint: str) -> None:
+    """The prover reads `A or B` left to right: where A is undefined the condition does not
+    hold, however true B is. So intervals may not decide from B (nor, under a `not`, an `and`
+    from a false B) while A may be undefined."""
+    from verifidx.expr import Const
+    from verifidx.rules.parser import parse_condition
+    from verifidx.rules.sizes import _interval_truth, condition_for_all_sizes
+
+    n = Size("N")
+    sizes = {n: Interval(1, 5)}
+    undefined_at_1 = ("cmp", "==", Const(8) % (n - 1), Const(0))
+    last = ("cmp", ">=" if joint == "or" else "<", Const(4), Const(0))
+    assert _interval_truth((joint, (undefined_at_1, last)), sizes) is None
+    assert _interval_truth(("not", (joint, (undefined_at_1, last))), sizes) is None
+    assert _interval_truth((joint, (last, undefined_at_1)), sizes) is (joint == "or")
+    # the whole decision: refused, the point where the first part is undefined named
+    c0, c1 = parse_condition("c0 + c1 >= 0").lhs.children  # the rule's constant variables
+    held, how = condition_for_all_sizes(parse_condition("c1 mod c0 == 0 or c1 >= 0"),
+                                        {c0: n - 1, c1: Const(4)}, {}, sizes)
+    assert not held and "refused" in how, how
+
+
 def test_reshape_of_dynamic_dimensions_splits_back_for_every_size() -> None:
     # (d0, d1, d2) merged into one index with strides H * D and D, then split again
     m = vx.parse_map(

@@ -296,8 +296,22 @@ def _defined_everywhere(e: Expr, sizes: Mapping[Variable, Interval]) -> bool:
     return True
 
 
+def _formula_defined(f: Formula, sizes: Mapping[Variable, Interval]) -> bool:
+    """Every comparison in `f` is defined at every size (parts a short circuit would skip
+    included)."""
+    kind = f[0]
+    if kind == "truth":
+        return True
+    if kind == "not":
+        return _formula_defined(f[1], sizes)
+    if kind in ("and", "or"):
+        return all(_formula_defined(g, sizes) for g in f[1])
+    return _defined_everywhere(f[2], sizes) and _defined_everywhere(f[3], sizes)
+
+
 def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | None:
-    """Three-valued: True/False when the intervals decide for every size, None otherwise."""
+    """Three-valued: True/False when the intervals decide for every size, None otherwise.
+    A True or False is defined at every size."""
     kind = f[0]
     if kind == "truth":
         return bool(f[1])
@@ -305,11 +319,20 @@ def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | No
         inner = _interval_truth(f[1], sizes)
         return None if inner is None else not inner
     if kind in ("and", "or"):
-        parts = [_interval_truth(g, sizes) for g in f[1]]
+        # left to right, as the prover reads conditions: a part decides only when every part
+        # before it is defined at every size (an undefined part makes the whole undefined,
+        # which does not hold, even where a later part is true)
         decisive = kind == "or"  # a True decides an `or`, a False an `and`
-        if decisive in parts:
-            return decisive
-        return None if None in parts else not decisive
+        undecided = False
+        for g in f[1]:
+            value = _interval_truth(g, sizes)
+            if value is decisive:
+                return decisive
+            if value is None:
+                if not _formula_defined(g, sizes):
+                    return None
+                undecided = True
+        return None if undecided else not decisive
     _, op, lhs, rhs = f
     if not (_defined_everywhere(lhs, sizes) and _defined_everywhere(rhs, sizes)):
         return None  # an interval skips the undefined points: Z3 requires definedness
