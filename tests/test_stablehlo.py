@@ -212,7 +212,7 @@ def test_claims_hold_for_every_size_not_one() -> None:
     assert len(bucket) == 2 and not bucket.merges
 
 
-def test_unsound_ops_on_dynamic_dimensions_are_unknown() -> None:
+def test_update_clamped_to_the_size_and_scatter_into_a_dynamic_operand_unknown() -> None:
     text = """
 func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>, %u: tensor<2x3xf32>, %i: tensor<i32>) -> tensor<?x3xf32, #stablehlo.bounds<8, ?>> {
   %c = stablehlo.constant dense<0> : tensor<i32>
@@ -222,9 +222,26 @@ func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>, %u: tensor<2x3x
 """
     module = parse_module(text)
     ci = computation_indexing(module, module.entry, "out2in")
-    (m,) = ci.maps[(0, 1, 0)]
-    assert m.is_undefined
-    assert any("start indices clamped to a dynamic size" in n for n in ci.notes)
+    (m,) = ci.maps[(0, 1, 0)]  # the update: its start clamped to [0, N - 2] at every size N
+    assert not m.is_undefined and m.map.num_rt_vars == 1
+    for n in (2, 5, 8):
+        fixed = instantiate_sizes(m, {"main_arg0_d0": n}).map
+        assert {rt for rt, _d, _r in fixed.relation()} == {(s,) for s in range(n - 1)}
+    scatter = text.replace(
+        "%0 = stablehlo.dynamic_update_slice %arg0, %u, %i, %c : (tensor<?x3xf32, "
+        "#stablehlo.bounds<8, ?>>, tensor<2x3xf32>, tensor<i32>, tensor<i32>)",
+        '%idx = stablehlo.reshape %i : (tensor<i32>) -> tensor<1x1xi32>\n'
+        '  %u1 = stablehlo.slice %u [0:1, 0:3] : (tensor<2x3xf32>) -> tensor<1x3xf32>\n'
+        '  %0 = "stablehlo.scatter"(%arg0, %idx, %u1) ({\n'
+        '  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n    stablehlo.return %b : tensor<f32>\n'
+        '  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], '
+        'inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}'
+        ' : (tensor<?x3xf32, #stablehlo.bounds<8, ?>>, tensor<1x1xi32>, tensor<1x3xf32>)')
+    assert scatter != text
+    module = parse_module(scatter)
+    ci = computation_indexing(module, module.entry, "out2in")
+    assert all(m.is_undefined for m in ci.maps[(0, 1, 0)])
+    assert any("scatter into an operand of dynamic size" in n for n in ci.notes), ci.notes
 
 
 DYNAMIC_SLICE = """

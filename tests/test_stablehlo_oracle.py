@@ -374,6 +374,12 @@ DYNAMIC_OPS = {
   %c = stablehlo.constant dense<0> : tensor<i32>
   %0 = stablehlo.dynamic_slice %arg0, %i, %c, sizes = [1, 3] : ({t}, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>""",
                               "tensor<1x3xf32>"),
+    "dynamic_update_slice_clamped": ("tensor<?x3xf32, #stablehlo.bounds<4, ?>>", 3, """%i = stablehlo.constant dense<3> : tensor<i32>
+  %c = stablehlo.constant dense<1> : tensor<i32>
+  %u = stablehlo.dynamic_slice %arg0, %c, %c, sizes = [1, 2] : ({t}, tensor<i32>, tensor<i32>) -> tensor<1x2xf32>
+  %e = stablehlo.exponential %u : tensor<1x2xf32>
+  %0 = stablehlo.dynamic_update_slice %arg0, %e, %i, %c : ({t}, tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> {t}""",
+                                     "tensor<?x3xf32, #stablehlo.bounds<4, ?>>"),
     # maps with sizes in their strides, offsets and divisors (verifidx/hlo/sized_ops.py)
     "reverse_dynamic": ("tensor<?x2xf32, #stablehlo.bounds<4, ?>>", 2, """%0 = stablehlo.reverse %arg0, dims = [0, 1] : {t}""", "tensor<?x2xf32, #stablehlo.bounds<4, ?>>"),
     "concatenate_dynamic": ("tensor<?x2xf32, #stablehlo.bounds<3, ?>>", 2, """%e = stablehlo.exponential %arg0 : {t}
@@ -410,7 +416,7 @@ def test_dynamic_ops_against_the_interpreter(name: str) -> None:
         ctx, refined = refined_module(text, types)
         sizes = argument_sizes(module, refine(text, types))
         found = observed_reads(ctx, refined, [(n, cols)], seed=n)
-        if name in ("dynamic_gather", "dynamic_slice_clamped"):
+        if name in ("dynamic_gather", "dynamic_slice_clamped", "dynamic_update_slice_clamped"):
             # the start indices (constants, not folded: 3 is clamped to n - 1 at n <= 3) stay runtime variables, clamped
             # to [0, n - 1]: every element they may read is claimed, so none is missed
             for (o, p), seen in found.items():

@@ -99,6 +99,14 @@ def _dynamic_slice(x: jax.Array, i: jax.Array) -> jax.Array:
     return jax.lax.dynamic_slice(x, (i, 0), (1, 3))  # start clamped to [0, b - 1]
 
 
+def _update(x: jax.Array, u: jax.Array, i: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_update_slice(x, u, (i, 0))  # start clamped to [0, b - 2]
+
+
+def _update_dynamic(x: jax.Array, u: jax.Array, i: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_update_slice(x, u, (i, 0))  # start clamped to [0, b - c]
+
+
 def _quarters(x: jax.Array) -> jax.Array:
     return x.reshape(4, -1).sum(0)  # `4*b`: jax.export computes b = divmod(dim, 4)[0]
 
@@ -117,6 +125,7 @@ class Program:
     unknown: str = ""  # why its maps stay unknown (a reason they must carry), else ""
     inexact: str = ""  # why its maps keep runtime variables the static lowering has no
     # counterpart for (sound, not equal to the static maps: checked by perturbation only)
+    constraints: tuple[str, ...] = ()  # what jax.export may assume of the sizes
     refined: bool = False  # its index values are computed differently by the static lowering:
     # maps that read through them are compared with the program StableHLO's passes refine
 
@@ -149,6 +158,11 @@ PROGRAMS = {
     "dynamic_slice": Program(_dynamic_slice, (("b, 3", F32), ("", I32)),
                              ({"b": 1}, {"b": 2}, {"b": 5}), refined=True),
     "quarters": Program(_quarters, (("4*b", F32),), ({"b": 1}, {"b": 2}, {"b": 3})),
+    "update": Program(_update, (("b, 3", F32), ("2, 3", F32), ("", I32)),
+                      ({"b": 2}, {"b": 3}, {"b": 5}), constraints=("b >= 2",), refined=True),
+    "update_dynamic": Program(_update_dynamic, (("b, 3", F32), ("c, 3", F32), ("", I32)),
+                              ({"b": 1, "c": 1}, {"b": 3, "c": 2}, {"b": 4, "c": 1}),
+                              constraints=("b >= c",), refined=True),
     "take": Program(_take, (("b, 4", F32), ("k", I32)),
                     ({"b": 1, "k": 2}, {"b": 3, "k": 1}, {"b": 4, "k": 3}), refined=True),
 }
@@ -185,7 +199,7 @@ def exported() -> dict[str, Exported]:
     """Every program exported once with symbolic dimensions and lowered at its sizes."""
     out = {}
     for name, p in PROGRAMS.items():
-        scope = export.SymbolicScope()
+        scope = export.SymbolicScope(p.constraints)
         specs = [jax.ShapeDtypeStruct(export.symbolic_shape(s, scope=scope) if s else (), dt)
                  for s, dt in p.specs]
         text = export.export(jax.jit(p.fn))(*specs).mlir_module()
@@ -226,7 +240,7 @@ def test_every_read_pair_gets_a_map_equal_to_the_static_programs_at_three_sizes(
 Pairs = set[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
-@pytest.mark.parametrize("name", ["embed", "chain", "concat", "dynamic_slice"])
+@pytest.mark.parametrize("name", ["embed", "chain", "concat", "dynamic_slice", "update_dynamic"])
 def test_refine_on_the_command_line_proves_the_parametric_maps(
         name: str, exported: dict[str, Exported], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from verifidx.computation_maps import computation_indexing
 from verifidx.expr import Add, Const, Expr, RtVar, Size, Symbol
@@ -337,18 +338,49 @@ def _find_equal(m: _Side, others: Sequence[_Side]) -> Verdict:
     return last
 
 
+def _within(ind: OperandIndexing, dims: Sequence[int] | None) -> OperandIndexing:
+    """`ind` cut to the indices inside the parameter's shape `dims`: an index outside names
+    no element, so it reads nothing (XLA's map of a dynamic-update-slice's update names such
+    indices for the outputs outside the updated window, cut to a dynamic parameter's size in
+    one program and not in the other)."""
+    m = ind.map
+    if dims is None or m.is_undefined or m.num_results != len(dims):
+        return ind
+    for r, n in zip(m.results, dims):
+        m = m.add_constraint(r, (0, n - 1))
+    return OperandIndexing(m, ind.runtime, ind.replica, ind.notes)
+
+
+def _parameter_dims(module: HloModule, values: Mapping[str, int]
+                    ) -> dict[int, tuple[int, ...]]:
+    """The array parameters' dimensions of the entry, by number, its dynamic ones at the sizes
+    `values` (the bound where a size is not given): each side is cut to its own parameters,
+    so a map instantiated at the wrong size still reads past the other's."""
+    out = {}
+    for q in module.entry.parameters:
+        if q.shape.is_tuple:
+            continue
+        sizes = leaf_sizes(q) or (None,) * q.shape.rank
+        out[cast(int, q.parameter_number)] = tuple(
+            n if s is None or s.value(values) is None else cast(int, s.value(values))
+            for n, s in zip(q.shape.dims, sizes))
+    return out
+
+
 def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) -> list[Check]:
-    """Parametric maps of `dynamic`'s entry at `values` against `static`'s entry maps."""
+    """Parametric maps of `dynamic`'s entry at `values` against `static`'s entry maps, each
+    on the elements of its own program's parameters."""
     dyn = computation_indexing(dynamic, dynamic.entry, "out2in")
     sta = computation_indexing(static, static.entry, "out2in")
+    dyn_dims, sta_dims = _parameter_dims(dynamic, values), _parameter_dims(static, {})
     names: dict[Hashable, int] = {}
     dyn_keys, sta_keys = ValueKeys(dynamic, values, names), ValueKeys(static, {}, names)
     keys = sorted({(o, p) for o, p, _l in dyn.maps} | {(o, p) for o, p, _l in sta.maps})
     checks: list[Check] = []
     for o, p in keys:
-        a = [_Side(_clamped(m, values), dyn_keys)
+        a = [_Side(_within(_clamped(m, values), dyn_dims.get(p)), dyn_keys)
              for m in dyn.maps_for(o, p)]
-        b = [_Side(m, sta_keys) for m in sta.maps_for(o, p)]
+        b = [_Side(_within(m, sta_dims.get(p)), sta_keys) for m in sta.maps_for(o, p)]
         if any(s.indexing.is_undefined for s in (*a, *b)):
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))
             continue

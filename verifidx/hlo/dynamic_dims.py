@@ -19,8 +19,8 @@ This restriction is exact only for ops whose element at an index does not depend
 of their dynamic dimensions ("prefix-consistent": the op at size N is the op at the bound,
 cut to the first N elements). `restrict_to_sizes` checks that per op; where it does not hold,
 the op's maps are built with the sizes in them where it can be (`verifidx.hlo.sized_ops`:
-reverse, concatenation, reshape, gather and dynamic-slice), and are "unknown indexing" with the
-reason elsewhere (dynamic-update-slice or scatter into a dynamic operand, a broadcast that may
+reverse, concatenation, reshape, gather, dynamic-slice and dynamic-update-slice), and are
+"unknown indexing" with the reason elsewhere (scatter into a dynamic operand, a broadcast that may
 expand a dynamic size-1 dimension, ...). Never a missed read.
 """
 

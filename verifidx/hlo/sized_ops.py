@@ -18,7 +18,9 @@ here with the sizes in it instead:
   lowered by `jax.export` to a gather become exact maps); elsewhere the runtime variable stays
   (every start in the clamp's range). A program whose slice is larger than the operand at
   some size has no element to read there: the map is empty at those sizes. Not for XLA's
-  bounded dimensions (sizes that may be 0), whose dynamic padder clamps to the bound instead.
+  bounded dimensions (sizes that may be 0), whose dynamic padder clamps to the bound instead;
+- `dynamic-update-slice` into a dynamic operand: the same, its start clamped to `[0, N - U]`
+  with `U` the update's size (itself a size when the update is dynamic).
 
 Every map is then cut to the sizes of its domain. A divisor that may be 0 (a size that may be
 0, XLA's bounded dimensions) cannot be written: the map is "unknown indexing" with that reason.
@@ -34,7 +36,13 @@ from verifidx.expr import Const, Dim, Expr, RtVar, Size, add, floordiv, mod, mul
 from verifidx.hlo.dynamic_dims import SymSize, declare, leaf_sizes, restrict
 from verifidx.hlo.index_values import value_at
 from verifidx.hlo.ops.common import Malformed
-from verifidx.hlo.ops.dynamic import dynamic_slice_i2o, dynamic_slice_o2i
+from verifidx.hlo.ops.dynamic import (
+    dus_i2o,
+    dus_o2i,
+    dynamic_slice_i2o,
+    dynamic_slice_o2i,
+    offset_sources,
+)
 from verifidx.hlo.ops.gather_scatter import gather_i2o, gather_o2i
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
@@ -227,13 +235,15 @@ def _known_start(rv: RuntimeVar, m: IndexingMap, ctx: OpContext
     return None if value is None else (value, used)
 
 
-def _clamped(ind: OperandIndexing, ctx: OpContext) -> OperandIndexing:
+def _clamped(ind: OperandIndexing, ctx: OpContext,
+             his: dict[int, SymSize] | None = None) -> OperandIndexing:
     """`ind` (a table map with unfolded start indices, cut to the sizes) with each start
-    clamped to its size and folded where its value is known (see the module docstring)."""
+    clamped to its size (`his`: the largest start per runtime variable, by default
+    `_clamps`) and folded where its value is known (see the module docstring)."""
     m = ind.map
     if m.is_undefined or not ind.runtime:
         return ind
-    his = _clamps(ctx, m)
+    his = _clamps(ctx, m) if his is None else his
     m = declare(m, list(his.values()))
     for j, hi in his.items():
         if not hi.is_constant:
@@ -263,12 +273,18 @@ _UNFOLDED = {
 }
 
 
+def _not_bounded(ctx: OpContext, operands: Sequence[int]) -> None:
+    """XLA's bounded dimensions (sizes that may be 0): its dynamic padder runs the op on the
+    padded buffer, clamping to the bound, so a start may read or write the padding past the
+    size."""
+    if any(v.least < 1 for i in operands for s in _leaf(ctx, i) or () if s is not None
+           for v in s.variables):
+        raise ValueError("XLA clamps it to the bound and may read the padding")
+
+
 def _sliced(ctx: OpContext, direction: str, index: int) -> Groups:
     """gather and dynamic-slice of an operand with dynamic dimensions."""
-    if any(v.least < 1 for s in _leaf(ctx, 0) or () if s is not None for v in s.variables):
-        # XLA's bounded dimensions: its dynamic padder runs the op on the padded buffer,
-        # clamping to the bound, so a start may read the padding past the size
-        raise ValueError("XLA clamps it to the bound and may read the padding")
+    _not_bounded(ctx, (0,))
     table = _UNFOLDED[ctx.instruction.opcode, direction](ctx, index)
     inst = ctx.instruction
     groups = []
@@ -283,6 +299,37 @@ def _sliced(ctx: OpContext, direction: str, index: int) -> Groups:
     return tuple(groups)
 
 
+def _updated(ctx: OpContext, direction: str, index: int) -> Groups:
+    """dynamic-update-slice into an operand with dynamic dimensions: the start moving
+    dimension `k` of size `N` is clamped to `[0, N - U]`, `U` the update's size there (itself
+    a size when the update is dynamic: the table's `[0, bound - bound]` would be too narrow)."""
+    _not_bounded(ctx, (0, 1))
+    out_sizes, upd_sizes = _operand_sizes(ctx, 0), _operand_sizes(ctx, 1)
+    rank = len(out_sizes)
+    his = {k: n.plus(u.times(-1)) for k, (n, u) in enumerate(zip(out_sizes, upd_sizes))}
+    rts = [(0, max(his[k].hi, 0)) for k in range(rank)]
+    inst = ctx.instruction
+    if direction == "out2in":
+        table = dus_o2i(ctx, index)
+        domain = leaf_sizes(inst, index)
+        m = IndexingMap.build([add(Dim(k), neg(RtVar(k))) for k in range(rank)],
+                              [(0, n - 1) for n in inst.shape.dims], rt_vars=rts)
+        update = OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m)))
+        # the update's index is not cut to its sizes: like the table's (XLA's) map, an output
+        # outside the updated window names an index outside the update, which reads nothing
+        return tuple((_clamped(restrict(update, domain, None), ctx, his),) if i == 1
+                     else tuple(restrict(g, domain, _leaf(ctx, i)) for g in group)
+                     for i, group in enumerate(table))
+    target = leaf_sizes(inst, 0)
+    if index != 1:
+        return tuple(tuple(restrict(g, _leaf(ctx, index), target) for g in group)
+                     for group in dus_i2o(ctx, index))
+    m = IndexingMap.build([add(Dim(k), RtVar(k)) for k in range(rank)],
+                          [(0, n - 1) for n in ctx.operand_shapes[1].dims], rt_vars=rts)
+    update = OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m)))
+    return ((_clamped(restrict(update, _leaf(ctx, 1), target), ctx, his),),)
+
+
 def _leaf(ctx: OpContext, i: int) -> tuple[SymSize | None, ...] | None:
     op = ctx.operands[i] if i < len(ctx.operands) else None
     return leaf_sizes(op) if op is not None else None
@@ -294,6 +341,7 @@ SIZED: dict[str, Callable[[OpContext, str, int], Groups]] = {
     "reshape": _reshape,
     "gather": _sliced,
     "dynamic-slice": _sliced,
+    "dynamic-update-slice": _updated,
 }
 """Per opcode: its maps with sizes, for the ops whose table map is not exact at every size."""
 
