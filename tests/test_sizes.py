@@ -576,3 +576,19 @@ def test_maps_of_one_domain_simplify_as_they_do_alone() -> None:
             out = simplify(m)
             assert out == alone[maps.index(m)]
             assert str(out) == str(alone[maps.index(m)])
+
+
+def test_a_map_known_empty_drops_the_sizes_it_is_given() -> None:
+    """`with_sizes` on KNOWN EMPTY kept every size, so equality with sizes, which compares
+    instantiated maps, asked itself the same question again without end."""
+    m = vx.parse_map("(d0)<N> -> (d0 + N), domain: d0 in [0, 3], N in [1, 8], "
+                     "d0 - N in [-8, -1]")
+    empty = m.add_constraint(Dim(0), (5, 6))
+    assert empty.is_known_empty and empty.sizes
+    fixed = empty.with_sizes(N=3)
+    assert fixed.is_known_empty and not fixed.sizes
+    verdict = vx.equal(empty, m)
+    assert verdict.holds is False and verdict.counterexample is not None
+    at = {"N": verdict.counterexample["N"]}
+    assert m.with_sizes(at).relation() and not fixed.relation()
+    assert vx.equal(empty, m.add_constraint(Dim(0), (7, 9))).holds is True

@@ -274,11 +274,27 @@ def apply(g: Gen, v: Value, op: str, a: int, b: int, c: int) -> Value:
                        f"(tensor<{len(v.dims)}xi32>) -> {ttype(v)}")
         g.lines.append(f"{r} = stablehlo.add {v.name}, {it} : {ttype(v)}")
         return Value(r, list(v.dims), list(v.bounds))
+    if op == "update_dyn" and dyn >= 0 and all(d is None or k == dyn
+                                                for k, d in enumerate(v.dims)):
+        # row 0 along the dynamic dimension replaced by its exponential (start 0: in the clamp
+        # at every size, so the map is exact)
+        sizes = [1 if d is None else d for d in v.dims]
+        piece = f"tensor<{'x'.join(map(str, sizes))}xf32>"
+        zero, row, e = g.fresh(), g.fresh(), g.fresh()
+        starts = ", ".join([zero] * len(v.dims))
+        ints = ", ".join(["tensor<i32>"] * len(v.dims))
+        g.lines.append(f"{zero} = stablehlo.constant dense<0> : tensor<i32>")
+        g.lines.append(f"{row} = stablehlo.dynamic_slice {v.name}, {starts}, sizes = "
+                       f"[{', '.join(map(str, sizes))}] : ({ttype(v)}, {ints}) -> {piece}")
+        g.lines.append(f"{e} = stablehlo.exponential {row} : {piece}")
+        g.lines.append(f"{r} = stablehlo.dynamic_update_slice {v.name}, {e}, {starts} : "
+                       f"({ttype(v)}, {piece}, {ints}) -> {ttype(v)}")
+        return Value(r, list(v.dims), list(v.bounds))
     return v
 
 
 OPS = ["exp", "add_self", "transpose", "reduce_static", "reduce_dyn", "bcast", "pad_dyn",
-       "concat_static", "dyn_add_one", "dyn_iota", "reverse_dyn", "concat_dyn"]
+       "concat_static", "dyn_add_one", "dyn_iota", "reverse_dyn", "concat_dyn", "update_dyn"]
 
 
 @st.composite

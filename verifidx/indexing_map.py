@@ -612,8 +612,8 @@ class IndexingMap:
         size given is static. Constraints that become constant are decided."""
         given: dict[str, int] = dict(values) if values is not None else {}
         given.update(named)
-        if not given or self.is_undefined or self.is_known_empty:
-            return self  # KNOWN EMPTY is empty at every size (its text names none)
+        if not given or self.is_undefined:
+            return self
         table = {z.name: z for z in self.sizes}
         subst: dict[Expr, Expr] = {}
         for name, value in given.items():
