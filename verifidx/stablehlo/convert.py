@@ -1070,28 +1070,34 @@ class OpConverter:
                 self.generic("stablehlo.real_dynamic_slice")
                 return
             s, t = start[k].const, stride[k].const
-            n = limit[k].plus(-s)
             sk = src[k]
             in_bound = sk if isinstance(sk, int) else sk.hi
-            size: Size = _normal(n) if t == 1 else -(-n.const // t) if n.is_constant else \
-                _normal(n.plus(t - 1).floordiv(t)) if n.lo >= 0 and _exact(limit[k]) else \
-                self._quotient(k, -(-(in_bound - s) // t))
+            size = self._slice_size(k, limit[k], s, t, in_bound)
             inferred.append(size)
             bound = size if isinstance(size, int) else size.hi
             dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
 
-    def _quotient(self, d: int, bound: int) -> SymSize:
-        """The size `ceil((limit - start) / stride)` of a strided slice whose limit is a size
-        that may be below the start (the program is invalid at such sizes) or may not be the
-        program's value (past 32 bits): a size of its own, in `[0, bound]`. The elements
-        before it do not depend on it, so the slice's map is exact at its value. Elsewhere
-        the size is derived, `(limit - start + stride - 1) floordiv stride`."""
+    def _slice_size(self, d: int, limit: SymSize, start: int, stride: int, in_bound: int
+                    ) -> Size:
+        """The size `ceil((limit - start) / stride)` of dimension `d` of a slice whose limit
+        may be a size: with a stride above 1 the derived size
+        `(limit - start + stride - 1) floordiv stride`, unless the limit may lie below the
+        start (the program is invalid at such sizes) or may not be the program's value (past
+        32 bits): then a size of its own, in `[0, ceil((in_bound - start) / stride)]`. The
+        elements before it do not depend on it, so the slice's map is exact at its value."""
+        n = limit.plus(-start)
+        if stride == 1:
+            return _normal(n)
+        if n.is_constant:
+            return -(-n.const // stride)
+        if n.lo >= 0 and _exact(limit) and _element(self.op.operands[2].type) in _WIDE:
+            return _normal(n.plus(stride - 1).floordiv(stride))
         self.conv.opaque += 1
         return SymSize.of(SizeVar(
             f"size{self.conv.opaque}_d{d}",
             f"dimension {d} of %real_dynamic_slice in {self.fn.name} (a quotient of sizes)",
-            bound, least=0))
+            -(-(in_bound - start) // stride), least=0))
 
     def op_sort(self) -> None:
         body = self.conv.region(self.op.regions[0], self.fn)
@@ -1191,8 +1197,9 @@ _DECIDED = {"stablehlo.divide", "stablehlo.remainder", "stablehlo.sign", "stable
             "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.select"}
 
 
-_WIDE = {"i1", "i32", "i64", "si32", "si64", "ui32", "ui64"}
-"""Element types in which a size shown in `[-2^31, 2^31)` is the program's value."""
+_WIDE = {"i1", "i32", "i64", "si32", "si64"}
+"""Element types in which a size shown in `[-2^31, 2^31)` is the program's value (signed:
+an unsigned integer would hold a negative one wrapped)."""
 
 
 def _element(t: Any) -> str:
