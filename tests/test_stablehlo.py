@@ -409,22 +409,34 @@ def test_refine_refuted_exits_1_with_a_counterexample(capsys: pytest.CaptureFixt
 def test_shape_arithmetic_is_followed_as_numpy_computes_it(a: int, c: int, b: int) -> None:
     """The reader's integer rules (`divide`, `remainder`, `sign`, `compare`) against numpy's
     int32 arithmetic (StableHLO divides towards zero; the remainder has the dividend's sign),
-    on constants and on a size `c * b` (any b), where a quotient is followed only if exact."""
+    on constants and on sizes `c * b` and `c * b + a` (any b): a quotient of a size is
+    followed where it is exact, or where the dividend is at least 0 at every size and the
+    divisor positive (truncation is floor there), and then it is numpy's at b."""
     from verifidx.stablehlo.convert import _decide
 
     x, y = np.int32(a), np.int32(c)
     k = SymSize
-    assert _decide("stablehlo.divide", [k(a), k(c)], False, "") == int(np.trunc(a / c))
-    assert _decide("stablehlo.remainder", [k(a), k(c)], False, "") == int(np.fmod(x, y))
-    assert _decide("stablehlo.sign", [k(a)], False, "") == int(np.sign(x))
+    assert _decide("stablehlo.divide", [k(a), k(c)], False, "", True) == int(np.trunc(a / c))
+    assert _decide("stablehlo.remainder", [k(a), k(c)], False, "", True) == int(np.fmod(x, y))
+    assert _decide("stablehlo.sign", [k(a)], False, "", True) == int(np.sign(x))
     for d, op in (("EQ", np.equal), ("NE", np.not_equal), ("LT", np.less),
                   ("GE", np.greater_equal)):
-        got = _decide("stablehlo.compare", [k(a), k(c)], True, d)
+        got = _decide("stablehlo.compare", [k(a), k(c)], True, d, True)
         assert got is None or got == int(op(x, y))
     size = SymSize.of(SizeVar("t/b", "test", 1000)).times(c)
-    quotient = _decide("stablehlo.divide", [size, k(c)], False, "")
+    quotient = _decide("stablehlo.divide", [size, k(c)], False, "", True)
     assert isinstance(quotient, SymSize) and quotient.value({"t/b": b}) == b
-    assert _decide("stablehlo.remainder", [size, k(c)], False, "") == 0
-    if abs(c) > 1:  # b is not a multiple: nothing is claimed
-        assert _decide("stablehlo.divide", [size.plus(1), k(c)], False, "") is None
-        assert _decide("stablehlo.remainder", [size.plus(1), k(c)], False, "") is None
+    assert _decide("stablehlo.remainder", [size, k(c)], False, "", True) == 0
+    # in a narrow type a size may wrap: nothing is claimed
+    assert _decide("stablehlo.divide", [size, k(c)], False, "", False) is None
+    n = size.plus(a)
+    value = np.int32(c * b + a)
+    followed = c > 0 and n.lo >= 0
+    for name, numpy in (("stablehlo.divide", lambda u, v: np.trunc(u / v)),
+                        ("stablehlo.remainder", np.fmod)):
+        got = _decide(name, [n, k(c)], False, "", True)
+        exact = a % c == 0
+        assert (got is not None) == (followed or exact), (name, got)
+        if got is not None:
+            at_b = got if isinstance(got, int) else got.value({"t/b": b})
+            assert at_b == int(numpy(value, y))

@@ -347,8 +347,8 @@ DYNAMIC_OPS = {
   %st = stablehlo.constant dense<1> : tensor<2xi32>
   %0 = stablehlo.real_dynamic_slice %arg0, %c1, %lim, %st : ({t}, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<?x3xf32, #stablehlo.bounds<4, ?>>""",
                            "tensor<?x3xf32, #stablehlo.bounds<4, ?>>"),
-    # a stride > 1 with a limit that is a size: the output's size is a quotient of sizes, a
-    # size of its own (fixed at run time, and by the refined program's output)
+    # a stride > 1 with a limit that is a size: the output's size is the derived size
+    # `(limit - start + stride - 1) floordiv stride` (0 at size 1)
     "real_dynamic_slice_strided": ("tensor<?x3xf32, #stablehlo.bounds<6, ?>>", 3, _DIMS + """
   %c1 = stablehlo.constant dense<[1, 0]> : tensor<2xi32>
   %c3 = stablehlo.constant dense<3> : tensor<1xi32>

@@ -5,7 +5,8 @@ gives every instruction array shapes sized by the dimension's upper bound (`Shap
 `dynamic` set) and records the symbolic size of every dynamic dimension in the attribute
 `dynamic_sizes` (one tuple per output leaf, `None` for static dimensions). A symbolic size is a
 polynomial in size variables (`SizeVar`: a dimension of a function argument, or an opaque size
-a program computes) with integer coefficients; each size variable has its interval.
+a program computes) and derived sizes (`Quotient`: `floor(P / k)` or `P mod k` of such a
+polynomial by a constant) with integer coefficients; each size variable has its interval.
 
 In a map a size variable is a size (`verifidx.expr.Size`, docs/semantics.md, Sizes) named
 after its key, with its interval and its provenance: universally quantified, so a claim about
@@ -30,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from verifidx.expr import Const, Dim, Expr, Size, add, is_size_name, mul, neg
+from verifidx.expr import Const, Dim, Expr, Size, add, floordiv, is_size_name, mod, mul, neg
 from verifidx.hlo.module import HloInstruction
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
@@ -104,9 +105,63 @@ class SizeVar:
     def expr(self) -> Expr:
         return add(Size(self.name), -self.shift) if self.shift else Size(self.name)
 
+    @property
+    def variables(self) -> tuple[SizeVar, ...]:
+        return (self,)
 
-Monomial = tuple[SizeVar, ...]
-"""A product of size variables, sorted by key (with repetition)."""
+    def value(self, values: Mapping[str, int]) -> int | None:
+        return values.get(self.key)
+
+
+@dataclass(frozen=True)
+class Quotient:
+    """A derived size: `floor(num / k)` (`num mod k` when `remainder`) for a constant `k >= 2`
+    and a polynomial `num` that is at least 0 at every size, with coefficients in `[0, k)`
+    (`SymSize.floordiv` puts it in that form; `x[1::2]` has `b // 2` elements). Not a size of
+    the maps: its expression is `num floordiv k` over `num`'s sizes, so fixing those fixes
+    it."""
+
+    num: SymSize
+    k: int
+    remainder: bool = False
+
+    @property
+    def op(self) -> str:
+        return "mod" if self.remainder else "floordiv"
+
+    @property
+    def key(self) -> str:
+        return f"({self.num.key}) {self.op} {self.k}"
+
+    @property
+    def label(self) -> str:
+        return f"({self.num}) {self.op} {self.k}"
+
+    @property
+    def least(self) -> int:
+        return 0 if self.remainder else self.num.lo // self.k
+
+    @property
+    def bound(self) -> int:
+        return min(self.k - 1, self.num.hi) if self.remainder else self.num.hi // self.k
+
+    @property
+    def variables(self) -> tuple[SizeVar, ...]:
+        return self.num.variables
+
+    def value(self, values: Mapping[str, int]) -> int | None:
+        n = self.num.value(values)
+        return None if n is None else n % self.k if self.remainder else n // self.k
+
+    def expr(self) -> Expr:
+        return (mod if self.remainder else floordiv)(self.num.expr(), self.k)
+
+
+Atom = SizeVar | Quotient
+"""A factor of a size polynomial: a size variable or a derived size, at least 0."""
+
+Monomial = tuple[Atom, ...]
+"""A product of atoms, sorted by key (with repetition)."""
 
 
 def _mono_key(term: tuple[Monomial, int]) -> tuple[str, ...]:
@@ -122,7 +177,7 @@ class SymSize:
     terms: tuple[tuple[Monomial, int], ...] = ()
 
     @staticmethod
-    def of(var: SizeVar) -> SymSize:
+    def of(var: Atom) -> SymSize:
         return SymSize(0, (((var,), 1),))
 
     def plus(self, other: SymSize | int) -> SymSize:
@@ -155,11 +210,37 @@ class SymSize:
 
     @property
     def variables(self) -> tuple[SizeVar, ...]:
-        return tuple(dict.fromkeys(v for m, _c in self.terms for v in m))
+        """The size variables it depends on (those of a derived size's numerator included)."""
+        return tuple(dict.fromkeys(x for m, _c in self.terms for v in m for x in v.variables))
+
+    @property
+    def key(self) -> str:
+        """Identifies the polynomial by its variables' keys."""
+        parts = [f"{c}*" + "*".join(v.key for v in m) for m, c in self.terms]
+        return " + ".join([*parts, str(self.const)])
+
+    def _divided(self, k: int) -> tuple[SymSize, SymSize]:
+        """`(q, r)` with `self = k * q + r`, `r`'s coefficients in `[0, k)`: `r >= 0`."""
+        if k < 1:
+            raise ValueError(f"a size is divided by a positive constant, not {k}")
+        q = SymSize(self.const // k, tuple((m, c // k) for m, c in self.terms if c // k))
+        r = SymSize(self.const % k, tuple((m, c % k) for m, c in self.terms if c % k))
+        return q, r
+
+    def floordiv(self, k: int) -> SymSize:
+        """`floor(self / k)` for a constant `k >= 1`: `q + floor(r / k)` (`_divided`), the
+        latter a derived size (`Quotient`) unless `r < k` at every size."""
+        q, r = self._divided(k)
+        return q if r.hi < k else q.plus(SymSize.of(Quotient(r, k)))
+
+    def mod(self, k: int) -> SymSize:
+        """`self mod k` for a constant `k >= 1` (in `[0, k)`)."""
+        _q, r = self._divided(k)
+        return r if r.hi < k else SymSize.of(Quotient(r, k, remainder=True))
 
     def _range(self, m: Monomial) -> tuple[int, int]:
         lo = hi = 1
-        for v in m:  # every variable is at least 0
+        for v in m:  # every atom is at least 0
             lo, hi = lo * v.least, hi * v.bound
         return lo, hi
 
@@ -178,9 +259,10 @@ class SymSize:
         for m, c in self.terms:
             p = c
             for v in m:
-                if v.key not in values:
+                x = v.value(values)
+                if x is None:
                     return None
-                p *= values[v.key]
+                p *= x
             total += p
         return total
 

@@ -12,8 +12,9 @@ keeps its MLIR name as opcode, so its maps say "unknown op stablehlo.xyz".
 
 Dynamic dimensions (`?`) get symbolic sizes (`verifidx.hlo.dynamic_dims`): a function argument's
 dimension is a size variable; sizes flow through ops, and integer shape values
-(`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products, exact
-quotients, and comparisons and selections decided for every size) are followed so that
+(`get_dimension_size`, `reshape`/`concatenate` of them, constants, sums and products,
+quotients by positive constants (derived sizes, `b floordiv 2`), and comparisons and
+selections decided for every size) are followed so that
 `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and `set_dimension_size` get the
 sizes their shape operands hold; a `4*b` argument dimension is `4 * b` (`_export_dim_names`).
 A size that cannot be followed is a fresh, opaque size variable, which makes the maps that
@@ -25,7 +26,7 @@ so a callee's sizes are always its caller's.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -744,18 +745,20 @@ class OpConverter:
             done = [_arith(self.opname, x, y) for x, y in zip(a, b)]
             if len(a) == len(b) and all(x is not None for x in done):
                 vals = tuple(x for x in done if x is not None)
-        elif self.opname in _DECIDED and ins and all(x is not None for x in ins):
-            vals = self.decided([x for x in ins if x is not None])
+        elif self.opname in _DECIDED and any(x is not None for x in ins):
+            vals = self.decided(ins)
         if vals is not None:
             fn.ints[res] = vals
             fn.record_value(fn.names[res], vals)
 
-    def decided(self, ins: list[tuple[SymSize, ...]]) -> tuple[SymSize, ...] | None:
+    def decided(self, ins: list[tuple[SymSize, ...] | None]) -> tuple[SymSize, ...] | None:
         """Element-wise, the value of `divide`, `remainder`, `sign`, `compare`, boolean
         `and`/`or`/`not` and `select` where it is the same for every value of the sizes
-        (`jax.export`'s `divmod` of `4 * b` by 4 is `(b, 0)`), else None."""
-        n = max(len(x) for x in ins)
-        if any(len(x) not in (1, n) for x in ins):
+        (`jax.export`'s `divmod` of `4 * b` by 4 is `(b, 0)`, of `b` by 2 `(b floordiv 2,
+        b mod 2)`), else None; an operand whose contents are not known (None) decides nothing
+        but where the others do (`x and 0`)."""
+        n = max(len(x) for x in ins if x is not None)
+        if any(x is not None and len(x) not in (1, n) for x in ins):
             return None
         boolean = str(self.op.results[0].type).endswith("xi1>") or \
             str(self.op.results[0].type) == "tensor<i1>"
@@ -763,10 +766,11 @@ class OpConverter:
         if self.opname == "stablehlo.compare":
             direction = mlir()["stablehlo"].ComparisonDirectionAttr(
                 self.op.attributes["comparison_direction"]).value
+        wide = all(_element(v.type) in _WIDE for v in self.op.operands)
         out = []
         for k in range(n):
-            args = [x[k if len(x) > 1 else 0] for x in ins]
-            v = _decide(self.opname, args, boolean, direction)
+            args = [None if x is None else x[k if len(x) > 1 else 0] for x in ins]
+            v = _decide(self.opname, args, boolean, direction, wide)
             if v is None:
                 return None
             out.append(SymSize(v) if isinstance(v, int) else v)
@@ -776,7 +780,7 @@ class OpConverter:
         vals = self.fn.ints.get(self.op.operands[i])
         if vals is None or len(vals) != rank:
             return [None] * rank
-        return [_normal(v) if (v.is_constant or v.lo >= 1) else None for v in vals]
+        return [_normal(v) if v.lo >= 0 else None for v in vals]
 
     # -- ops -----------------------------------------------------------------------------------
     def op_constant(self) -> None:
@@ -814,7 +818,7 @@ class OpConverter:
         inferred: list[Size | None] = list(self.in_sizes(0))
         vals = self.fn.ints.get(self.op.operands[1])
         if 0 <= d < len(inferred):
-            inferred[d] = _normal(vals[0]) if vals and len(vals) == 1 and vals[0].lo >= 1 \
+            inferred[d] = _normal(vals[0]) if vals and len(vals) == 1 and vals[0].lo >= 0 \
                 else None
         self.single("set-dimension-size", self.operands(), inferred, dimensions=(d,))
 
@@ -1066,26 +1070,34 @@ class OpConverter:
                 self.generic("stablehlo.real_dynamic_slice")
                 return
             s, t = start[k].const, stride[k].const
-            n = limit[k].plus(-s)
             sk = src[k]
             in_bound = sk if isinstance(sk, int) else sk.hi
-            size: Size = _normal(n) if t == 1 else -(-n.const // t) if n.is_constant else \
-                self._quotient(k, -(-(in_bound - s) // t))
+            size = self._slice_size(k, limit[k], s, t, in_bound)
             inferred.append(size)
             bound = size if isinstance(size, int) else size.hi
             dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
         self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
 
-    def _quotient(self, d: int, bound: int) -> SymSize:
-        """The size `ceil((limit - start) / stride)` of a strided slice whose limit is a size:
-        a size of its own (sizes are polynomials; no quotient of them is followed), in
-        `[0, bound]`. The elements before it do not depend on it, so the slice's map is exact
-        at its value."""
+    def _slice_size(self, d: int, limit: SymSize, start: int, stride: int, in_bound: int
+                    ) -> Size:
+        """The size `ceil((limit - start) / stride)` of dimension `d` of a slice whose limit
+        may be a size: with a stride above 1 the derived size
+        `(limit - start + stride - 1) floordiv stride`, unless the limit may lie below the
+        start (the program is invalid at such sizes) or may not be the program's value (past
+        32 bits): then a size of its own, in `[0, ceil((in_bound - start) / stride)]`. The
+        elements before it do not depend on it, so the slice's map is exact at its value."""
+        n = limit.plus(-start)
+        if stride == 1:
+            return _normal(n)
+        if n.is_constant:
+            return -(-n.const // stride)
+        if n.lo >= 0 and _exact(limit) and _element(self.op.operands[2].type) in _WIDE:
+            return _normal(n.plus(stride - 1).floordiv(stride))
         self.conv.opaque += 1
         return SymSize.of(SizeVar(
             f"size{self.conv.opaque}_d{d}",
             f"dimension {d} of %real_dynamic_slice in {self.fn.name} (a quotient of sizes)",
-            bound, least=0))
+            -(-(in_bound - start) // stride), least=0))
 
     def op_sort(self) -> None:
         body = self.conv.region(self.op.regions[0], self.fn)
@@ -1185,46 +1197,76 @@ _DECIDED = {"stablehlo.divide", "stablehlo.remainder", "stablehlo.sign", "stable
             "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.select"}
 
 
+_WIDE = {"i1", "i32", "i64", "si32", "si64"}
+"""Element types in which a size shown in `[-2^31, 2^31)` is the program's value (signed:
+an unsigned integer would hold a negative one wrapped)."""
+
+
+def _element(t: Any) -> str:
+    ir = mlir()["ir"]
+    return str(ir.RankedTensorType(t).element_type) if isinstance(t, ir.RankedTensorType) \
+        else ""
+
+
+def _exact(a: SymSize) -> bool:
+    """The program's integer holds `a` itself: it lies in `[-2^31, 2^31)` at every size (sums
+    and products wrap, but agree with `a` modulo 2^32, so inside that range they are `a`)."""
+    return -(2**31) <= a.lo and a.hi < 2**31
+
+
 def _truncated(a: int, b: int) -> int:
     """StableHLO's integer division: rounded towards zero."""
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
 
-def _decide(opname: str, args: list[SymSize], boolean: bool, direction: str
-            ) -> SymSize | int | None:
-    """One element of `OpConverter.decided`: a value that holds for every value of the sizes
-    (a quotient only where every coefficient divides exactly; a comparison only of constants,
-    ordered ones of non-negative constants, whose signed and unsigned orders agree)."""
-    known = [a.const if a.is_constant else None for a in args]
+def _decide(opname: str, args: list[SymSize | None], boolean: bool, direction: str,
+            wide: bool) -> SymSize | int | None:
+    """One element of `OpConverter.decided`: a value that holds for every value of the sizes,
+    None where an argument is not known (None) and the others do not decide it. A size that
+    is not a constant is used only in 32- or 64-bit integers (`wide`) and where it is the
+    program's value (`_exact`): divided by a constant `c`, exactly where `c` divides every
+    coefficient, else, for `c > 0` and a size at least 0 (where truncation is floor), the
+    derived size `floor(a / c)` (`a mod c` for `remainder`); compared where the difference
+    of the two sides has the same sign at every size (ordered comparisons only of sides at
+    least 0, whose signed and unsigned orders agree)."""
+    known = [a.const if a is not None and a.is_constant else None for a in args]
+    sized = all(a is not None and (a.is_constant or (wide and _exact(a))) for a in args)
     if opname in ("stablehlo.divide", "stablehlo.remainder") and len(args) == 2:
         a, c = args[0], known[1]
-        if not c:
+        if a is None or not c or not sized:
             return None
-        exact = a.const % c == 0 and all(coef % c == 0 for _m, coef in a.terms)
-        if opname == "stablehlo.divide":
-            if known[0] is not None:
-                return _truncated(known[0], c)
-            return SymSize(a.const // c, tuple((m, coef // c) for m, coef in a.terms)) \
-                if exact else None
+        divide = opname == "stablehlo.divide"
         if known[0] is not None:
-            return known[0] - c * _truncated(known[0], c)
-        return 0 if exact else None
+            q = _truncated(known[0], c)
+            return q if divide else known[0] - c * q
+        if a.const % c == 0 and all(coef % c == 0 for _m, coef in a.terms):
+            return SymSize(a.const // c, tuple((m, coef // c) for m, coef in a.terms)) \
+                if divide else 0
+        if c < 1 or a.lo < 0:
+            return None
+        return a.floordiv(c) if divide else a.mod(c)
     if opname == "stablehlo.sign" and len(args) == 1:
         a = args[0]
+        if a is None or not sized:
+            return None
         return 1 if a.lo >= 1 else -1 if a.hi <= -1 else 0 if a == SymSize(0) else None
     if opname == "stablehlo.select" and len(args) == 3:
         return None if known[0] is None else args[1] if known[0] else args[2]
+    if opname == "stablehlo.and" and 0 in known:
+        return 0  # whatever the other operand is (bitwise too)
+    if opname == "stablehlo.or" and boolean and 1 in known:
+        return 1
+    if opname == "stablehlo.compare" and len(args) == 2 and boolean:
+        a, b = args
+        if a is None or b is None or not sized or \
+                (direction not in ("EQ", "NE") and min(a.lo, b.lo) < 0):
+            return None
+        d = a.plus(b.times(-1))
+        return _compared(direction, d.lo, d.hi)
     if any(v is None for v in known) or not boolean:
         return None
     x = [v for v in known if v is not None]
-    if opname == "stablehlo.compare" and len(x) == 2:
-        u, v = x
-        if direction not in ("EQ", "NE") and min(u, v) < 0:
-            return None
-        table = {"EQ": u == v, "NE": u != v, "LT": u < v, "LE": u <= v, "GT": u > v,
-                 "GE": u >= v}
-        return int(table[direction]) if direction in table else None
     if opname == "stablehlo.and" and len(x) == 2:
         return int(bool(x[0]) and bool(x[1]))
     if opname == "stablehlo.or" and len(x) == 2:
@@ -1232,6 +1274,21 @@ def _decide(opname: str, args: list[SymSize], boolean: bool, direction: str
     if opname == "stablehlo.not" and len(x) == 1:
         return int(not x[0])
     return None
+
+
+_TESTS: dict[str, Callable[[int], bool]] = {
+    "EQ": lambda x: x == 0, "NE": lambda x: x != 0, "LT": lambda x: x < 0,
+    "LE": lambda x: x <= 0, "GT": lambda x: x > 0, "GE": lambda x: x >= 0}
+
+
+def _compared(direction: str, lo: int, hi: int) -> int | None:
+    """`d <direction> 0` where it is the same for every `d` in `[lo, hi]`: the ordered tests
+    are monotone in `d`, so their ends decide; EQ and NE only where `lo == hi` or 0 lies
+    outside."""
+    test = _TESTS.get(direction)
+    if test is None or (direction in ("EQ", "NE") and lo < hi and lo <= 0 <= hi):
+        return None
+    return int(test(lo)) if test(lo) == test(hi) else None
 
 
 def _arith(opname: str, a: SymSize, b: SymSize) -> SymSize | None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from verifidx.errors import ParseError
-from verifidx.hlo.dynamic_dims import SymSize, instantiate_sizes, leaf_sizes
+from verifidx.hlo.dynamic_dims import SizeVar, SymSize, instantiate_sizes, leaf_sizes
 from verifidx.hlo.module import HloModule
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.indexing_map import IndexingMap
@@ -81,7 +81,8 @@ def _pair_sizes(sizes: Sequence[SymSize | None] | None, dims: Sequence[int],
                 values: dict[str, int]) -> None:
     for d, s in enumerate(sizes or ()):
         if isinstance(s, SymSize) and s.const == 0 and len(s.terms) == 1 \
-                and s.terms[0][1] == 1 and len(s.terms[0][0]) == 1 and d < len(dims):
+                and s.terms[0][1] == 1 and len(s.terms[0][0]) == 1 and d < len(dims) \
+                and isinstance(s.terms[0][0][0], SizeVar):  # not a derived size
             values.setdefault(s.terms[0][0][0].key, dims[d])
 
 
