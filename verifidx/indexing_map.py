@@ -618,12 +618,19 @@ class IndexingMap:
         subst: dict[Expr, Expr] = {}
         for name, value in given.items():
             z = table.get(name)
+            if z is None and self.is_known_empty:
+                continue  # empty at every size: its text may name none
             if z is None:
                 raise ValueError(f"the map has no size {name!r}")
             if type(value) is not int or value not in z.bounds:
                 raise ValueError(f"size {name} = {value!r} is outside its interval {z.bounds}")
             subst[Size(name)] = Const(value)
         rest = tuple([z for z in self.sizes if z.name not in given])
+        if self.is_known_empty:
+            return IndexingMap(tuple([r.substitute(subst) for r in self.results]), self.dims,
+                               self.range_vars, self.rt_vars,
+                               {e.substitute(subst): iv for e, iv in self.constraints.items()},
+                               True, False, rest)
         m = IndexingMap(tuple([r.substitute(subst) for r in self.results]), self.dims,
                         self.range_vars, self.rt_vars, {}, self.is_known_empty, False, rest)
         return m.add_constraints([(e.substitute(subst), iv)
