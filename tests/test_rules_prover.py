@@ -4,6 +4,7 @@ tests/rules_data/bad_rules.rules must all be refuted with counterexamples the ev
 
 from __future__ import annotations
 
+import os
 import statistics
 from pathlib import Path
 
@@ -21,9 +22,18 @@ GOOD = load_rule_file(DATA / "good_rules.rules")
 BAD = load_rule_file(DATA / "bad_rules.rules")
 
 
+# Z3 takes minutes on each of these (products of constants: g_div_mod about 400 s, g_mod_div
+# about 230 s on one core), more than the rest together: proved in thorough runs only
+# (HYPOTHESIS_PROFILE=thorough); the bundled rules with products of constants (div_div,
+# digit_merge_low, ...) are proved again in every run (tests/test_certificates.py)
+SLOW = frozenset({"g_div_mod", "g_mod_div"})
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE", "ci") != "ci"
+
+
 @pytest.fixture(scope="module")
 def good_results() -> dict[str, ProofResult]:
-    return {r.name: r for r in prove_rules(GOOD, jobs=2)}
+    chosen = [r for r in GOOD if THOROUGH or r.name not in SLOW]
+    return {r.name: r for r in prove_rules(chosen, jobs=2)}
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +47,8 @@ def test_the_data_sets_are_large_enough() -> None:
 
 @pytest.mark.parametrize("rule", GOOD, ids=lambda r: r.name)
 def test_correct_rule_is_proven(rule: Rule, good_results: dict[str, ProofResult]) -> None:
+    if rule.name not in good_results:
+        pytest.skip("minutes of Z3: proved with HYPOTHESIS_PROFILE=thorough")
     res = good_results[rule.name]
     assert res.verdict == "proved", f"{rule.name}: {res.verdict} {res.message}"
     assert res.strength == "all" or (res.strength or "").startswith("bounded: |c| <= ")
