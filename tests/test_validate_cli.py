@@ -5,6 +5,7 @@ bad input (one line, exit 2)."""
 from __future__ import annotations
 
 import json
+import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -123,6 +124,10 @@ WRONG_SIZED = [
     ("size coefficient swapped", "x0 + s0*x1 + s0*s53*x2",
      {"x0": "s0", "x1": "s53", "x2": "3"}, {"s0": ["2", "int_oo"], "s53": ["2", "int_oo"]},
      "x0 + s53*x1 + s0*s53*x2"),
+    ("digits of a size product merged in the wrong base",
+     "s0*(ModularIndexing(q1, s0*s27, s53)) + (ModularIndexing(q1, s27, s0))",
+     {"q1": "s0*s27*s53"}, {"s0": ["2", "int_oo"], "s27": ["2", "int_oo"],
+                            "s53": ["2", "int_oo"]}, "(q1//s0)"),
 ]
 
 
@@ -155,6 +160,35 @@ def test_seeded_wrong_dynamic_simplifications_are_refuted(
     assert evaluate(expr, point) == v.expr_value
     assert evaluate(result, point) == v.result_value
     assert v.expr_value != v.result_value
+
+
+#: The record of the dynamic corpus (`tools/capture_inductor.py --dynamic`, torch 2.13 on CPU)
+#: where Inductor merges two digits of a product of sizes: with q1 < s0*s27*s53 the mod by s53
+#: vanishes, and (q1 // (s0*s27)) * s0 + (q1 // s27) mod s0 is q1 // s27.
+DIGITS_OF_A_SIZE_PRODUCT = (
+    '{"expr": "q0*s0*s27*s53 + s0*s53*(ModularIndexing(q1, 1, s27)) + '
+    's0*(ModularIndexing(q1, s0*s27, s53)) + (ModularIndexing(q1, s27, s0))", '
+    '"var_ranges": {"q0": "2", "q1": "s0*s27*s53"}, "size_ranges": {"s0": ["2", "int_oo"], '
+    '"s27": ["2", "int_oo"], "s53": ["2", "int_oo"]}, '
+    '"result": "q0*s0*s27*s53 + s0*s53*(ModularIndexing(q1, 1, s27)) + ((q1//s27))"}')
+
+
+def test_digits_of_a_size_product_proved_with_inductors_reach() -> None:
+    v = validate_record(DIGITS_OF_A_SIZE_PRODUCT)
+    assert v.verdict == "proved", v.reason
+    assert v.reason.startswith("identical after proven simplification")
+    assert v.divisions["verifidx"] <= v.divisions["result"] < v.divisions["expr"]
+    # the claim, and verifidx's own simplification, against the independent evaluator
+    record = json.loads(DIGITS_OF_A_SIZE_PRODUCT)
+    assert v.simplified is not None
+    rng = random.Random(24)
+    for _ in range(300):
+        sizes = {name: rng.randint(2, 9) for name in record["size_ranges"]}
+        point = {**sizes, "q0": rng.randrange(2),
+                 "q1": rng.randrange(evaluate(record["var_ranges"]["q1"], sizes))}
+        expected = evaluate(record["expr"], point)
+        assert evaluate(record["result"], point) == expected
+        assert evaluate(v.simplified, point) == expected
 
 
 def test_xla_map_pairs_with_sizes() -> None:

@@ -12,7 +12,8 @@ may bind a size expression where a rule binds a constant, provided that
 
 The condition is decided on intervals first (three-valued: a comparison whose difference has an
 interval on one side of 0, a comparison with `min`/`max` split into the comparisons of their
-arguments), then evaluated at a few sizes in range (a size where it is false or undefined
+arguments, divisions of a product of sizes by one that divides it replaced by their exact
+values), then evaluated at a few sizes in range (a size where it is false or undefined
 refuses the rule without a solver call), else by a Z3 query over the sizes
 (`smt.for_all_sizes`, under a resource limit, cached by content). Anything else refuses the
 rule: a condition that holds for some sizes only is never used.
@@ -25,7 +26,7 @@ left side instantiated with it is the matched term itself.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from ..canonical import canon, from_linear, linear_form, order_key
 from ..errors import EvaluationError
@@ -119,6 +120,14 @@ def _match_product(p: Mul, e: Expr, b: Bindings) -> Iterator[Bindings]:
                     c = mul(c, f)
                 for b1 in _match(p.rhs, c, b):
                     yield from _match(p.lhs, x, b1)
+    elif isinstance(p.rhs, ConstVar) and isinstance(p.lhs, (FloorDiv, CeilDiv, Mod, Min, Max)):
+        # an implicit coefficient, `t` as `t * 1`: the digit `(q1 floordiv M) mod N` of
+        # `(q1 floordiv (N * M)) * N + (q1 floordiv M) mod N` (a product of this grammar has a
+        # constant or size factor, so a term that is no product has coefficient 1). Not for a
+        # bare `x * c0`: that would match every term, and the rule base states the
+        # coefficient-1 forms it needs (`mod_from_difference`)
+        for b1 in _match(p.rhs, Const(1), b):
+            yield from _match(p.lhs, e, b1)
 
 
 def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
@@ -216,6 +225,10 @@ def condition_for_all_sizes(condition: Condition, env: Mapping[Expr, Expr],
     except _Unbound as why:
         return False, f"refused: {why}"
     text = _formula_text(formula)
+    exact = _formula_map(formula, lambda t: _exact_divisions(t, sizes))
+    if exact != formula:
+        text += f" (exactly: {_formula_text(exact)})"
+        formula = exact
     verdict = _interval_truth(formula, sizes)
     if verdict is True:
         return True, f"{text}: holds for every size (intervals)"
@@ -243,6 +256,69 @@ def _formula_text(f: Formula) -> str:
         return f" {kind} ".join(f"({_formula_text(g)})" if g[0] in ("and", "or") else
                                _formula_text(g) for g in f[1])
     return f"{f[2]} {f[1]} {f[3]}"
+
+
+def _formula_map(f: Formula, fn: Callable[[Expr], Expr]) -> Formula:
+    """The formula with `fn` applied to both sides of every comparison."""
+    kind = f[0]
+    if kind == "truth":
+        return f
+    if kind == "not":
+        return ("not", _formula_map(f[1], fn))
+    if kind in ("and", "or"):
+        return (kind, tuple([_formula_map(g, fn) for g in f[1]]))
+    return ("cmp", f[1], fn(f[2]), fn(f[3]))
+
+
+def _exact_divisions(e: Expr, sizes: Mapping[Variable, Interval]) -> Expr:
+    """`e` with each division of a size monomial by one that divides it replaced by its
+    value: `(N * M) mod M` is 0, `(N * M) floordiv M` is N. Only where the divisor is at least
+    1 at every size, so no undefined point is dropped. Intervals see `(N * M) mod M` as
+    anything in [0, M - 1], and Z3 gives up on such nonlinear terms."""
+    if not e.children:
+        return e
+    e = e.map_children(lambda c: _exact_divisions(c, sizes))
+    if isinstance(e, (FloorDiv, CeilDiv, Mod)):
+        q = _monomial_quotient(e.lhs, e.rhs)
+        try:
+            positive = q is not None and range_of(e.rhs, sizes).lo >= 1
+        except (KeyError, EvaluationError):
+            positive = False
+        if positive:
+            assert q is not None
+            return Const(0) if isinstance(e, Mod) else q
+    return e
+
+
+def _monomial_quotient(a: Expr, b: Expr) -> Expr | None:
+    """`a / b` when both are products of sizes and integers (`N * M * 4`) and b's factors
+    are among a's with the integer dividing a's: then the division is exact at every size."""
+    ma, mb = _monomial(a), _monomial(b)
+    if ma is None or mb is None or mb[0] == 0 or ma[0] % mb[0]:
+        return None
+    rest = list(ma[1])
+    for f in mb[1]:
+        if f not in rest:
+            return None
+        rest.remove(f)
+    out: Expr = Const(ma[0] // mb[0])
+    for f in rest:
+        out = mul(out, f)
+    return out
+
+
+def _monomial(e: Expr) -> tuple[int, list[Expr]] | None:
+    """The integer and the sizes of a product of sizes and integers, else None."""
+    coefficient = 1
+    found: list[Expr] = []
+    for f in _factors(product_form(e)):
+        if isinstance(f, Const):
+            coefficient *= f.value
+        elif isinstance(f, Size):
+            found.append(f)
+        else:
+            return None
+    return coefficient, found
 
 
 class _Unbound(Exception):
@@ -340,8 +416,9 @@ def _interval_truth(f: Formula, sizes: Mapping[Variable, Interval]) -> bool | No
     if split is not None:  # both sides defined everywhere: so is each comparison of the split
         return _interval_truth(split, sizes)
     try:
-        # the canonical difference: `N * M - 1 - N * M` is -1 (the laws hold where defined)
-        d = range_of(canon(add(lhs, neg(rhs))), sizes)
+        # the canonical difference, factors in one order: `N * M - 1 - M * N` is -1 (the
+        # laws hold where defined)
+        d = range_of(product_form(canon(add(lhs, neg(rhs)))), sizes)
     except (KeyError, EvaluationError):
         return None
     if d.is_empty:
