@@ -334,9 +334,10 @@ class IndexingMap:
     def with_results(self, results: tuple[Expr, ...], checked_in: IndexingMap | None = None
                      ) -> IndexingMap:
         """This map's domain with other results, checked as `build` checks them: the same map
-        as `build` gives from the same parts. The domain's own checks hold already, and so do
-        those of a result this map holds, or `checked_in` holds where it has the same
-        sizes and as many variables of each kind (the checks read nothing else)."""
+        as `build` gives from the same parts. The domain's own checks hold already, and a
+        result this map holds, or `checked_in` holds where it has the same sizes and as many
+        variables of each kind (the checks read nothing else), passed them when that map was
+        built by `build` or `with_results` (the bare constructor checks no variable)."""
         held = [self.results]
         if checked_in is not None and checked_in.sizes == self.sizes and (
                 len(checked_in.dims), len(checked_in.range_vars), len(checked_in.rt_vars)) == (
