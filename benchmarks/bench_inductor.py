@@ -1,17 +1,23 @@
 """Issue 24 benchmark: Inductor's own index simplification against verifidx's, per expression
 of a captured corpus, in the same process.
 
-For each distinct record of the log (tools/capture_inductor.py writes it; without --log the
-built-in models are compiled first): Inductor's `SizeVarAllocator._simplify_with_ranges` on
+For each distinct record of the corpus: Inductor's `SizeVarAllocator._simplify_with_ranges` on
 the expression rebuilt with torch's classes (a fresh allocator each time, so its cache is
-cold) against verifidx's first sight of it (read the sympy tree, simplify with proven rules);
-divisions left by each side; every read record validated (`verifidx.validation`). Records
-over size symbols (`--dynamic` captures with torch.compile(dynamic=True)) are reported apart:
-Inductor sees each size symbol with its range in the allocator's shape environment.
+cold) against verifidx's first sight of it (read the sympy tree, simplify with proven rules),
+each timed in wall and CPU time (this thread); divisions left by each side; every read record
+validated (`verifidx.validation`). Records over size symbols are reported apart: Inductor sees
+each size symbol with its range in the allocator's shape environment.
+
+The corpus: `--log FILE` (tools/capture_inductor.py writes it); by default the corpora
+committed in benchmarks/data/ (captured with torch 2.13.0 CPU from the capture tool's seven
+models, one compile each: `inductor_static.jsonl`, or `inductor_dynamic.jsonl` with
+`--dynamic`, the capture under torch.compile(dynamic=True)), so that a run needs no compile;
+`--capture` compiles the built-in models (one module) and uses what they give instead.
 `--compile` also times the whole compile of the built-in models (one module; dynamic=True with
 `--dynamic`) with stock Inductor and with `verifidx.inductor.install("simplify")`.
 
-Run: .venv/bin/python benchmarks/bench_inductor.py [--log inductor.jsonl] [--dynamic] [--compile]
+Run: .venv/bin/python benchmarks/bench_inductor.py [--dynamic] [--log FILE | --capture]
+     [--compile]
 Targets (issue 24): divisions left at most Inductor's on every expression verifidx reads, at
 most a tenth of Inductor's time per expression (median), every read record proved (no unknown
 on static shapes).
@@ -39,6 +45,9 @@ from verifidx.sympy_bridge import count_divisions, from_sympy, parse_text  # noq
 from verifidx.validation import validate_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The committed corpora, by --dynamic (regenerate: tools/capture_inductor.py [--dynamic]).
+CORPORA = {False: ROOT / "benchmarks" / "data" / "inductor_static.jsonl",
+           True: ROOT / "benchmarks" / "data" / "inductor_dynamic.jsonl"}
 
 
 def _tool() -> Any:
@@ -68,11 +77,14 @@ def _torch_expr(node: Any, symbols: dict[str, Any]) -> Any:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--log", help="JSON lines from tools/capture_inductor.py (default: capture)")
+    p.add_argument("--log", help="JSON lines from tools/capture_inductor.py (default: the "
+                                 "committed corpus, benchmarks/data/inductor_*.jsonl)")
+    p.add_argument("--capture", action="store_true",
+                   help="compile the built-in models and use what they give (not the corpus)")
     p.add_argument("--dynamic", action="store_true",
-                   help="capture with torch.compile(dynamic=True) (without --log)")
+                   help="the dynamic=True corpus (or capture, or whole compile)")
     p.add_argument("--model", default="together",
-                   help="the capture tool's model to compile without --log (default: together)")
+                   help="the capture tool's model to compile with --capture (default: together)")
     p.add_argument("--compile", action="store_true", help="also time whole compiles")
     p.add_argument("--rows", type=int, default=15, help="per-expression rows to print")
     args = p.parse_args()
@@ -81,12 +93,14 @@ def main() -> int:
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     tool = _tool()
-    if args.log:
-        lines = [ln for ln in Path(args.log).read_text().splitlines() if ln.strip()]
-    else:
+    if args.capture:
         lines = list(dict.fromkeys(json.dumps(r) for r in
                                    tool.capture(*tool.build(args.model),
                                                 dynamic=args.dynamic)))
+    else:
+        log = Path(args.log) if args.log else CORPORA[args.dynamic]
+        lines = list(dict.fromkeys(ln for ln in log.read_text().splitlines() if ln.strip()))
+        print(f"corpus: {log}")
     if not lines:
         raise SystemExit("error: nothing captured")
     _warm_up(SizeVarAllocator(ShapeEnv()))
@@ -104,16 +118,16 @@ def main() -> int:
                   int(v) if v.isdigit() else _torch_expr(parse_text(v, known), symbols)
                   for k, v in r["var_ranges"].items()}
         alloc = _allocator(r["size_ranges"], symbols)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         inductor_out = alloc._simplify_with_ranges(texpr, ranges)
-        t_inductor = time.perf_counter() - start
+        t_inductor = time.perf_counter() - start, time.thread_time() - cpu
         # both sides get sympy extents, as Inductor hands them over (the text is parsed first)
         extents = {k: int(v) if v.isdigit() else parse_text(v, known)
                    for k, v in r["var_ranges"].items()}
         try:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             m = from_sympy(tree, extents, r["size_ranges"]).simplify()
-            t_verifidx = time.perf_counter() - start
+            t_verifidx = time.perf_counter() - start, time.thread_time() - cpu
             theirs = from_sympy(parse_text(str(inductor_out), known), r["var_ranges"],
                                 r["size_ranges"])
         except UnsupportedError as err:
@@ -122,7 +136,7 @@ def main() -> int:
             reasons[reason] = reasons.get(reason, 0) + 1
             continue
         v = validate_record(json.dumps({**r, "result": str(inductor_out)}))
-        rows.append(Row(r["expr"], sized, t_inductor, t_verifidx,
+        rows.append(Row(r["expr"], sized, *t_inductor, *t_verifidx,
                         count_divisions(theirs.results[0]), count_divisions(m.results[0]),
                         v.verdict, v.seconds))
     if not rows:
@@ -148,8 +162,10 @@ def main() -> int:
 class Row(NamedTuple):
     expr: str
     sized: bool
-    inductor: float  # Inductor's _simplify_with_ranges, seconds
-    verifidx: float  # verifidx's first sight (read + simplify), seconds
+    inductor: float  # Inductor's _simplify_with_ranges, seconds (wall)
+    inductor_cpu: float  # the same, CPU seconds of this thread
+    verifidx: float  # verifidx's first sight (read + simplify), seconds (wall)
+    verifidx_cpu: float
     div_inductor: int
     div_verifidx: int
     verdict: str
@@ -167,13 +183,20 @@ def _report(label: str, rows: list[Row], skipped: int, sized: bool) -> bool:
     fewer = sum(1 for row in rows if row.div_verifidx < row.div_inductor)
     worse = sum(1 for row in rows if row.div_verifidx > row.div_inductor)
     ratios = [row.verifidx / row.inductor for row in rows]
-    med_i = statistics.median(row.inductor for row in rows)
-    med_v = statistics.median(row.verifidx for row in rows)
     med_c = statistics.median(row.validation for row in rows)
-    print(f"  median per expression: Inductor {fmt_us(med_i)}, verifidx {fmt_us(med_v)} "
-          f"(validation of Inductor's result {fmt_us(med_c)}); median ratio "
-          f"verifidx/Inductor {statistics.median(ratios):.3f}, total "
-          f"{sum(r.verifidx for r in rows) / sum(r.inductor for r in rows):.3f}")
+    for clock, ours, theirs in (("wall", "verifidx", "inductor"),
+                                ("cpu", "verifidx_cpu", "inductor_cpu")):
+        mine = [getattr(row, ours) for row in rows]
+        inductor = [getattr(row, theirs) for row in rows]
+        # a CPU clock may tick coarser than a short call: the ratio of medians beside the
+        # median of ratios
+        per = [a / b for a, b in zip(mine, inductor) if b > 0]
+        print(f"  median per expression ({clock}): Inductor "
+              f"{fmt_us(statistics.median(inductor))}, verifidx {fmt_us(statistics.median(mine))};"
+              f" median ratio verifidx/Inductor "
+              f"{statistics.median(per) if per else float('nan'):.3f}, total "
+              f"{sum(mine) / sum(inductor):.3f}")
+    print(f"  median validation of Inductor's result (wall): {fmt_us(med_c)}")
     print(f"  divisions: verifidx fewer on {fewer}, equal on {len(rows) - fewer - worse}, "
           f"more on {worse}; verdicts on Inductor's results: {verdicts}")
     ratio = statistics.median(ratios)

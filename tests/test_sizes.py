@@ -90,6 +90,29 @@ def test_divisor_must_be_positive_in_python_too() -> None:
         SizeVar("N", Interval(0, 4))
 
 
+
+def test_with_results_checks_what_its_maps_did_not() -> None:
+    """`with_results` skips the checks of the domain and of results a map holds already
+    (under the same sizes); any other result is checked as `build` checks it."""
+    n = Size("N")
+    m = IndexingMap.build([Dim(0) * n], [(0, 7), (0, 3)], constraints=[(Dim(1) - n, (-16, -1))],
+                          sizes=[SizeVar("N", Interval(1, 4))])
+    assert m.with_results(m.results) == m
+    assert m.with_results((Dim(1) + n,)).results == (Dim(1) + n,)
+    for bad in (Dim(0) * Dim(1), Dim(0) // (n - 1), Dim(0) * Size("M"), Dim(2) + n):
+        with pytest.raises(ValueError):
+            m.with_results((bad,))
+    # a result held by a map with other sizes is checked again: N - 1 may be 0 here only
+    wide = IndexingMap.build([Dim(0) // (n - 1)], [(0, 7), (0, 3)],
+                             sizes=[SizeVar("N", Interval(2, 4))])
+    with pytest.raises(ValueError):
+        m.with_results(wide.results, wide)
+    narrow = IndexingMap.build([Dim(0) // (n - 1)], [(0, 7), (0, 3)],
+                               constraints=m.constraints.items(),
+                               sizes=[SizeVar("N", Interval(2, 4))])
+    assert narrow.with_results(wide.results, wide).results == wide.results
+
+
 # -- values, intervals, instantiation --------------------------------------------------------
 
 

@@ -376,3 +376,38 @@ def test_maps_over_one_loop_nest_read_as_alone() -> None:
                                       sizes=m.sizes)
             assert built == m and str(built) == str(m)
     assert [z.name for z in first[2].sizes] == ["ps0", "s0_", "s53_"]
+
+
+def test_sympy_extents_that_differ_never_share_a_nest() -> None:
+    """Nests are found again by what the reader reads of their sympy extents (names,
+    integers, classes, argument order), never by sympy's `==`: every extent below, each
+    alone and then all in turn, gives the map a first reading gives."""
+    from verifidx import sympy_bridge
+
+    known = {"x0", "x1", "s0", "s1", "s53"}
+    sizes = {"s0": ["2", "int_oo"], "s1": ["3", "9"], "s53": ["1", "64"]}
+    extents = ["s0", "s1", "s0*s53", "s1*s53", "2*s0", "s0 + 1", "(s0//2)", "4",
+               "Max(1, s0)", "Min(s0, s1)", "s0**2", "s0 + s1"]
+    parsed = [parse_text(e, known) for e in extents]
+    first = []
+    for extent in parsed:
+        sympy_bridge._DOMAINS.clear()
+        first.append(from_sympy(parse_text("x0 + x1", known), {"x0": extent, "x1": 3}, sizes))
+    assert len({str(m) for m in first}) == len(extents)
+    for _ in range(2):
+        for extent, want in zip(parsed, first):
+            m = from_sympy(parse_text("x0 + x1", known), {"x0": extent, "x1": 3}, sizes)
+            assert m == want and str(m) == str(want)
+
+
+def test_a_result_outside_the_sized_grammar_is_refused_over_a_known_nest() -> None:
+    """A nest read before checks each new result as a first reading does."""
+    from verifidx import sympy_bridge
+
+    sympy_bridge._DOMAINS.clear()
+    ranges = {"x0": "s0", "x1": "4"}
+    from_sympy(parse_text("x0 + s0*x1", KNOWN), ranges, SIZES)
+    with pytest.raises(UnsupportedError, match="product of loop variables"):
+        from_sympy(parse_text("x0*x1 + s0*x1", KNOWN), ranges, SIZES)
+    with pytest.raises(UnsupportedError, match="divisor"):
+        from_sympy(parse_text("FloorDiv(x0, x1 + s0)", KNOWN), ranges, SIZES)

@@ -267,10 +267,14 @@ class IndexingMap:
                  range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
                  constraints: Mapping[Expr, Interval] | None = None,
                  is_known_empty: bool = False, is_undefined: bool = False,
-                 sizes: tuple[SizeVar, ...] = ()) -> None:
+                 sizes: tuple[SizeVar, ...] = (), checked: bool = False) -> None:
+        """`checked`: the caller has checked every part as below, sizes sorted (only
+        `with_results` does, for parts of a map built already)."""
         if constraints is None:
             constraints = {}
-        if sizes:
+        if checked:
+            pass
+        elif sizes:
             sizes = tuple(sorted(sizes, key=_size_name))
             names = [z.name for z in sizes]
             if len(set(names)) != len(names):
@@ -327,12 +331,30 @@ class IndexingMap:
         m._check_variables(m.results)
         return m.add_constraints(constraints)
 
-    def with_results(self, results: tuple[Expr, ...]) -> IndexingMap:
-        """This map's domain with other results, checked as `build` checks them (the domain's
-        own checks hold already): the same map as `build` gives from the same parts."""
-        m = self.replace(results=results)
-        m._check_variables(results)
-        return m
+    def with_results(self, results: tuple[Expr, ...], checked_in: IndexingMap | None = None
+                     ) -> IndexingMap:
+        """This map's domain with other results, checked as `build` checks them: the same map
+        as `build` gives from the same parts. The domain's own checks hold already, and a
+        result this map holds, or `checked_in` holds where it has the same sizes and as many
+        variables of each kind (the checks read nothing else), passed them when that map was
+        built by `build` or `with_results` (the bare constructor checks no variable)."""
+        held = [self.results]
+        if checked_in is not None and checked_in.sizes == self.sizes and (
+                len(checked_in.dims), len(checked_in.range_vars), len(checked_in.rt_vars)) == (
+                len(self.dims), len(self.range_vars), len(self.rt_vars)):
+            held.append(checked_in.results)
+        new = [e for e in results if not any(e in h for h in held)]
+        if new:
+            if self.sizes:
+                declared: dict[Variable, Interval] = {Size(z.name): z.bounds
+                                                      for z in self.sizes}
+                for e in new:
+                    check_sized_expr(e, declared)
+            else:
+                _check_map_exprs(new)
+            self._check_variables(new)
+        return IndexingMap(results, self.dims, self.range_vars, self.rt_vars, self.constraints,
+                           self.is_known_empty, self.is_undefined, self.sizes, checked=True)
 
     @staticmethod
     def undefined() -> IndexingMap:
@@ -366,7 +388,7 @@ class IndexingMap:
     def _check_variables(self, exprs: Iterable[Expr]) -> None:
         limits = {Dim: len(self.dims), Symbol: len(self.range_vars), RtVar: len(self.rt_vars)}
         for e in exprs:
-            for v in e.variables():
+            for v in e.variable_set():
                 if type(v) is Size:
                     if not any(z.name == v.name for z in self.sizes):  # type: ignore[attr-defined]
                         raise ValueError(f"size {v} is not declared in the map")

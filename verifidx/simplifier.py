@@ -1523,7 +1523,7 @@ class Simplifier:
         if domain is not None:
             simp.domain = domain.token
         results = tuple(simp(r) for r in m.results)
-        out = m.replace(results=results)
+        out = m.with_results(results)  # checks only the results that changed
         if out.constraints and self.decide_emptiness and self._empty(out, domain):
             return out.replace(is_known_empty=True)
         return out
@@ -1562,7 +1562,7 @@ class Simplifier:
             domain.fixpoint = self._constraint_rounds(m, None)
         out, settled = domain.fixpoint
         # the rounds never read the results and carry them unchanged
-        return (out if out.results is m.results else out.replace(results=m.results)), settled
+        return (out if out.results is m.results else out.with_results(m.results, m)), settled
 
     def _constraint_rounds(self, m: IndexingMap, trace: list[Step] | None
                            ) -> tuple[IndexingMap, bool]:

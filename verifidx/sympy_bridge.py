@@ -200,10 +200,11 @@ _DOMAIN_LIMIT = 4096
 def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
                 ) -> tuple[object, ...]:
     """The ranges as given, hashable: names, extents with their types (sympy's 4 equals 4
-    and a bool equals an int, but each is read its own way), size bounds as text."""
+    and a bool equals an int, but each is read its own way) and sympy extents by what the
+    reader reads of them (`_tree_key`), size bounds as text."""
     parts: list[object] = [len(var_ranges)]
     for k, v in var_ranges.items():
-        parts += (_name(k), type(v), v)
+        parts += (_name(k), type(v), _tree_key(v) if hasattr(v, "is_Symbol") else v)
     for k, bounds in (size_ranges or {}).items():
         try:
             ends = tuple(b if isinstance(b, str) else str(b) for b in bounds)
@@ -211,6 +212,21 @@ def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | 
             ends = (repr(bounds),)
         parts += (_name(k), ends)
     return tuple(parts)
+
+
+def _tree_key(node: Sym) -> object:
+    """Everything `_Reader.read` looks at in a sympy tree, as plain hashable values: symbols
+    by name, integers by value, other nodes by class and arguments in stored order. Two trees
+    with one key read alike; sympy's own `==` on trees (Python code, a few microseconds a
+    node) is not needed to find a domain read before."""
+    if node.is_Symbol:
+        return _name(node)
+    if node.is_Integer:
+        return int(node)
+    args = _args(node)
+    if not args:  # a rational or another atom: the reader refuses it, by its text
+        return (type(node), str(node))
+    return (type(node), *[_tree_key(a) for a in args])
 
 
 def _read_domain(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
@@ -270,11 +286,11 @@ class _Reader:
         return e
 
     def size(self, key: str, where: Any) -> Expr:
-        if _RUNTIME_NAME.fullmatch(key):
-            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop variable "
-                                   "or a size symbol: a value read at run time)")
         z = self.declared.get(key)
         if z is None:
+            if _RUNTIME_NAME.fullmatch(key):  # a declared name has passed this test
+                raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop "
+                                       "variable or a size symbol: a value read at run time)")
             z = SizeVar(size_name(key), size_interval(key, self.sizes[key]),
                         provenance=f"sympy symbol {key}")
             self.declared[key] = z
@@ -293,7 +309,8 @@ class _Reader:
             return add(*[self.read(a, node) for a in _args(node)])
         if name == "Mul":  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
-            if any(not isinstance(f, Const) and is_size_expr(f) for f in factors):
+            if any(type(f) is Size or not isinstance(f, Const) and is_size_expr(f)
+                   for f in factors):
                 # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`; sympy
                 # sorts `s0*x1` by name): the maps print as XLA's do
                 factors.sort(key=lambda f: not has_index_variable(f))
