@@ -648,11 +648,6 @@ class IndexingMap:
                 raise ValueError(f"size {name} = {value!r} is outside its interval {z.bounds}")
             subst[Size(name)] = Const(value)
         rest = tuple([z for z in self.sizes if z.name not in given])
-        if self.is_known_empty:
-            return IndexingMap(tuple([r.substitute(subst) for r in self.results]), self.dims,
-                               self.range_vars, self.rt_vars,
-                               {e.substitute(subst): iv for e, iv in self.constraints.items()},
-                               True, False, rest)
         m = IndexingMap(tuple([r.substitute(subst) for r in self.results]), self.dims,
                         self.range_vars, self.rt_vars, {}, self.is_known_empty, False, rest)
         return m.add_constraints([(e.substitute(subst), iv)

@@ -361,9 +361,9 @@ def _parameter_dims(module: HloModule, values: Mapping[str, int]
         if q.shape.is_tuple:
             continue
         sizes = leaf_sizes(q) or (None,) * q.shape.rank
-        out[cast(int, q.parameter_number)] = tuple(
-            n if s is None or s.value(values) is None else cast(int, s.value(values))
-            for n, s in zip(q.shape.dims, sizes))
+        at = [None if s is None else s.value(values) for s in sizes]
+        out[cast(int, q.parameter_number)] = tuple(n if v is None else v
+                                                   for n, v in zip(q.shape.dims, at))
     return out
 
 

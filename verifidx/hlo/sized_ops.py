@@ -36,13 +36,7 @@ from verifidx.expr import Const, Dim, Expr, RtVar, Size, add, floordiv, mod, mul
 from verifidx.hlo.dynamic_dims import SymSize, declare, leaf_sizes, restrict
 from verifidx.hlo.index_values import value_at
 from verifidx.hlo.ops.common import Malformed
-from verifidx.hlo.ops.dynamic import (
-    dus_i2o,
-    dus_o2i,
-    dynamic_slice_i2o,
-    dynamic_slice_o2i,
-    offset_sources,
-)
+from verifidx.hlo.ops.dynamic import dus_i2o, dus_o2i, dynamic_slice_i2o, dynamic_slice_o2i
 from verifidx.hlo.ops.gather_scatter import gather_i2o, gather_o2i
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
@@ -302,32 +296,25 @@ def _sliced(ctx: OpContext, direction: str, index: int) -> Groups:
 def _updated(ctx: OpContext, direction: str, index: int) -> Groups:
     """dynamic-update-slice into an operand with dynamic dimensions: the start moving
     dimension `k` of size `N` is clamped to `[0, N - U]`, `U` the update's size there (itself
-    a size when the update is dynamic: the table's `[0, bound - bound]` would be too narrow)."""
+    a size when the update is dynamic: the table's `[0, bound - bound]` would be too narrow).
+    As in the table's (XLA's) map, the update's index is not cut to its sizes: an output
+    outside the updated window names an index outside the update, which reads nothing."""
     _not_bounded(ctx, (0, 1))
     out_sizes, upd_sizes = _operand_sizes(ctx, 0), _operand_sizes(ctx, 1)
-    rank = len(out_sizes)
     his = {k: n.plus(u.times(-1)) for k, (n, u) in enumerate(zip(out_sizes, upd_sizes))}
-    rts = [(0, max(his[k].hi, 0)) for k in range(rank)]
+    starts = [max(h.hi, 0) for h in his.values()]
     inst = ctx.instruction
     if direction == "out2in":
-        table = dus_o2i(ctx, index)
         domain = leaf_sizes(inst, index)
-        m = IndexingMap.build([add(Dim(k), neg(RtVar(k))) for k in range(rank)],
-                              [(0, n - 1) for n in inst.shape.dims], rt_vars=rts)
-        update = OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m)))
-        # the update's index is not cut to its sizes: like the table's (XLA's) map, an output
-        # outside the updated window names an index outside the update, which reads nothing
-        return tuple((_clamped(restrict(update, domain, None), ctx, his),) if i == 1
-                     else tuple(restrict(g, domain, _leaf(ctx, i)) for g in group)
+        table = dus_o2i(ctx, index, fold=False, starts=starts)
+        return tuple(tuple(_clamped(restrict(g, domain, None), ctx, his) if i == 1
+                           else restrict(g, domain, _leaf(ctx, i)) for g in group)
                      for i, group in enumerate(table))
-    target = leaf_sizes(inst, 0)
-    if index != 1:
-        return tuple(tuple(restrict(g, _leaf(ctx, index), target) for g in group)
-                     for group in dus_i2o(ctx, index))
-    m = IndexingMap.build([add(Dim(k), RtVar(k)) for k in range(rank)],
-                          [(0, n - 1) for n in ctx.operand_shapes[1].dims], rt_vars=rts)
-    update = OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m)))
-    return ((_clamped(restrict(update, _leaf(ctx, 1), target), ctx, his),),)
+    domain, target = _leaf(ctx, index), leaf_sizes(inst, 0)
+    cut = [[restrict(g, domain, target) for g in group]
+           for group in dus_i2o(ctx, index, fold=False, starts=starts)]
+    return tuple(tuple(_clamped(g, ctx, his) if index == 1 else g for g in group)
+                 for group in cut)
 
 
 def _leaf(ctx: OpContext, i: int) -> tuple[SymSize | None, ...] | None:

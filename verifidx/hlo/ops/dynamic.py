@@ -20,7 +20,7 @@ from verifidx.indexing_map import IndexingMap
 # -- dynamic-slice, dynamic-update-slice ------------------------------------------------------
 
 
-def offset_sources(ctx: OpContext, first: int, rank: int, domain: IndexingMap
+def _offset_sources(ctx: OpContext, first: int, rank: int, domain: IndexingMap
                     ) -> list[RuntimeVar]:
     """Provenance of the start indices of dynamic-(update-)slice: one scalar operand per
     dimension, or (older form) one rank-1 operand holding all of them."""
@@ -57,7 +57,7 @@ def dynamic_slice_o2i(ctx: OpContext, output_id: int, fold: bool = True) -> list
     results = [add(Dim(k), RtVar(k)) for k in range(rank)]
     rts = [(0, src[k] - out[k]) for k in range(rank)]
     m = build_map(results, box(out), rts=rts)
-    operand = OperandIndexing(m, tuple(offset_sources(ctx, 1, rank, m)))
+    operand = OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m)))
     offsets = [[to_all(out, ctx.in_dims(i))] for i in range(1, ctx.num_operands)]
     return [[fold_known_values(operand) if fold else operand], *offsets]
 
@@ -71,7 +71,7 @@ def dynamic_slice_i2o(ctx: OpContext, input_id: int, fold: bool = True) -> list[
     rts = [(0, src[k] - out[k]) for k in range(rank)]
     constraints = [(results[k], (0, out[k] - 1)) for k in range(rank)]
     m = build_map(results, box(src), rts=rts, constraints=constraints)
-    operand = OperandIndexing(m, tuple(offset_sources(ctx, 1, rank, m)))
+    operand = OperandIndexing(m, tuple(_offset_sources(ctx, 1, rank, m)))
     return [[fold_known_values(operand) if fold else operand]]
 
 
@@ -82,17 +82,26 @@ def _dus_setup(ctx: OpContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return out, upd
 
 
-def dus_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
+def _dus_starts(out: tuple[int, ...], upd: tuple[int, ...],
+                starts: list[int] | None) -> list[tuple[int, int]]:
+    return [(0, out[k] - upd[k] if starts is None else starts[k]) for k in range(len(out))]
+
+
+def dus_o2i(ctx: OpContext, output_id: int, fold: bool = True,
+            starts: list[int] | None = None) -> list[Maps]:
+    """`fold=False` keeps every start index a runtime variable and `starts` gives each one's
+    largest value (for callers that clamp to sizes, `verifidx.hlo.sized_ops`)."""
     out, upd = _dus_setup(ctx)
     rank = len(out)
     results = [add(Dim(k), neg(RtVar(k))) for k in range(rank)]
-    m = build_map(results, box(out), rts=[(0, out[k] - upd[k]) for k in range(rank)])
-    update = fold_known_values(OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m))))
+    m = build_map(results, box(out), rts=_dus_starts(out, upd, starts))
+    update = OperandIndexing(m, tuple(_offset_sources(ctx, 2, rank, m)))
     offsets = [[to_all(out, ctx.in_dims(i))] for i in range(2, ctx.num_operands)]
-    return [[identity_indexing(out)], [update], *offsets]
+    return [[identity_indexing(out)], [fold_known_values(update) if fold else update], *offsets]
 
 
-def dus_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
+def dus_i2o(ctx: OpContext, input_id: int, fold: bool = True,
+            starts: list[int] | None = None) -> list[Maps]:
     out, upd = _dus_setup(ctx)
     rank = len(out)
     if input_id == 0:
@@ -100,5 +109,6 @@ def dus_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
     if input_id >= 2:
         return [[to_all(ctx.in_dims(input_id), out)]]
     results = [add(Dim(k), RtVar(k)) for k in range(rank)]
-    m = build_map(results, box(upd), rts=[(0, out[k] - upd[k]) for k in range(rank)])
-    return [[fold_known_values(OperandIndexing(m, tuple(offset_sources(ctx, 2, rank, m))))]]
+    m = build_map(results, box(upd), rts=_dus_starts(out, upd, starts))
+    update = OperandIndexing(m, tuple(_offset_sources(ctx, 2, rank, m)))
+    return [[fold_known_values(update) if fold else update]]
