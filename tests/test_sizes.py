@@ -111,6 +111,12 @@ def test_with_results_checks_what_its_maps_did_not() -> None:
                                constraints=m.constraints.items(),
                                sizes=[SizeVar("N", Interval(2, 4))])
     assert narrow.with_results(wide.results, wide).results == wide.results
+    # the terms checked before (remembered for the domain) leave the new ones to be checked
+    grown = m.with_results((Dim(0) * n + Dim(1) // n,))
+    for bad in (Dim(0) * n + Dim(1) // n + Dim(0) * Dim(1), Dim(0) * n + Size("M"),
+                Dim(1) // n + Dim(1) // (n - 1)):
+        with pytest.raises(ValueError):
+            grown.with_results((bad,))
 
 
 # -- values, intervals, instantiation --------------------------------------------------------
@@ -598,6 +604,54 @@ def test_maps_of_one_domain_simplify_as_they_do_alone() -> None:
             out = simplify(m)
             assert out == alone[maps.index(m)]
             assert str(out) == str(alone[maps.index(m)])
+
+
+def test_division_free_results_over_a_settled_domain_come_out_as_alone() -> None:
+    """Once a domain's rounds have settled, a map that shares that domain (`with_results`)
+    and whose results hold no division skips them: it comes out as the uncached path gives
+    it, for each emptiness setting on its own, and where a point dimension or a tightened
+    bound makes the rounds matter they still run."""
+    domains = [
+        "domain: d0 in [0, 63], d1 in [0, 15], N in [1, 64], M in [2, 8], "
+        "d0 - N * 4 in [-256, -1], d1 - M in [-16, -1]",
+        # a point dimension: its results are substituted
+        "domain: d0 in [0, 63], d1 in [3, 3], N in [1, 64], M in [2, 8], "
+        "d0 - N * 4 in [-256, -1]",
+        # the constraints tighten d1 to a point in the rounds
+        "domain: d0 in [0, 63], d1 in [0, 15], N in [1, 64], M in [2, 8], "
+        "d0 - N * 4 in [-256, -1], d1 * 2 in [6, 7]",
+        # empty at every size (2 * d0 = 13), which intervals do not see
+        "domain: d0 in [0, 63], d1 in [0, 15], N in [1, 64], M in [2, 8], "
+        "d0 - N * 4 in [-256, -1], d0 + d1 in [10, 10], d0 - d1 in [3, 3]",
+    ]
+    results = ["d0 * N + d1", "d1 * 4 + d0 + 7", "d1 * M * N + d0 * 2", "d0", "5"]
+    for domain in domains:
+        first = vx.parse_map(f"(d0, d1)<M, N> -> (d0 floordiv N), {domain}")
+        assert simplify(first) == simplify(first, trace=[])  # settles the domain, if it can
+        for text in results:
+            m = first.with_results(vx.parse_map(f"(d0, d1)<M, N> -> ({text}), {domain}").results)
+            alone = simplify(m, trace=[])  # a trace turns the domain memo off
+            for _ in range(2):
+                out = simplify(m)
+                assert out == alone and str(out) == str(alone)
+            brute = alone.with_sizes(M=3, N=5).relation()
+            assert m.with_sizes(M=3, N=5).relation() == brute
+    quiet = dataclasses.replace(vx.simplifier.default_simplifier(), decide_emptiness=False)
+    empty = vx.parse_map(f"(d0, d1)<M, N> -> (d0 + d1), {domains[3]}")
+    assert simplify(empty).is_known_empty
+    assert not quiet.simplify(empty).is_known_empty  # not the memo of the other setting
+    assert quiet.simplify(empty) == quiet.simplify(empty, trace=[])
+    assert simplify(empty.with_results((Dim(1),))).is_known_empty  # nor this one of that
+
+
+def test_domain_facts_are_shared_only_by_maps_of_one_domain() -> None:
+    """`with_results` shares the domain memo (same domain objects); another domain, even one
+    equal in value, starts its own."""
+    m = vx.parse_map("(d0)<N> -> (d0), domain: d0 in [0, 7], N in [1, 8], d0 - N in [-8, -1]")
+    other = m.with_results((Dim(0) * 2,))
+    assert other.domain_memo() is m.domain_memo()
+    assert m.replace(results=other.results).domain_memo() is not m.domain_memo()
+    assert vx.parse_map(str(m)).domain_memo() is not m.domain_memo()
 
 
 def test_a_map_known_empty_drops_the_sizes_it_is_given() -> None:

@@ -17,6 +17,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import DivisorError, EvaluationError, UnsupportedError
 from .expr import (
@@ -113,17 +114,19 @@ def _report_non_map(e: object) -> None:
             _report_non_map(child)
 
 
-def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval]) -> None:
+def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval],
+                     known: set[Expr] | None = None) -> None:
     """Raises DivisorError/ValueError unless `e` may appear in a map whose sizes have the
     intervals `sizes` (docs/semantics.md, Sizes): XLA's nodes and variables, declared sizes,
     products with at most one factor that mentions an index variable, and divisors that are
     valid integer constants (checked when the node was built) or size expressions whose
-    interval starts at 1 or more."""
+    interval starts at 1 or more. `known`: subterms that passed before under the same
+    `sizes`, skipped, and filled with this term's on success."""
     stack = [e]
     seen: set[Expr] = set()
     while stack:
         node = stack.pop()
-        if node in seen:
+        if node in seen or known is not None and node in known:
             continue
         seen.add(node)
         kind = type(node)
@@ -149,6 +152,16 @@ def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval]) -> None:
                     raise DivisorError(f"the divisor {divisor} of {node.tag} lies in {iv}: "  # type: ignore[attr-defined]
                                        f"it must be positive for every size in its interval")
         stack.extend(node.children)
+    if known is not None:
+        if len(known) > _KNOWN_LIMIT:
+            known.clear()
+        known |= seen
+
+
+#: The domain memo's entry (`IndexingMap.domain_memo`) of subterms `check_sized_expr` passed.
+_SIZED_CHECKED = "check_sized_expr"
+#: Such a set is emptied past this many subterms.
+_KNOWN_LIMIT = 1 << 14
 
 
 def _size_name(z: SizeVar) -> str:
@@ -262,6 +275,8 @@ class IndexingMap:
     _variables: tuple[Variable, ...] | None = field(default=None, init=False, repr=False)
     _bounds: dict[Variable, Interval] | None = field(default=None, init=False, repr=False)
     _key: tuple[object, ...] | None = field(default=None, init=False, repr=False)
+    #: facts computed from the domain alone (`domain_memo`), shared by `with_results`
+    _domain_memo: dict[object, Any] | None = field(default=None, init=False, repr=False)
 
     def __init__(self, results: tuple[Expr, ...], dims: tuple[Var, ...],
                  range_vars: tuple[Var, ...] = (), rt_vars: tuple[Var, ...] = (),
@@ -301,6 +316,7 @@ class IndexingMap:
         _set(self, "_variables", None)
         _set(self, "_bounds", None)
         _set(self, "_key", None)
+        _set(self, "_domain_memo", None)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (IndexingMap, (self.results, self.dims, self.range_vars, self.rt_vars,
@@ -346,15 +362,33 @@ class IndexingMap:
         new = [e for e in results if not any(e in h for h in held)]
         if new:
             if self.sizes:
-                declared: dict[Variable, Interval] = {Size(z.name): z.bounds
-                                                      for z in self.sizes}
-                for e in new:
-                    check_sized_expr(e, declared)
+                memo = self.domain_memo()
+                known = memo.get(_SIZED_CHECKED)
+                if known is None:
+                    known = memo[_SIZED_CHECKED] = set()
+                for e in new:  # `bounds` has the declared sizes (beside the variables)
+                    check_sized_expr(e, self.bounds, known)
             else:
                 _check_map_exprs(new)
             self._check_variables(new)
-        return IndexingMap(results, self.dims, self.range_vars, self.rt_vars, self.constraints,
-                           self.is_known_empty, self.is_undefined, self.sizes, checked=True)
+        out = IndexingMap(results, self.dims, self.range_vars, self.rt_vars, self.constraints,
+                          self.is_known_empty, self.is_undefined, self.sizes, checked=True)
+        # the same domain, made of the same objects: what is known of it carries over
+        object.__setattr__(out, "_domain_memo", self.domain_memo())
+        object.__setattr__(out, "_variables", self._variables)
+        object.__setattr__(out, "_bounds", self._bounds)
+        return out
+
+    def domain_memo(self) -> dict[object, Any]:
+        """A memo for facts that depend on this map's domain alone (everything but its results),
+        shared with every map `with_results` makes from it, whose domain is the same objects;
+        a client keys its facts by whatever else they depend on (the simplifier: its engine).
+        Clients compute domain facts once per loop nest instead of once per expression."""
+        memo = self._domain_memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_domain_memo", memo)
+        return memo
 
     @staticmethod
     def undefined() -> IndexingMap:

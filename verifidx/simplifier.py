@@ -1495,7 +1495,23 @@ class Simplifier:
 
     def _simplify(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
                   ) -> IndexingMap:
+        division_free = not any(kinds(r) for r in m.results)
+        # what the rounds below make of m's domain, where that is known already
+        first = self._domain(m) if trace is None and m.constraints and m.sizes else None
+        settled_key = (self.decide_emptiness, self.emptiness_timeout_ms)
+        if division_free:
+            if first is not None:
+                base = first.settled.get(settled_key)
+                if base is not None:
+                    return base.with_results(tuple([canon(r) for r in m.results]), m)
+            elif not m.constraints and not any(v.bounds.is_point for v in m.dims):
+                # the rounds leave such a map's domain as it is, and no rule reads its results
+                m = m._mark_empty()
+                return m if m.is_known_empty else m.with_results(
+                    tuple([canon(r) for r in m.results]), m)
+        rounds = 0
         for _ in range(8):  # tightened bounds can make points, points simplify constraints
+            rounds += 1
             before = m
             m, settled = self._constraints_to_fixpoint(m, trace)
             if m.is_known_empty:
@@ -1526,10 +1542,20 @@ class Simplifier:
         out = m.with_results(results)  # checks only the results that changed
         if out.constraints and self.decide_emptiness and self._empty(out, domain):
             return out.replace(is_known_empty=True)
+        if first is not None and rounds == 1 and settled and \
+                not any(v.bounds.is_point for v in m.dims):
+            # one round, no point dimension: the domain's outcome whatever the results, and
+            # division-free results come out as their canonical forms
+            first.settled[settled_key] = out
         return out
 
     def _domain(self, m: IndexingMap) -> _Domain:
-        """The engine's record of m's domain, made on first sight."""
+        """The engine's record of m's domain, made on first sight; found through the map's
+        domain memo when m shares its domain with a map seen before (`with_results`)."""
+        memo = m.domain_memo()
+        hit = memo.get(self.engine)
+        if isinstance(hit, _Domain):
+            return hit
         key = _domain_key(m)
         hit = self.engine.domains.get(key)
         if hit is None:
@@ -1537,6 +1563,7 @@ class Simplifier:
                 self.engine.domains.clear()
             self.engine.domain_tokens += 1
             hit = self.engine.domains[key] = _Domain(self.engine.domain_tokens)
+        memo[self.engine] = hit
         return hit
 
     def _empty(self, m: IndexingMap, domain: _Domain | None) -> bool:
@@ -1700,6 +1727,10 @@ class _Domain:
         self.fixpoint: tuple[IndexingMap, bool] | None = None
         self.result_bounds: Mapping[Variable, Interval] | None = None
         self.empty: dict[int, bool] = {}
+        #: by (decide_emptiness, emptiness budget): the simplified map when the rounds settle
+        #: at once with no point dimension and it is not found empty; its domain is the
+        #: outcome for any results, and division-free results are only put in canonical form
+        self.settled: dict[tuple[bool, int], IndexingMap] = {}
 
 
 def _domain_key(m: IndexingMap) -> tuple[object, ...]:

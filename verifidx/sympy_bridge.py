@@ -171,7 +171,8 @@ class _Domain:
         self.sizes = reader.sizes
         self.declared = dict(reader.declared)
         self.bounds = dict(reader.bounds)
-        self.ranges = dict(reader.ranges)
+        self.leaves = dict(reader.leaves)
+        self.ranges = reader.ranges
         self.dims = dims
         self.constraints = constraints
         self.base: IndexingMap | None = None
@@ -184,17 +185,23 @@ class _Domain:
         return self.base.with_results((result,))
 
     def reader(self) -> _Reader:
-        """A reader for one expression over this domain, as if it had just read the extents."""
+        """A reader for one expression over this domain, as if it had just read the extents:
+        it shares this domain's tables until it declares a size of its own (most expressions
+        use the extents' sizes only); the ranges it memoizes hold for every reader here."""
         out = _Reader(self.dim_names, self.sizes)
-        out.declared = dict(self.declared)
-        out.bounds = dict(self.bounds)
-        out.ranges = dict(self.ranges)
+        out.declared, out.bounds, out.leaves = self.declared, self.bounds, self.leaves
+        out.shared = True
+        if len(self.ranges) > _RANGES_LIMIT:
+            self.ranges.clear()
+        out.ranges = self.ranges
         return out
 
 
 #: `_Domain`s by `_domain_key`; emptied past `_DOMAIN_LIMIT` entries.
 _DOMAINS: dict[tuple[object, ...], _Domain] = register_cache({})
 _DOMAIN_LIMIT = 4096
+#: A domain's memo of subterm ranges is emptied past this many entries.
+_RANGES_LIMIT = 4096
 
 
 def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
@@ -204,14 +211,36 @@ def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | 
     reader reads of them (`_tree_key`), size bounds as text."""
     parts: list[object] = [len(var_ranges)]
     for k, v in var_ranges.items():
-        parts += (_name(k), type(v), _tree_key(v) if hasattr(v, "is_Symbol") else v)
+        plain = isinstance(v, (int, str)) or not hasattr(v, "is_Symbol")
+        parts += (_name(k), type(v), v if plain else _extent_key(v))
     for k, bounds in (size_ranges or {}).items():
-        try:
-            ends = tuple(b if isinstance(b, str) else str(b) for b in bounds)
-        except TypeError:  # not a pair: `size_interval` says so where the size is used
-            ends = (repr(bounds),)
+        if isinstance(bounds, list) and len(bounds) == 2 and isinstance(bounds[0], str) and \
+                isinstance(bounds[1], str):  # as JSON gives them
+            ends: tuple[object, ...] = (bounds[0], bounds[1])
+        else:
+            try:
+                ends = tuple(b if isinstance(b, str) else str(b) for b in bounds)
+            except TypeError:  # not a pair: `size_interval` says so where the size is used
+                ends = (repr(bounds),)
         parts += (_name(k), ends)
     return tuple(parts)
+
+
+def _extent_key(extent: Sym) -> object:
+    """`_tree_key` of a sympy extent, remembered by identity: sympy's cache hands back one
+    object for one term, so a loop nest's extents recur as the same objects. Each entry holds
+    its object, whose id therefore names no other while the entry lives."""
+    hit = _EXTENT_KEYS.get(id(extent))
+    if hit is not None and hit[0] is extent:
+        return hit[1]
+    key = _tree_key(extent)
+    if len(_EXTENT_KEYS) > _DOMAIN_LIMIT:
+        _EXTENT_KEYS.clear()
+    _EXTENT_KEYS[id(extent)] = (extent, key)
+    return key
+
+
+_EXTENT_KEYS: dict[int, tuple[Sym, object]] = {}
 
 
 def _tree_key(node: Sym) -> object:
@@ -252,6 +281,8 @@ def _read_domain(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] |
 
 def _name(symbol: Any) -> str:
     """A symbol's name (sympy's printer, behind str(), costs microseconds)."""
+    if isinstance(symbol, str):
+        return symbol
     name = getattr(symbol, "name", None)
     return name if isinstance(name, str) else str(symbol)
 
@@ -266,6 +297,10 @@ class _Reader:
         self.declared: dict[str, SizeVar] = {}
         self.bounds: dict[Variable, Interval] = {}
         self.ranges: dict[Expr, Interval] = {}
+        #: the node of each declared size, by symbol name
+        self.leaves: dict[str, Expr] = {}
+        #: the tables above are a `_Domain`'s: copied before the first change
+        self.shared = False
 
     def extent(self, name: str, extent: Any) -> Expr:
         """A loop's extent: an integer, or a size expression (sympy, or text as printed)."""
@@ -286,31 +321,38 @@ class _Reader:
         return e
 
     def size(self, key: str, where: Any) -> Expr:
-        z = self.declared.get(key)
-        if z is None:
-            if _RUNTIME_NAME.fullmatch(key):  # a declared name has passed this test
-                raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop "
-                                       "variable or a size symbol: a value read at run time)")
-            z = SizeVar(size_name(key), size_interval(key, self.sizes[key]),
-                        provenance=f"sympy symbol {key}")
-            self.declared[key] = z
-            self.bounds[Size(z.name)] = z.bounds
-        return Size(z.name)
+        node = self.leaves.get(key)
+        if node is not None:
+            return node
+        if _RUNTIME_NAME.fullmatch(key):  # a declared name has passed this test
+            raise UnsupportedError(f"{RUNTIME_MESSAGE}: {where} ({key} is not a loop "
+                                   "variable or a size symbol: a value read at run time)")
+        z = SizeVar(size_name(key), size_interval(key, self.sizes[key]),
+                    provenance=f"sympy symbol {key}")
+        if self.shared:
+            self.declared, self.bounds = dict(self.declared), dict(self.bounds)
+            self.leaves = dict(self.leaves)
+            self.shared = False
+        node = Size(z.name)
+        self.declared[key] = z
+        self.bounds[node] = z.bounds
+        self.leaves[key] = node
+        return node
 
     def read(self, node: Sym, parent: Sym = None) -> Expr:
-        name = type(node).__name__
-        if node.is_Integer:
+        kind = _kind(node)
+        if kind == _INTEGER:
             return Const(int(node))
-        if node.is_Symbol:
+        if kind == _SYMBOL:
             return self._symbol(node, parent)
-        if node.is_Rational:
+        if kind == _RATIONAL:
             raise UnsupportedError(f"a non-integer value: {node}")
-        if name == "Add":
+        if kind == _ADD:
             return add(*[self.read(a, node) for a in _args(node)])
-        if name == "Mul":  # a rational coefficient is refused where it is read
+        if kind == _MUL:  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
-            if any(type(f) is Size or not isinstance(f, Const) and is_size_expr(f)
-                   for f in factors):
+            if self.declared and any(type(f) is Size or not isinstance(f, Const) and
+                                     is_size_expr(f) for f in factors):
                 # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`; sympy
                 # sorts `s0*x1` by name): the maps print as XLA's do
                 factors.sort(key=lambda f: not has_index_variable(f))
@@ -318,7 +360,7 @@ class _Reader:
             for f in factors[1:]:
                 out = self._product(out, f, node)
             return out
-        if name == "Pow":
+        if kind == _POW:
             base, exp = _args(node)
             if not (exp.is_Integer and 0 <= int(exp) <= 64):
                 raise UnsupportedError(f"a power that is not a natural number up to 64: {node}")
@@ -329,7 +371,7 @@ class _Reader:
             for _ in range(int(exp) - 1):
                 out = self._product(out, b, node)
             return out
-        return self._function(name, node)
+        return self._function(type(node).__name__, node)
 
     def _product(self, a: Expr, b: Expr, node: Sym) -> Expr:
         if self.declared and has_index_variable(a) and has_index_variable(b):
@@ -339,8 +381,11 @@ class _Reader:
 
     def _symbol(self, node: Sym, parent: Sym) -> Expr:
         key = _name(node)
-        if key in self.dims:
-            return self.dims[key]
+        found = self.dims.get(key)
+        if found is None:
+            found = self.leaves.get(key)
+        if found is not None:
+            return found
         if key in self.sizes:  # named with its product (`indirect0*s0`), else alone
             mul = parent is not None and type(parent).__name__ == "Mul"
             return self.size(key, parent if mul else node)
@@ -424,6 +469,25 @@ class _Reader:
                       for c, rest in parts])
         up = name in ("ceiling", "CeilToInt")
         return ceildiv(total, q) if up else floordiv(total, q)
+
+
+_INTEGER, _SYMBOL, _RATIONAL, _ADD, _MUL, _POW, _FUNCTION = range(7)
+#: `_kind` by class: sympy's `is_Integer`, `is_Symbol` and `is_Rational` are class constants.
+_KINDS: dict[type, int] = {}
+
+
+def _kind(node: Sym) -> int:
+    """What `_Reader.read` does with a node, found once per class (a handful of attribute
+    lookups through sympy's deep class tree and name comparisons otherwise, per node)."""
+    cls = type(node)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        name = cls.__name__
+        kind = (_INTEGER if node.is_Integer else _SYMBOL if node.is_Symbol else
+                _RATIONAL if node.is_Rational else _ADD if name == "Add" else
+                _MUL if name == "Mul" else _POW if name == "Pow" else _FUNCTION)
+        _KINDS[cls] = kind
+    return kind
 
 
 def _args(node: Sym) -> tuple[Sym, ...]:
