@@ -38,6 +38,9 @@ COMPILED = [
 
 PURE = os.environ.get("VERIFIDX_PURE_PYTHON", "") not in ("", "0")
 RECORD = "_build.json"
+#: The hash of each source as mypyc read it (taken just before it does): a source edited while
+#: the C code compiles must not be recorded as what the binary was built from.
+COMPILED_HASHES: dict[str, str] = {}
 
 
 def _module_name(path: str) -> str:
@@ -54,8 +57,9 @@ class BuildWithRecord(build_ext):
         record = {
             "compiler": f"mypyc {_mypy_version()}",
             "group": groups[0] if groups else None,
-            "modules": {_module_name(p): hashlib.sha256(Path(p).read_bytes()).hexdigest()
-                        for p in COMPILED},
+            # (nothing compiled in this process: the sources as they are, no binary beside them)
+            "modules": {_module_name(p): COMPILED_HASHES.get(p) or
+                        hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in COMPILED},
         }
         package_dir.mkdir(parents=True, exist_ok=True)
         (package_dir / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
@@ -77,6 +81,8 @@ def _extensions() -> list:
         return []
     from mypyc.build import mypycify
 
+    COMPILED_HASHES.update({p: hashlib.sha256(Path(p).read_bytes()).hexdigest()
+                            for p in COMPILED})
     # numpy and the like are not in the build environment; the compiled core does not use them
     return mypycify(["--ignore-missing-imports", *COMPILED], opt_level="3", debug_level="0")
 
