@@ -121,8 +121,9 @@ def main() -> int:
         start, cpu = time.perf_counter(), time.thread_time()
         inductor_out = alloc._simplify_with_ranges(texpr, ranges)
         t_inductor = time.perf_counter() - start, time.thread_time() - cpu
-        # both sides get sympy extents, as Inductor hands them over (the text is parsed first)
-        extents = {k: int(v) if v.isdigit() else parse_text(v, known)
+        # both sides get the loop ranges as Inductor hands them over (the hook receives them
+        # so): symbols to sympy extents (the text is parsed first)
+        extents = {parse_text(k, known): int(v) if v.isdigit() else parse_text(v, known)
                    for k, v in r["var_ranges"].items()}
         try:
             start, cpu = time.perf_counter(), time.thread_time()

@@ -115,13 +115,14 @@ def _report_non_map(e: object) -> None:
 
 
 def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval],
-                     known: set[Expr] | None = None) -> None:
+                     known: set[Expr] | None = None, variables: bool = False) -> None:
     """Raises DivisorError/ValueError unless `e` may appear in a map whose sizes have the
     intervals `sizes` (docs/semantics.md, Sizes): XLA's nodes and variables, declared sizes,
     products with at most one factor that mentions an index variable, and divisors that are
     valid integer constants (checked when the node was built) or size expressions whose
     interval starts at 1 or more. `known`: subterms that passed before under the same
-    `sizes`, skipped, and filled with this term's on success."""
+    `sizes`, skipped, and filled with this term's on success. `variables`: `sizes` is a
+    map's `bounds`, and every variable must be one of its (what `_check_variables` checks)."""
     stack = [e]
     seen: set[Expr] = set()
     while stack:
@@ -136,6 +137,8 @@ def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval],
             continue
         if kind not in _MAP_NODES:
             raise ValueError(f"{node} is not part of the map language (a rule pattern?)")
+        if variables and isinstance(node, Variable) and node not in sizes:
+            raise ValueError(f"variable {node.prefix}{node.index} is not declared in the map")
         if kind is Mul:
             lhs, rhs = node.children
             if has_index_variable(lhs) and has_index_variable(rhs):
@@ -366,11 +369,11 @@ class IndexingMap:
                 known = memo.get(_SIZED_CHECKED)
                 if known is None:
                     known = memo[_SIZED_CHECKED] = set()
-                for e in new:  # `bounds` has the declared sizes (beside the variables)
-                    check_sized_expr(e, self.bounds, known)
+                for e in new:  # `bounds`: the declared variables and sizes
+                    check_sized_expr(e, self.bounds, known, variables=True)
             else:
                 _check_map_exprs(new)
-            self._check_variables(new)
+                self._check_variables(new)
         out = IndexingMap(results, self.dims, self.range_vars, self.rt_vars, self.constraints,
                           self.is_known_empty, self.is_undefined, self.sizes, checked=True)
         # the same domain, made of the same objects: what is known of it carries over
