@@ -1504,7 +1504,7 @@ class Simplifier:
                 base = first.settled.get(settled_key)
                 if base is not None:
                     return base.with_results(tuple([canon(r) for r in m.results]), m)
-            elif not m.constraints and not any(v.bounds.is_point for v in m.dims):
+            elif not m.constraints and not _has_point_dim(m):
                 # the rounds leave such a map's domain as it is, and no rule reads its results
                 m = m._mark_empty()
                 return m if m.is_known_empty else m.with_results(
@@ -1542,8 +1542,7 @@ class Simplifier:
         out = m.with_results(results)  # checks only the results that changed
         if out.constraints and self.decide_emptiness and self._empty(out, domain):
             return out.replace(is_known_empty=True)
-        if first is not None and rounds == 1 and settled and \
-                not any(v.bounds.is_point for v in m.dims):
+        if first is not None and rounds == 1 and settled and not _has_point_dim(m):
             # one round, no point dimension: the domain's outcome whatever the results, and
             # division-free results come out as their canonical forms
             first.settled[settled_key] = out
@@ -1713,6 +1712,11 @@ class Simplifier:
         from .smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+def _has_point_dim(m: IndexingMap) -> bool:
+    """Whether `_replace_point_dims` has anything to replace."""
+    return any(v.bounds.is_point for v in m.dims)
 
 
 class _Domain:

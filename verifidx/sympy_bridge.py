@@ -248,9 +248,10 @@ def _tree_key(node: Sym) -> object:
     by name, integers by value, other nodes by class and arguments in stored order. Two trees
     with one key read alike; sympy's own `==` on trees (Python code, a few microseconds a
     node) is not needed to find a domain read before."""
-    if node.is_Symbol:
+    kind = _kind(node)  # the reader's own classification of the node
+    if kind == _SYMBOL:
         return _name(node)
-    if node.is_Integer:
+    if kind == _INTEGER:
         return int(node)
     args = _args(node)
     if not args:  # a rational or another atom: the reader refuses it, by its text
