@@ -127,7 +127,7 @@ def test_solver_budgets_are_resource_units_not_wall_clock() -> None:
 
     def run() -> tuple[str, int]:
         x, y, z = z3.Ints("x y z")
-        q = smt_terms.Query(20, "QF_NIA")  # 20 ms worth of units
+        q = smt_terms.Query(20)  # 20 ms worth of units
         q.add(x > 1, y > 1, z > 1, x * x * x + y * y * y == z * z * z)  # no solution; hard
         answer = q.check()
         stats = q._solver.statistics()
@@ -137,5 +137,5 @@ def test_solver_budgets_are_resource_units_not_wall_clock() -> None:
     # Z3's count runs on across the process's solvers: compare what each run added
     (a0, c0), (a1, c1), (a2, c2) = run(), run(), run()
     assert a0 == a1 == a2 == "unknown"
-    assert c2 - c1 == c1 - c0 <= 20 * smt_terms.RLIMIT_PER_MS + 10_000
+    assert c2 - c1 == c1 - c0 <= 2 * 20 * smt_terms.RLIMIT_PER_MS + 10_000
     assert smt_terms.safety_net_ms(smt_terms.RLIMIT_PER_MS) >= 60_000

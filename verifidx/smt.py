@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
+from . import smt_terms
 from .errors import EvaluationError
 from .expr import (
     Add,
@@ -40,7 +41,7 @@ from .expr import (
 )
 from .indexing_map import IndexingMap, merge_sizes
 from .interval import Interval
-from .smt_terms import RLIMIT_PER_MS, safety_net_ms
+from .smt_terms import RLIMIT_PER_MS
 
 if TYPE_CHECKING:
     from .presburger import Difference
@@ -157,18 +158,10 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
     return env
 
 
-#: The wall-clock timeout is only the far backstop against a runaway query (`safety_net_ms`,
-#: a minute and more), never a budget: on a starved machine a budget's worth of units can
-#: take many times its nominal milliseconds.
-
-
-def _solver(timeout_ms: int) -> z3.Solver:
+def _solver(timeout_ms: int) -> smt_terms.Solver:
     """A solver whose budget is Z3's deterministic resource count (`rlimit`), so that the same
     query gets the same verdict under any machine load."""
-    s = z3.Solver()
-    s.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
-    s.set("timeout", safety_net_ms(int(timeout_ms) * RLIMIT_PER_MS))
-    return s
+    return smt_terms.solver(int(timeout_ms) * RLIMIT_PER_MS)
 
 
 def _value(model: z3.ModelRef, x: z3.ArithRef) -> int:
@@ -759,9 +752,8 @@ def _size_env(m: IndexingMap) -> dict[Expr, z3.ArithRef]:
     return {Size(z.name): z3.Int(f"size_{z.name}") for z in m.sizes}
 
 
-def _sized_solver(m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]) -> z3.Solver:
-    s = z3.Solver()
-    s.set("rlimit", SIZED_RLIMIT)
+def _sized_solver(m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]) -> smt_terms.Solver:
+    s = smt_terms.solver(SIZED_RLIMIT)
     for z in m.sizes:
         x = sizes[Size(z.name)]
         s.add(x >= z.bounds.lo, x <= z.bounds.hi)
@@ -773,7 +765,7 @@ def _sizes_of(model: z3.ModelRef, m: IndexingMap, sizes: Mapping[Expr, z3.ArithR
     return {z.name: _value(model, sizes[Size(z.name)]) for z in m.sizes}
 
 
-def _unknown(s: z3.Solver, r: z3.CheckSatResult) -> Verdict:
+def _unknown(s: smt_terms.Solver, r: z3.CheckSatResult) -> Verdict:
     return Verdict(None, message=f"solver answered {r} ({s.reason_unknown()}) for maps with "
                                  f"sizes")
 
@@ -993,8 +985,7 @@ def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
         claim = encode(formula)
     except (KeyError, TypeError) as err:  # a leaf that is not a size
         return None, f"not encodable: {err}"
-    s = z3.Solver()
-    s.set("rlimit", SIZED_RLIMIT)
+    s = smt_terms.solver(SIZED_RLIMIT)
     for name, lo, hi in items:
         x = env[Size(name)]
         s.add(x >= lo, x <= hi)

@@ -91,14 +91,11 @@ RLIMIT_PER_MS = 2500
 class Query:
     """One solver call under a resource budget (`budget_ms` milliseconds' worth of Z3's
     deterministic `rlimit` units, `RLIMIT_PER_MS` each; the wall clock only as the far safety
-    net of `safety_net_ms`); `logic` picks Z3's solver for it, e.g. `QF_NIA`. `check()` answers
-    `sat`, `unsat` or `unknown`; a spent budget is `unknown`, never `unsat`."""
+    net of `safety_net_ms`). `check()` answers `sat`, `unsat` or `unknown`; a spent budget is
+    `unknown`, never `unsat`."""
 
-    def __init__(self, budget_ms: int, logic: str | None = None) -> None:
-        self._solver = z3.SolverFor(logic) if logic else z3.Solver()
-        rlimit = int(budget_ms) * RLIMIT_PER_MS
-        self._solver.set("rlimit", rlimit)
-        self._solver.set("timeout", safety_net_ms(rlimit))
+    def __init__(self, budget_ms: int) -> None:
+        self._solver = Solver(int(budget_ms) * RLIMIT_PER_MS)
 
     def add(self, *formulas: Any) -> None:
         self._solver.add(*formulas)
@@ -116,6 +113,95 @@ class Query:
 
     def sexpr(self) -> str:
         return str(self._solver.sexpr())
+
+
+def solver(rlimit: int) -> Solver:
+    return Solver(rlimit)
+
+
+class Solver:
+    """A solver whose every answer depends only on the assertions and `rlimit`, never on the
+    machine's load.
+
+    `z3.Solver()` picks Z3's strategy for the logic it detects, and those strategies give
+    sub-solvers wall-clock caps (for bounded integer problems, linear or not, a few seconds
+    each), so a query proved on an idle machine came back unknown on a busy one. Here every
+    stage is capped by counts: `smt` after light preprocessing (the strategy of the proof
+    certificates, `CHECK`); for a non-linear problem, first Z3's non-linear preprocessing
+    with bit-blasting (which finds models), `smt` and `nlsat` each for a bounded number of
+    conflicts, then `smt`. Each stage has its own `rlimit` budget, so a preprocessing step that
+    blows up on one problem (cofactoring nested `ite`s) costs one stage, not the answer.
+    Mirrors the `z3.Solver` methods the solver layer uses."""
+
+    def __init__(self, rlimit: int) -> None:
+        self.rlimit = rlimit
+        self._held = z3.Solver()  # the assertions, for `sexpr`; never checked
+        self._last: z3.Solver | None = None
+
+    def add(self, *formulas: Any) -> None:
+        self._held.add(*formulas)
+
+    def check(self) -> z3.CheckSatResult:
+        goal = self._held.assertions()
+        result = z3.unknown
+        for stage in _stages(goal):
+            s = stage.solver()
+            s.set("rlimit", self.rlimit)
+            s.set("timeout", safety_net_ms(self.rlimit))
+            s.add(goal)
+            self._last = s
+            result = s.check()
+            if result != z3.unknown:
+                break
+        return result
+
+    def model(self) -> z3.ModelRef:
+        assert self._last is not None, "model() before check()"
+        return self._last.model()
+
+    def reason_unknown(self) -> str:
+        return self._last.reason_unknown() if self._last is not None else ""
+
+    def sexpr(self) -> str:
+        return str(self._held.sexpr())
+
+    def statistics(self) -> z3.Statistics:
+        """The last stage's (Z3's `rlimit count` in it runs on across the process)."""
+        assert self._last is not None, "statistics() before check()"
+        return self._last.statistics()
+
+
+#: The conflicts a capped non-linear sub-solver may spend before the next one is tried.
+NIA_CONFLICTS = 2000
+
+_TACTICS: dict[str, z3.Tactic] = {}
+
+
+def _stages(goal: Any) -> list[z3.Tactic]:
+    if not _TACTICS:
+        w = z3.With
+        light = z3.Then("simplify", "propagate-values", "solve-eqs")
+        heavy = z3.Then(light, w("ctx-simplify", max_depth=30, max_steps=5_000_000),
+                        w("simplify", pull_cheap_ite=True, local_ctx=True,
+                          local_ctx_limit=10_000_000),
+                        "elim-uncnstr", "lia2card", "card2bv",
+                        z3.OrElse("cofactor-term-ite", "skip"))
+        # bit-blasting under-approximates (it only ever answers sat), and fails otherwise
+        bits = z3.Then(w("simplify", hoist_mul=True), w("nla2bv", nla2bv_max_bv_size=64),
+                       w(z3.Then("simplify", "propagate-values", "max-bv-sharing", "bit-blast",
+                                 "sat"), max_conflicts=500),
+                       "fail-if-undecided")
+        capped = [z3.Then(w("simplify", som=True), w(t, max_conflicts=NIA_CONFLICTS),
+                          "fail-if-undecided") for t in ("smt", "qfnra-nlsat")]
+        _TACTICS["light"] = light
+        _TACTICS["linear"] = z3.Then(light, "smt")
+        _TACTICS["nonlinear"] = z3.Then(heavy, z3.OrElse(
+            bits, *capped, z3.Then(w("simplify", som=True), "smt")))
+    g = z3.Goal()
+    g.add(goal)
+    simplified = _TACTICS["light"](g)
+    nonlinear = any(z3.Probe("is-qfnia")(sub) for sub in simplified)
+    return [_TACTICS["nonlinear"], _TACTICS["linear"]] if nonlinear else [_TACTICS["linear"]]
 
 
 def safety_net_ms(rlimit: int) -> int:

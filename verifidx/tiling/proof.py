@@ -137,7 +137,7 @@ def _sound_query(tile: SymbolicTile, timeout_ms: int) -> TileProof:
     outside = smt_terms.or_(*[smt_terms.not_(_in_tile(r - o, sz, sd)) for r, o, sz, sd in
                               zip(st.results, st.offsets, st.sizes, st.strides)],
                             smt_terms.not_(defined))
-    s = smt_terms.Query(timeout_ms, "QF_NIA")
+    s = smt_terms.Query(timeout_ms)
     s.add(st.tile_sizes_ok, st.read_point, smt_terms.or_(outside, st.offset_mismatch))
     r, why = _solve(s)
     if r == "unsat":
