@@ -125,12 +125,15 @@ class Solver:
 
     `z3.Solver()` picks Z3's strategy for the logic it detects, and those strategies give
     sub-solvers wall-clock caps (for bounded integer problems, linear or not, a few seconds
-    each), so a query proved on an idle machine came back unknown on a busy one. Here every
-    stage is capped by counts: `smt` after light preprocessing (the strategy of the proof
-    certificates, `CHECK`); for a non-linear problem, first Z3's non-linear preprocessing
-    with bit-blasting (which finds models), `smt` and `nlsat` each for a bounded number of
-    conflicts, then `smt`. Each stage has its own `rlimit` budget, so a preprocessing step that
-    blows up on one problem (cofactoring nested `ite`s) costs one stage, not the answer.
+    each), so a query proved on an idle machine came back unknown on a busy one. Here the
+    budget is split over stages tried in turn, each with its own share of `rlimit`, so a
+    stage that blows up on one problem costs its share, not the answer:
+    1. `smt` after light preprocessing (the strategy of the proof certificates, `CHECK`), half
+       (a goal with a quantifier, as the tile proofs state: Z3's `lia`, quantifier
+       elimination first, half, then this stage, a quarter, in place of stage 2);
+    2. `smt` after Z3's integer preprocessing with `lia2card`, a quarter;
+    3. Z3's non-linear preprocessing, then bit-blasting (which only finds models), then
+       `smt` and `nlsat` capped by conflicts, then `smt`, a quarter.
     Mirrors the `z3.Solver` methods the solver layer uses."""
 
     def __init__(self, rlimit: int) -> None:
@@ -144,10 +147,11 @@ class Solver:
     def check(self) -> z3.CheckSatResult:
         goal = self._held.assertions()
         result = z3.unknown
-        for stage in _stages(goal):
+        for stage, share in _stages(goal):
             s = stage.solver()
-            s.set("rlimit", self.rlimit)
-            s.set("timeout", safety_net_ms(self.rlimit))
+            rlimit = max(1, self.rlimit * share // 4)
+            s.set("rlimit", rlimit)
+            s.set("timeout", safety_net_ms(rlimit))
             s.add(goal)
             self._last = s
             result = s.check()
@@ -175,17 +179,19 @@ class Solver:
 NIA_CONFLICTS = 2000
 
 _TACTICS: dict[str, z3.Tactic] = {}
+_QUANTIFIED: list[z3.Probe] = []
 
 
-def _stages(goal: Any) -> list[z3.Tactic]:
+def _stages(goal: Any) -> list[tuple[z3.Tactic, int]]:
+    """The stages for this goal, each with its share of the budget in quarters."""
     if not _TACTICS:
         w = z3.With
         light = z3.Then("simplify", "propagate-values", "solve-eqs")
-        heavy = z3.Then(light, w("ctx-simplify", max_depth=30, max_steps=5_000_000),
-                        w("simplify", pull_cheap_ite=True, local_ctx=True,
-                          local_ctx_limit=10_000_000),
-                        "elim-uncnstr", "lia2card", "card2bv",
-                        z3.OrElse("cofactor-term-ite", "skip"))
+        integer = z3.Then(light, w("ctx-simplify", max_depth=30, max_steps=5_000_000),
+                          w("simplify", pull_cheap_ite=True, local_ctx=True,
+                            local_ctx_limit=10_000_000),
+                          "elim-uncnstr")
+        heavy = z3.Then(integer, "lia2card", "card2bv", z3.OrElse("cofactor-term-ite", "skip"))
         # bit-blasting under-approximates (it only ever answers sat), and fails otherwise
         bits = z3.Then(w("simplify", hoist_mul=True), w("nla2bv", nla2bv_max_bv_size=64),
                        w(z3.Then("simplify", "propagate-values", "max-bv-sharing", "bit-blast",
@@ -193,15 +199,19 @@ def _stages(goal: Any) -> list[z3.Tactic]:
                        "fail-if-undecided")
         capped = [z3.Then(w("simplify", som=True), w(t, max_conflicts=NIA_CONFLICTS),
                           "fail-if-undecided") for t in ("smt", "qfnra-nlsat")]
-        _TACTICS["light"] = light
-        _TACTICS["linear"] = z3.Then(light, "smt")
+        _TACTICS["light"] = z3.Then(light, "smt")
+        _TACTICS["integer"] = z3.Then(integer, "lia2card", "smt")
         _TACTICS["nonlinear"] = z3.Then(heavy, z3.OrElse(
             bits, *capped, z3.Then(w("simplify", som=True), "smt")))
+        # Z3's own for quantified linear integer arithmetic (quantifier elimination, then
+        # `qsat` or `smt`): it has no wall-clock cap
+        _TACTICS["quantified"] = z3.Tactic("lia")
+        _QUANTIFIED.append(z3.Probe("has-quantifiers"))
     g = z3.Goal()
     g.add(goal)
-    simplified = _TACTICS["light"](g)
-    nonlinear = any(z3.Probe("is-qfnia")(sub) for sub in simplified)
-    return [_TACTICS["nonlinear"], _TACTICS["linear"]] if nonlinear else [_TACTICS["linear"]]
+    if _QUANTIFIED[0](g):
+        return [(_TACTICS["quantified"], 2), (_TACTICS["light"], 1), (_TACTICS["nonlinear"], 1)]
+    return [(_TACTICS["light"], 2), (_TACTICS["integer"], 1), (_TACTICS["nonlinear"], 1)]
 
 
 def safety_net_ms(rlimit: int) -> int:
