@@ -161,7 +161,7 @@ def _vars(m: IndexingMap, prefix: str, shared: Mapping[Expr, z3.ArithRef] | None
 def _solver(timeout_ms: int) -> smt_terms.Solver:
     """A solver whose budget is Z3's deterministic resource count (`rlimit`), so that the same
     query gets the same verdict under any machine load."""
-    return smt_terms.solver(int(timeout_ms) * RLIMIT_PER_MS)
+    return smt_terms.Solver(int(timeout_ms) * RLIMIT_PER_MS)
 
 
 def _value(model: z3.ModelRef, x: z3.ArithRef) -> int:
@@ -753,7 +753,7 @@ def _size_env(m: IndexingMap) -> dict[Expr, z3.ArithRef]:
 
 
 def _sized_solver(m: IndexingMap, sizes: Mapping[Expr, z3.ArithRef]) -> smt_terms.Solver:
-    s = smt_terms.solver(SIZED_RLIMIT)
+    s = smt_terms.Solver(SIZED_RLIMIT)
     for z in m.sizes:
         x = sizes[Size(z.name)]
         s.add(x >= z.bounds.lo, x <= z.bounds.hi)
@@ -985,7 +985,7 @@ def for_all_sizes(formula: tuple, sizes: Mapping[Variable, Interval]
         claim = encode(formula)
     except (KeyError, TypeError) as err:  # a leaf that is not a size
         return None, f"not encodable: {err}"
-    s = smt_terms.solver(SIZED_RLIMIT)
+    s = smt_terms.Solver(SIZED_RLIMIT)
     for name, lo, hi in items:
         x = env[Size(name)]
         s.add(x >= lo, x <= hi)

@@ -4,9 +4,10 @@ The graph substitutions (`verifidx.subst`) compute shapes and reads once, over a
 they are handed (plain integers, or solver terms), and the tile proofs (`verifidx.tiling`)
 state their own obligations. This module is the solver side of both, so that only the solver
 layer imports Z3: integer variables, the connectives, floor division and modulo by a positive
-divisor, an existential, the text of a query, and (`Query`) a solver call under a wall-clock
-cap for the obligations that still use one. A client composes terms with Python's `+ - * / %
-== <= ...` and never names Z3.
+divisor, an existential, the text of a query, and (`Query`) a solver call under a resource
+budget. A client composes terms with Python's `+ - * / % == <= ...` and never names Z3.
+`Solver` is the one solver of every map-level and tile query: its answers never depend on the
+machine's load.
 
 Queries are SMT-LIB2 text, printed from the formulas alone (declarations in order of
 appearance) and ending in an explicit tactic, so that the same obligation gives the same bytes
@@ -113,10 +114,6 @@ class Query:
 
     def sexpr(self) -> str:
         return str(self._solver.sexpr())
-
-
-def solver(rlimit: int) -> Solver:
-    return Solver(rlimit)
 
 
 class Solver:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import z3
 
-from ..smt_terms import RLIMIT_PER_MS, solver
+from ..smt_terms import RLIMIT_PER_MS, Solver
 from .model import BoolOp, Condition, ConstVar, Rule, TermVar, Truth, side_exprs
 from .parser import parse_condition
 from .prover import PROVED, ProverConfig, _RuleEncoder, prove_rule, rule_leaves
@@ -83,7 +83,7 @@ class _Logic:
         return self.enc.truth(cond)[0]
 
     def _unsat(self, *fs: z3.BoolRef) -> bool:
-        s = solver(500 * RLIMIT_PER_MS)  # which candidates are offered never depends on load
+        s = Solver(500 * RLIMIT_PER_MS)  # which candidates are offered never depends on load
         s.add(*self.base, *self.enc.axioms, *fs)
         return s.check() == z3.unsat
 
