@@ -139,3 +139,33 @@ def test_solver_budgets_are_resource_units_not_wall_clock() -> None:
     assert a0 == a1 == a2 == "unknown"
     assert c2 - c1 == c1 - c0 <= 20 * smt_terms.RLIMIT_PER_MS + 10_000
     assert smt_terms.safety_net_ms(smt_terms.RLIMIT_PER_MS) >= 60_000
+
+
+def test_the_load_independent_solver_answers_each_kind_of_query_the_layers_ask() -> None:
+    """`smt_terms.Solver` (every map-level and tile query): a linear query with nested `min`s,
+    a tile proof's existential (Z3's `lia` stage) and a non-linear one each get their answer,
+    and a `sat` answer's model satisfies the assertions, whichever stage gave it."""
+    import z3
+
+    from verifidx import smt_terms
+
+    def answer(*fs: object) -> tuple[z3.CheckSatResult, smt_terms.Solver]:
+        s = smt_terms.Solver(2_000_000)
+        s.add(*fs)
+        return s.check(), s
+
+    x, y, t, k, d0, d1, s0 = z3.Ints("x y t k d0 d1 s0")
+    nested = x
+    for _ in range(12):
+        nested = z3.If(nested + 1 < 5, nested + 1, z3.IntVal(5))
+    r, _ = answer(x >= 0, x <= 3, nested > 5)  # min(..., 5) never exceeds 5
+    assert r == z3.unsat
+    # an element k of a tile of size t is read by some (d0, d1) (the exact-tile query)
+    read = z3.Exists([d0, d1, s0], z3.And(d0 >= 0, d0 <= 3, d0 < t, d1 >= 0, d1 <= 1,
+                                          s0 >= 0, s0 <= 31, d1 * 32 + s0 == k))
+    r, _ = answer(t >= 1, t <= 4, k >= 0, k < 64, z3.Not(read))
+    assert r == z3.unsat
+    r, s = answer(x > 1, y > 1, x * y == 391, x < y)  # 17 * 23
+    assert r == z3.sat
+    m = s.model()
+    assert (m.eval(x).as_long(), m.eval(y).as_long()) == (17, 23)
