@@ -125,12 +125,12 @@ class Solver:
     each), so a query proved on an idle machine came back unknown on a busy one. Here the
     budget is split over stages tried in turn, each with its own share of `rlimit`, so a
     stage that blows up on one problem costs its share, not the answer:
-    1. `smt` after light preprocessing (the strategy of the proof certificates, `CHECK`), half
-       (a goal with a quantifier, as the tile proofs state: Z3's `lia`, quantifier
-       elimination first, half, then this stage, a quarter, in place of stage 2);
+    1. `smt` after light preprocessing (simplify, propagate-values, solve-eqs), half;
     2. `smt` after Z3's integer preprocessing with `lia2card`, a quarter;
     3. Z3's non-linear preprocessing, then bit-blasting (which only finds models), then
        `smt` and `nlsat` capped by conflicts, then `smt`, a quarter.
+    A goal with a quantifier (the tile proofs' existentials) starts with Z3's `lia` instead
+    (quantifier elimination first), half, then stage 1, a quarter, then stage 3.
     Mirrors the `z3.Solver` methods the solver layer uses."""
 
     def __init__(self, rlimit: int) -> None:
