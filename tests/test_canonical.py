@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import expressions
 
-from verifidx.canonical import _already_canonical, canon, from_linear, linear_form
-from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol
+from verifidx import canonical
+from verifidx.canonical import _already_canonical, canon, canonical_sum, from_linear, linear_form
+from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol, add
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
 
@@ -41,6 +42,17 @@ def test_canon_is_idempotent_and_keeps_values(e: Expr) -> None:
     for x, y, z in itertools.product(range(-2, 3), range(0, 3), range(-1, 2)):
         env = {d0: x, d1: y, s0: z}
         assert c.evaluate(env) == e.evaluate(env)
+
+
+@given(st.lists(st.one_of(expressions(max_leaves=5), st.integers(-3, 3).map(Const)),
+                min_size=1, max_size=5))
+def test_a_sum_built_canonical_is_what_canon_makes_of_it(terms: list[Expr]) -> None:
+    """`canonical_sum` records its result as canonical: canon, with that record forgotten,
+    must give the same node for it and for the sum as written."""
+    out = canonical_sum(terms)
+    canonical._CANON.clear()
+    assert canon(out) is out
+    assert canon(add(*terms)) is out
 
 
 def test_the_shortcut_takes_canonical_sums_and_refuses_the_others() -> None:

@@ -31,6 +31,7 @@ from .expr import (
     Size,
     Symbol,
     Variable,
+    add,
     mul,
     register_cache,
 )
@@ -123,6 +124,21 @@ def from_linear(coeffs: dict[Expr, int] | Iterable[tuple[Expr, int]], constant: 
     if not terms:
         return Const(0)
     return terms[0] if len(terms) == 1 else Add(terms)
+
+
+def canonical_sum(terms: Iterable[Expr]) -> Expr:
+    """`canon(add(*terms))`, without building the sum as written: a reader of another
+    compiler's sums (verifidx.sympy_bridge) hands the simplifier canonical sums, which it
+    finds canonical at once. `add(*terms)` unless every law canon relies on is proven."""
+    if not laws.ON.canonical_sums:
+        return add(*terms)
+    coeffs: dict[Expr, int] = {}
+    constant = 0
+    for t in terms:  # the linear form of the flattened sum of canonical terms
+        constant += _collect(canon(t), 1, coeffs)
+    out = from_linear(coeffs, constant)  # bases of canonical terms are canonical
+    _CANON[out] = out
+    return out
 
 
 def canon(e: Expr) -> Expr:
