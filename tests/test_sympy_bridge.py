@@ -378,6 +378,27 @@ def test_maps_over_one_loop_nest_read_as_alone() -> None:
     assert [z.name for z in first[2].sizes] == ["ps0", "s0_", "s53_"]
 
 
+def test_a_subterm_read_in_one_nest_is_read_anew_in_another() -> None:
+    """Readers of one nest share their reads of subterms (one sympy object per term); the
+    same objects in a nest with the loop variables in another order, or beside a size the
+    nest does not have, read as a first reading gives."""
+    from verifidx import sympy_bridge
+
+    term = parse_text("s0*x1 + 3*x0", KNOWN)
+    wider = parse_text("ps0*x2 + s0*x1 + 3*x0", KNOWN)  # the same `s0*x1` object inside
+    nests = [{"x0": "s0", "x1": "4", "x2": "2"}, {"x1": "4", "x0": "s0", "x2": "2"}]
+    first = {}
+    for i, ranges in enumerate(nests):
+        for j, tree in enumerate((term, wider)):
+            sympy_bridge._DOMAINS.clear()
+            first[i, j] = from_sympy(tree, ranges, SIZES)
+    assert first[0, 0].results != first[1, 0].results  # x1 is d1, then d0
+    for order in ([(0, 0), (1, 0), (0, 1), (1, 1)], [(1, 1), (0, 1), (1, 0), (0, 0)]):
+        for i, j in order:
+            m = from_sympy((term, wider)[j], nests[i], SIZES)
+            assert m == first[i, j] and str(m) == str(first[i, j])
+
+
 def test_sympy_extents_that_differ_never_share_a_nest() -> None:
     """Nests are found again by what the reader reads of their sympy extents (names,
     integers, classes, argument order), never by sympy's `==`: every extent below, each

@@ -141,7 +141,9 @@ def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval],
             raise ValueError(f"variable {node.prefix}{node.index} is not declared in the map")
         if kind is Mul:
             lhs, rhs = node.children
-            if has_index_variable(lhs) and has_index_variable(rhs):
+            # the right factor first: mostly a constant or a size, whose variables are known,
+            # so the left one's (a product built just now) are seldom computed
+            if has_index_variable(rhs) and has_index_variable(lhs):
                 raise ValueError(f"a product of two index variables ({node}) in a map with "
                                  f"sizes: one factor must be a size expression or a constant")
         elif kind in _DIVISIONS:
@@ -357,12 +359,13 @@ class IndexingMap:
         result this map holds, or `checked_in` holds where it has the same sizes and as many
         variables of each kind (the checks read nothing else), passed them when that map was
         built by `build` or `with_results` (the bare constructor checks no variable)."""
-        held = [self.results]
+        mine = self.results
+        theirs: tuple[Expr, ...] = ()
         if checked_in is not None and checked_in.sizes == self.sizes and (
                 len(checked_in.dims), len(checked_in.range_vars), len(checked_in.rt_vars)) == (
                 len(self.dims), len(self.range_vars), len(self.rt_vars)):
-            held.append(checked_in.results)
-        new = [e for e in results if not any(e in h for h in held)]
+            theirs = checked_in.results
+        new = [e for e in results if e not in mine and e not in theirs]
         if new:
             if self.sizes:
                 memo = self.domain_memo()

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
+from . import laws
+from .canonical import canonical_sum
 from .errors import DivisorError, ParseError, UnsupportedError
 from .expr import (
     CeilDiv,
@@ -176,6 +178,8 @@ class _Domain:
         self.dims = dims
         self.constraints = constraints
         self.base: IndexingMap | None = None
+        #: what readers of this domain read of sympy subterms (`_Reader.read`)
+        self.reads: dict[int, tuple[Sym, Expr]] = {}
 
     def map_of(self, result: Expr) -> IndexingMap:
         """The map of one result over the sizes of the extents alone (what `build` makes)."""
@@ -187,18 +191,24 @@ class _Domain:
     def reader(self) -> _Reader:
         """A reader for one expression over this domain, as if it had just read the extents:
         it shares this domain's tables until it declares a size of its own (most expressions
-        use the extents' sizes only); the ranges it memoizes hold for every reader here."""
+        use the extents' sizes only); the ranges it memoizes hold for every reader here, and
+        so do its reads of subterms while it shares the tables."""
         out = _Reader(self.dim_names, self.sizes)
         out.declared, out.bounds, out.leaves = self.declared, self.bounds, self.leaves
         out.shared = True
         if len(self.ranges) > _RANGES_LIMIT:
             self.ranges.clear()
         out.ranges = self.ranges
+        if len(self.reads) > _RANGES_LIMIT:
+            self.reads.clear()
+        out.reads = self.reads
         return out
 
 
-#: `_Domain`s by `_domain_key`; emptied past `_DOMAIN_LIMIT` entries.
+#: `_Domain`s by `_domain_key`; emptied past `_DOMAIN_LIMIT` entries, and when the proven
+#: laws change (the expressions they hold were built under the old ones).
 _DOMAINS: dict[tuple[object, ...], _Domain] = register_cache({})
+laws.on_change(_DOMAINS.clear)
 _DOMAIN_LIMIT = 4096
 #: A domain's memo of subterm ranges is emptied past this many entries.
 _RANGES_LIMIT = 4096
@@ -302,6 +312,9 @@ class _Reader:
         self.leaves: dict[str, Expr] = {}
         #: the tables above are a `_Domain`'s: copied before the first change
         self.shared = False
+        #: the domain's reads of compound subterms by the node's id (each entry holds its
+        #: node, whose id names no other while the entry lives), while the tables are shared
+        self.reads: dict[int, tuple[Sym, Expr]] | None = None
 
     def extent(self, name: str, extent: Any) -> Expr:
         """A loop's extent: an integer, or a size expression (sympy, or text as printed)."""
@@ -334,6 +347,7 @@ class _Reader:
             self.declared, self.bounds = dict(self.declared), dict(self.bounds)
             self.leaves = dict(self.leaves)
             self.shared = False
+            self.reads = None  # what it reads now may hold this size: not the domain's
         node = Size(z.name)
         self.declared[key] = z
         self.bounds[node] = z.bounds
@@ -343,23 +357,41 @@ class _Reader:
     def read(self, node: Sym, parent: Sym = None) -> Expr:
         kind = _kind(node)
         if kind == _INTEGER:
-            return Const(int(node))
+            return Const(node.p)  # sympy's Integer holds its value as a Python int
         if kind == _SYMBOL:
             return self._symbol(node, parent)
         if kind == _RATIONAL:
             raise UnsupportedError(f"a non-integer value: {node}")
-        if kind == _ADD:
-            return add(*[self.read(a, node) for a in _args(node)])
+        # a compound term: the expressions over one loop nest share most of them (sympy's
+        # cache hands back one object for one term), and a read depends on the domain alone
+        reads = self.reads
+        if reads is not None:
+            hit = reads.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+        out = self._compound(kind, node)
+        if self.reads is not None:  # still the domain's tables (no size declared meanwhile)
+            self.reads[id(node)] = (node, out)
+        return out
+
+    def _compound(self, kind: int, node: Sym) -> Expr:
+        if kind == _ADD:  # in canonical form, which the simplifier then finds at once
+            return canonical_sum([self.read(a, node) for a in _args(node)])
         if kind == _MUL:  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
-            if self.declared and any(type(f) is Size or not isinstance(f, Const) and
-                                     is_size_expr(f) for f in factors):
-                # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`; sympy
-                # sorts `s0*x1` by name): the maps print as XLA's do
-                factors.sort(key=lambda f: not has_index_variable(f))
+            if self.declared:
+                indexed = [has_index_variable(f) for f in factors]
+                if indexed.count(True) > 1:
+                    self._nonlinear(node)
+                if True in indexed and any(type(f) is Size or not isinstance(f, Const) and
+                                           is_size_expr(f) for f in factors):
+                    # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`;
+                    # sympy sorts `s0*x1` by name): the maps print as XLA's do
+                    first = indexed.index(True)
+                    factors.insert(0, factors.pop(first))
             out: Expr = factors[0]
             for f in factors[1:]:
-                out = self._product(out, f, node)
+                out = mul(out, f)
             return out
         if kind == _POW:
             base, exp = _args(node)
@@ -376,9 +408,13 @@ class _Reader:
 
     def _product(self, a: Expr, b: Expr, node: Sym) -> Expr:
         if self.declared and has_index_variable(a) and has_index_variable(b):
-            raise UnsupportedError(f"a product of loop variables beside size symbols (maps "
-                                   f"with sizes are linear in their variables): {node}")
+            self._nonlinear(node)
         return mul(a, b)
+
+    @staticmethod
+    def _nonlinear(node: Sym) -> NoReturn:
+        raise UnsupportedError(f"a product of loop variables beside size symbols (maps with "
+                               f"sizes are linear in their variables): {node}")
 
     def _symbol(self, node: Sym, parent: Sym) -> Expr:
         key = _name(node)
