@@ -9,8 +9,15 @@ from hypothesis import strategies as st
 from strategies import expressions
 
 from verifidx import canonical
-from verifidx.canonical import _already_canonical, canon, canonical_sum, from_linear, linear_form
-from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol, add
+from verifidx.canonical import (
+    _already_canonical,
+    canon,
+    canonical_product,
+    canonical_sum,
+    from_linear,
+    linear_form,
+)
+from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol, add, mul
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
 
@@ -53,6 +60,19 @@ def test_a_sum_built_canonical_is_what_canon_makes_of_it(terms: list[Expr]) -> N
     canonical._CANON.clear()
     assert canon(out) is out
     assert canon(add(*terms)) is out
+
+
+@given(st.one_of(expressions(max_leaves=4), st.integers(-3, 3).map(Const)),
+       st.one_of(expressions(max_leaves=4), st.integers(-3, 3).map(Const)), st.booleans())
+def test_a_product_built_canonical_is_what_canon_makes_of_it(a: Expr, b: Expr,
+                                                           canonical_factors: bool) -> None:
+    """`canonical_product` records its result as canonical, from canonical factors or not."""
+    if canonical_factors:
+        a, b = canon(a), canon(b)
+    out = canonical_product(a, b)
+    canonical._CANON.clear()
+    assert canon(out) is out
+    assert canon(mul(a, b)) is out
 
 
 def test_the_shortcut_takes_canonical_sums_and_refuses_the_others() -> None:

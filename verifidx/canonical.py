@@ -141,6 +141,28 @@ def canonical_sum(terms: Iterable[Expr]) -> Expr:
     return out
 
 
+def canonical_product(a: Expr, b: Expr) -> Expr:
+    """`canon(mul(a, b))` of canonical factors, recorded as canonical: a product by a factor
+    other than a constant is canonical as built, so the reader's products (verifidx.sympy_bridge)
+    need no walk of their own. A factor not known to be canonical is put in canonical form
+    first. `mul(a, b)` unless every law canon relies on is proven."""
+    if not laws.ON.canonical_sums:
+        return mul(a, b)
+    if not isinstance(a, (Variable, Const)) and _CANON.get(a) is not a:
+        a = canon(a)
+    if not isinstance(b, (Variable, Const)) and _CANON.get(b) is not b:
+        b = canon(b)
+    out = mul(a, b)
+    hit = _CANON.get(out)
+    if hit is not None:
+        return hit
+    if isinstance(out, Mul) and out.lhs is a and out.rhs is b and (
+            not isinstance(b, Const) or _already_canonical(out)):
+        _CANON[out] = out
+        return out
+    return canon(out)
+
+
 def canon(e: Expr) -> Expr:
     """Canonical form, bottom-up. Pure and memoised (expressions are interned). The identity
     unless every law it relies on is proven (`verifidx.laws`, CANONICAL_SUM_LAWS)."""
