@@ -1495,7 +1495,11 @@ class Simplifier:
 
     def _simplify(self, m: IndexingMap, point_dims: str, trace: list[Step] | None
                   ) -> IndexingMap:
-        division_free = not any(kinds(r) for r in m.results)
+        division_free = True
+        for r in m.results:
+            if kinds(r):
+                division_free = False
+                break
         # what the rounds below make of m's domain, where that is known already
         first = self._domain(m) if trace is None and m.constraints and m.sizes else None
         settled_key = (self.decide_emptiness, self.emptiness_timeout_ms)

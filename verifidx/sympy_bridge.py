@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from . import laws
-from .canonical import canonical_sum
+from .canonical import canonical_product, canonical_sum
 from .errors import DivisorError, ParseError, UnsupportedError
 from .expr import (
     CeilDiv,
@@ -225,14 +225,14 @@ def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | 
         parts += (_name(k), type(v), v if plain else _extent_key(v))
     for k, bounds in (size_ranges or {}).items():
         if isinstance(bounds, list) and len(bounds) == 2 and isinstance(bounds[0], str) and \
-                isinstance(bounds[1], str):  # as JSON gives them
-            ends: tuple[object, ...] = (bounds[0], bounds[1])
-        else:
-            try:
-                ends = tuple(b if isinstance(b, str) else str(b) for b in bounds)
-            except TypeError:  # not a pair: `size_interval` says so where the size is used
-                ends = (repr(bounds),)
-        parts += (_name(k), ends)
+                isinstance(bounds[1], str):  # as JSON gives them: two strings, flat
+            parts += (_name(k), bounds[0], bounds[1])
+            continue
+        try:
+            ends: tuple[object, ...] = tuple(b if isinstance(b, str) else str(b) for b in bounds)
+        except TypeError:  # not a pair: `size_interval` says so where the size is used
+            ends = (repr(bounds),)
+        parts += (_name(k), ends)  # a tuple after the name: never read as two strings
     return tuple(parts)
 
 
@@ -380,18 +380,19 @@ class _Reader:
         if kind == _MUL:  # a rational coefficient is refused where it is read
             factors = [self.read(a, node) for a in _args(node)]
             if self.declared:
-                indexed = [has_index_variable(f) for f in factors]
-                if indexed.count(True) > 1:
-                    self._nonlinear(node)
-                if True in indexed and any(type(f) is Size or not isinstance(f, Const) and
-                                           is_size_expr(f) for f in factors):
+                first = -1  # the one factor with a loop variable
+                for i, f in enumerate(factors):
+                    if has_index_variable(f):
+                        if first >= 0:
+                            self._nonlinear(node)
+                        first = i
+                if first > 0 and _has_size_factor(factors):
                     # the loop variable's factor first (`x1 * s0_`, as XLA writes `d1 * N`;
                     # sympy sorts `s0*x1` by name): the maps print as XLA's do
-                    first = indexed.index(True)
                     factors.insert(0, factors.pop(first))
             out: Expr = factors[0]
             for f in factors[1:]:
-                out = mul(out, f)
+                out = canonical_product(out, f)
             return out
         if kind == _POW:
             base, exp = _args(node)
@@ -409,7 +410,7 @@ class _Reader:
     def _product(self, a: Expr, b: Expr, node: Sym) -> Expr:
         if self.declared and has_index_variable(a) and has_index_variable(b):
             self._nonlinear(node)
-        return mul(a, b)
+        return canonical_product(a, b)
 
     @staticmethod
     def _nonlinear(node: Sym) -> NoReturn:
@@ -532,6 +533,13 @@ def _args(node: Sym) -> tuple[Sym, ...]:
     every access (microseconds each), and the order means nothing here."""
     raw = getattr(node, "_args", None)
     return raw if isinstance(raw, tuple) else tuple(node.args)
+
+
+def _has_size_factor(factors: list[Expr]) -> bool:
+    for f in factors:
+        if type(f) is Size or not isinstance(f, Const) and is_size_expr(f):
+            return True
+    return False
 
 
 def _positive(d: Expr, node: Sym) -> None:
