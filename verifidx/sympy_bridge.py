@@ -536,6 +536,8 @@ def _args(node: Sym) -> tuple[Sym, ...]:
 
 
 def _has_size_factor(factors: list[Expr]) -> bool:
+    """Whether a factor is a size or a size expression (a coefficient XLA prints after the
+    loop variable's factor)."""
     for f in factors:
         if type(f) is Size or not isinstance(f, Const) and is_size_expr(f):
             return True
