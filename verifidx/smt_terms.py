@@ -18,6 +18,7 @@ of `safety_net_ms` only against a runaway solver.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -175,40 +176,44 @@ class Solver:
 #: The conflicts a capped non-linear sub-solver may spend before the next one is tried.
 NIA_CONFLICTS = 2000
 
-_TACTICS: dict[str, z3.Tactic] = {}
-_QUANTIFIED: list[z3.Probe] = []
+Plan = tuple[tuple[z3.Tactic, int], ...]
 
 
-def _stages(goal: Any) -> list[tuple[z3.Tactic, int]]:
+@functools.cache
+def _plans() -> tuple[z3.Probe, Plan, Plan]:
+    """The quantifier probe, and the stages (each with its share of the budget in quarters)
+    for a goal with a quantifier and for one without; built once, on first use."""
+    w = z3.With
+    light = z3.Then("simplify", "propagate-values", "solve-eqs")
+    integer = z3.Then(light, w("ctx-simplify", max_depth=30, max_steps=5_000_000),
+                      w("simplify", pull_cheap_ite=True, local_ctx=True,
+                        local_ctx_limit=10_000_000),
+                      "elim-uncnstr")
+    heavy = z3.Then(integer, "lia2card", "card2bv", z3.OrElse("cofactor-term-ite", "skip"))
+    # bit-blasting under-approximates (it only ever answers sat), and fails otherwise
+    bits = z3.Then(w("simplify", hoist_mul=True), w("nla2bv", nla2bv_max_bv_size=64),
+                   w(z3.Then("simplify", "propagate-values", "max-bv-sharing", "bit-blast",
+                             "sat"), max_conflicts=500),
+                   "fail-if-undecided")
+    capped = [z3.Then(w("simplify", som=True), w(t, max_conflicts=NIA_CONFLICTS),
+                      "fail-if-undecided") for t in ("smt", "qfnra-nlsat")]
+    light_smt = z3.Then(light, "smt")
+    integer_smt = z3.Then(integer, "lia2card", "smt")
+    nonlinear = z3.Then(heavy, z3.OrElse(bits, *capped, z3.Then(w("simplify", som=True), "smt")))
+    # Z3's own for quantified linear integer arithmetic (quantifier elimination, then `qsat`
+    # or `smt`): it has no wall-clock cap
+    quantified = z3.Tactic("lia")
+    return (z3.Probe("has-quantifiers"),
+            ((quantified, 2), (light_smt, 1), (nonlinear, 1)),
+            ((light_smt, 2), (integer_smt, 1), (nonlinear, 1)))
+
+
+def _stages(goal: Any) -> Plan:
     """The stages for this goal, each with its share of the budget in quarters."""
-    if not _TACTICS:
-        w = z3.With
-        light = z3.Then("simplify", "propagate-values", "solve-eqs")
-        integer = z3.Then(light, w("ctx-simplify", max_depth=30, max_steps=5_000_000),
-                          w("simplify", pull_cheap_ite=True, local_ctx=True,
-                            local_ctx_limit=10_000_000),
-                          "elim-uncnstr")
-        heavy = z3.Then(integer, "lia2card", "card2bv", z3.OrElse("cofactor-term-ite", "skip"))
-        # bit-blasting under-approximates (it only ever answers sat), and fails otherwise
-        bits = z3.Then(w("simplify", hoist_mul=True), w("nla2bv", nla2bv_max_bv_size=64),
-                       w(z3.Then("simplify", "propagate-values", "max-bv-sharing", "bit-blast",
-                                 "sat"), max_conflicts=500),
-                       "fail-if-undecided")
-        capped = [z3.Then(w("simplify", som=True), w(t, max_conflicts=NIA_CONFLICTS),
-                          "fail-if-undecided") for t in ("smt", "qfnra-nlsat")]
-        _TACTICS["light"] = z3.Then(light, "smt")
-        _TACTICS["integer"] = z3.Then(integer, "lia2card", "smt")
-        _TACTICS["nonlinear"] = z3.Then(heavy, z3.OrElse(
-            bits, *capped, z3.Then(w("simplify", som=True), "smt")))
-        # Z3's own for quantified linear integer arithmetic (quantifier elimination, then
-        # `qsat` or `smt`): it has no wall-clock cap
-        _TACTICS["quantified"] = z3.Tactic("lia")
-        _QUANTIFIED.append(z3.Probe("has-quantifiers"))
+    has_quantifiers, with_quantifier, without = _plans()
     g = z3.Goal()
     g.add(goal)
-    if _QUANTIFIED[0](g):
-        return [(_TACTICS["quantified"], 2), (_TACTICS["light"], 1), (_TACTICS["nonlinear"], 1)]
-    return [(_TACTICS["light"], 2), (_TACTICS["integer"], 1), (_TACTICS["nonlinear"], 1)]
+    return with_quantifier if has_quantifiers(g) else without
 
 
 def safety_net_ms(rlimit: int) -> int:
