@@ -148,9 +148,9 @@ def canonical_product(a: Expr, b: Expr) -> Expr:
     first. `mul(a, b)` unless every law canon relies on is proven."""
     if not laws.ON.canonical_sums:
         return mul(a, b)
-    if not isinstance(a, (Variable, Const)) and _CANON.get(a) is not a:
+    if not isinstance(a, (Variable, Const)):  # leaves are canonical; canon looks up the rest
         a = canon(a)
-    if not isinstance(b, (Variable, Const)) and _CANON.get(b) is not b:
+    if not isinstance(b, (Variable, Const)):
         b = canon(b)
     out = mul(a, b)
     hit = _CANON.get(out)
