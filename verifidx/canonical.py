@@ -14,6 +14,7 @@ then `mod`, then `floordiv`, then bare variables (dimensions, range, runtime), c
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from . import laws
 from .expr import (
@@ -36,10 +37,10 @@ from .expr import (
     register_cache,
 )
 
-_RANK = {Mul: 0, Mod: 1, FloorDiv: 2, CeilDiv: 3, Min: 4, Max: 5, Add: 7}
-_VAR_RANK = {Dim: 0, Symbol: 1, RtVar: 2}
-_KEYS: dict[Expr, tuple[object, ...]] = register_cache({})
-_CANON: dict[Expr, Expr] = register_cache({})
+_RANK: Final = {Mul: 0, Mod: 1, FloorDiv: 2, CeilDiv: 3, Min: 4, Max: 5, Add: 7}
+_VAR_RANK: Final = {Dim: 0, Symbol: 1, RtVar: 2}
+_KEYS: Final[dict[Expr, tuple[object, ...]]] = register_cache({})
+_CANON: Final[dict[Expr, Expr]] = register_cache({})
 laws.on_change(_CANON.clear)
 
 
@@ -81,8 +82,8 @@ def linear_form(e: Expr) -> tuple[dict[Expr, int], int]:
     return dict(hit[0]), hit[1]
 
 
-_LINEAR: dict[Expr, tuple[dict[Expr, int], int]] = register_cache({})
-_LINEAR_LIMIT = 200_000
+_LINEAR: Final[dict[Expr, tuple[dict[Expr, int], int]]] = register_cache({})
+_LINEAR_LIMIT: Final = 200_000
 
 
 def _collect(t: Expr, scale: int, coeffs: dict[Expr, int]) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, SupportsInt, TypeVar, Union
+from typing import Any, ClassVar, Final, SupportsInt, TypeVar, Union
 
 from . import laws as _laws
 from .errors import DepthError, DivisorError, EvaluationError, UnsupportedError
@@ -34,9 +34,9 @@ ExprLike = Union["Expr", int]
 #: The deepest expression verifidx builds (docs/semantics.md). XLA's maps are a few levels
 #: deep; the bound lets every walker (parser, printer, simplifier, solver encoding) recurse
 #: without ever meeting Python's recursion limit. Deeper input is a clear error, never a crash.
-MAX_DEPTH = 64
+MAX_DEPTH: Final = 64
 
-_TABLE: dict[tuple[object, ...], Expr] = {}
+_TABLE: Final[dict[tuple[object, ...], Expr]] = {}
 
 # -- bounded memory ------------------------------------------------------------------------
 # The intern table would keep every node ever built (a compiler that keeps verifidx loaded
@@ -48,7 +48,7 @@ _TABLE: dict[tuple[object, ...], Expr] = {}
 # dropped node can never meet its rebuilt twin. `release_if_grown` runs it at safe points (the
 # start of a map simplification, a map parse) once the table has grown by TABLE_GROWTH nodes.
 
-_CACHES: list[dict[Any, Any]] = []
+_CACHES: Final[list[dict[Any, Any]]] = []
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -295,7 +295,7 @@ class Expr:
         return _printer(self)
 
 
-_NO_VARIABLES: frozenset[Variable] = frozenset()
+_NO_VARIABLES: Final[frozenset[Variable]] = frozenset()
 
 
 # Walkers as plain functions with explicit memo tables: a nested function that calls itself
@@ -354,8 +354,8 @@ class Const(Expr):
         return (Const, (self.value,))
 
 
-_ZERO = Const(0)
-_MINUS_ONE = Const(-1)
+_ZERO: Final = Const(0)
+_MINUS_ONE: Final = Const(-1)
 
 
 class Variable(Expr):
@@ -423,8 +423,9 @@ class RtVar(Variable):
 
 
 #: Words of the map grammar that can never name a size.
-RESERVED_NAMES = frozenset(("domain", "in", "min", "max", "floordiv", "floorDiv", "ceildiv", "mod",
-                            "KNOWN", "EMPTY", "UNDEFINED"))
+RESERVED_NAMES: Final = frozenset((
+    "domain", "in", "min", "max", "floordiv", "floorDiv", "ceildiv", "mod", "KNOWN", "EMPTY",
+    "UNDEFINED"))
 
 
 def is_size_name(name: str) -> bool:

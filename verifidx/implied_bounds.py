@@ -17,13 +17,14 @@ The same reasoning ranges a linear sum through a constraint: `d0 + d1 + 2 * d2` 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from .canonical import linear_form, order_key
 from .expr import Const, Expr, Variable, ceil_div, floor_div
 from .interval import Interval, scaled_sum_range
 
 #: Rounds of propagation (each round tightens with the intervals of the previous one).
-ROUNDS = 4
+ROUNDS: Final = 4
 
 
 #: A constraint `sum(c_i * v_i) in [lo, hi]` over variables (its constant moved to the ends).

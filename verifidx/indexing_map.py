@@ -17,7 +17,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .errors import DivisorError, EvaluationError, UnsupportedError
 from .expr import (
@@ -45,10 +45,10 @@ from .expr import (
 from .interval import Interval, range_of
 
 #: Enumeration budget (points) for checks that are exact by brute force.
-ENUMERATION_LIMIT = 200_000
+ENUMERATION_LIMIT: Final = 200_000
 
 #: The upper end of an unbounded size's interval (docs/semantics.md, Sizes): 2^31 - 1.
-SIZE_MAX = 2**31 - 1
+SIZE_MAX: Final = 2**31 - 1
 
 # -- seams: printing and simplifying live in higher layers, which register here on import -----
 
@@ -81,8 +81,8 @@ def merge_residues(m1: int, r1: int, m2: int, r2: int) -> tuple[int, int] | None
     return lcm, (r1 + m1 * t) % lcm
 
 
-_MAP_NODES = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
-_DIVISIONS = (FloorDiv, CeilDiv, Mod)
+_MAP_NODES: Final = (Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max)
+_DIVISIONS: Final = (FloorDiv, CeilDiv, Mod)
 
 
 def check_map_expr(e: object) -> None:
@@ -164,9 +164,9 @@ def check_sized_expr(e: Expr, sizes: Mapping[Variable, Interval],
 
 
 #: The domain memo's entry (`IndexingMap.domain_memo`) of subterms `check_sized_expr` passed.
-_SIZED_CHECKED = "check_sized_expr"
+_SIZED_CHECKED: Final = "check_sized_expr"
 #: Such a set is emptied past this many subterms.
-_KNOWN_LIMIT = 1 << 14
+_KNOWN_LIMIT: Final = 1 << 14
 
 
 def _size_name(z: SizeVar) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from .expr import (
     Add,
@@ -101,7 +102,7 @@ class Interval:
         return f"[{self.lo}, {self.hi}]"
 
 
-EMPTY = Interval(1, 0)
+EMPTY: Final = Interval(1, 0)
 
 
 def _nonzero_parts(d: Interval) -> list[Interval]:

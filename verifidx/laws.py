@@ -14,6 +14,7 @@ The flags are plain attributes of `ON` because the constructors read them on eve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Final
 
 #: Laws the smart constructors apply, each guarded by the flag of the same name.
 CONSTRUCTOR_LAWS = (
@@ -22,12 +23,12 @@ CONSTRUCTOR_LAWS = (
     "mul_const_right", "mul_const_assoc", "add_assoc", "add_comm",
 )
 #: Laws the canonical sums need all at once (`canonical_sums`).
-CANONICAL_SUM_LAWS = (
+CANONICAL_SUM_LAWS: Final = (
     "add_assoc", "add_comm", "fold_add", "fold_mul", "add_zero", "mul_one", "mul_zero",
     "mul_const_assoc", "like_terms", "like_terms_unit", "add_self", "mul_distribute",
     "min_comm", "max_comm",
 )
-NAMES = tuple(dict.fromkeys(CONSTRUCTOR_LAWS + CANONICAL_SUM_LAWS))
+NAMES: Final = tuple(dict.fromkeys(CONSTRUCTOR_LAWS + CANONICAL_SUM_LAWS))
 
 
 class Laws:
@@ -70,7 +71,7 @@ class Laws:
 
 
 ON = Laws()
-_ON_CHANGE: list[Callable[[], None]] = []
+_ON_CHANGE: Final[list[Callable[[], None]]] = []
 
 
 def set_enabled(names: Iterable[str]) -> None:

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Final, Literal, cast
 
 from . import laws
 from .canonical import canon, linear_form
@@ -92,7 +92,7 @@ RangeFn = Callable[[Expr], Interval]
 
 #: Rewrites applied to one node before the engine gives up (a guard: the reduction order check of
 #: `verifidx check` is what guarantees termination).
-_FUEL = 64
+_FUEL: Final = 64
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def _instantiate(pattern: Expr, env: Mapping[Expr, Expr], bound: Callable[[Expr]
     return code(env, bound)
 
 
-_INSTANCES: dict[Expr, Callable[[Mapping[Expr, Expr], RangeFn], Expr]] = {}
+_INSTANCES: Final[dict[Expr, Callable[[Mapping[Expr, Expr], RangeFn], Expr]]] = {}
 
 
 def _instance_code(pattern: Expr) -> Callable[[Mapping[Expr, Expr], RangeFn], Expr]:
@@ -201,7 +201,7 @@ def _condition_env(rule: Rule, env: Mapping[Expr, Expr], bound: Callable[[Expr],
 
 #: Keyed by the rule itself (a frozen, hashable value), never by `id()`: an id is reused once
 #: its object dies, and a cache keyed by it would run another rule's condition (issue 10).
-_CONDITIONS: dict[Rule, Callable[[Mapping[Expr, int]], bool]] = {}
+_CONDITIONS: Final[dict[Rule, Callable[[Mapping[Expr, int]], bool]]] = {}
 
 
 def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
@@ -216,7 +216,7 @@ def compiled_condition(rule: Rule) -> Callable[[Mapping[Expr, int]], bool]:
     return hit
 
 
-_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr], RangeFn], bool]] = {}
+_CHECKS: Final[dict[Rule, Callable[[Mapping[Expr, Expr], RangeFn], bool]]] = {}
 
 
 def condition_check(rule: Rule) -> Callable[[Mapping[Expr, Expr], RangeFn], bool]:
@@ -248,7 +248,7 @@ def _bound_argument(env: Mapping[Expr, Expr], bound: RangeFn, pattern: Expr) -> 
     return _instantiate(pattern, env, bound) if arg is None else arg
 
 
-_CALLS: dict[Rule, list[Call]] = {}
+_CALLS: Final[dict[Rule, list[Call]]] = {}
 
 
 def _rule_calls(rule: Rule) -> list[Call]:
@@ -268,13 +268,13 @@ def _calls(rule: Rule) -> list[Call]:
     return list(found)
 
 
-_MATCH_CACHE_LIMIT = 200_000
+_MATCH_CACHE_LIMIT: Final = 200_000
 #: Outcomes remembered per term by `_ExprSimplifier._rewrite_by_reads` (one per set of reads).
-_READS_PER_TERM = 8
+_READS_PER_TERM: Final = 8
 #: Domains remembered per engine (`Simplifier._domain`) before the table is emptied.
-_DOMAIN_LIMIT = 20_000
-_RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
-_DIV_BITS = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
+_DOMAIN_LIMIT: Final = 20_000
+_RIGID: Final = (FloorDiv, Mod, CeilDiv, Min, Max)
+_DIV_BITS: Final = KIND_BITS[FloorDiv] | KIND_BITS[Mod] | KIND_BITS[CeilDiv]
 
 
 def _cost(e: Expr) -> tuple[int, int]:
@@ -316,11 +316,11 @@ def _shape(e: Expr) -> tuple[type, ...]:
     return ()
 
 
-_SHAPES: dict[Expr, list[tuple[type, ...]]] = register_cache({})
+_SHAPES: Final[dict[Expr, list[tuple[type, ...]]]] = register_cache({})
 
 
-_NO_SHAPES: list[tuple[type, ...]] = []
-_SHAPE_KEYS: dict[tuple[type, ...], str] = {}
+_NO_SHAPES: Final[list[tuple[type, ...]]] = []
+_SHAPE_KEYS: Final[dict[tuple[type, ...], str]] = {}
 
 
 def _shape_key(shape: tuple[type, ...]) -> str:
@@ -362,7 +362,7 @@ def _summands_fit(pattern: Expr, e: Expr) -> bool:
     return True
 
 
-_SIGNATURES: dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]] = register_cache({})
+_SIGNATURES: Final[dict[Expr, tuple[tuple[object, ...], tuple[object, ...]]]] = register_cache({})
 
 
 def _signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -378,7 +378,7 @@ def _signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
     return hit
 
 
-_NO_DIVISOR: tuple[object, ...] = ()
+_NO_DIVISOR: Final[tuple[object, ...]] = ()
 
 
 def _compute_signature(e: Expr) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -428,7 +428,7 @@ def _fits_divisor(rule: Rule, e: Expr) -> bool:
     return not common_factor or _divisor_facts(e)[1]
 
 
-_FILTER_FACTS: dict[Rule, tuple[Expr, int, Guard | None, bool, bool]] = {}
+_FILTER_FACTS: Final[dict[Rule, tuple[Expr, int, Guard | None, bool, bool]]] = {}
 
 
 def _filter_facts(rule: Rule) -> tuple[Expr, int, Guard | None, bool, bool]:
@@ -479,7 +479,7 @@ class _Prediction:
         return hit
 
 
-_PREDICTIONS: dict[Rule, _Prediction | None] = {}
+_PREDICTIONS: Final[dict[Rule, _Prediction | None]] = {}
 laws.on_change(_PREDICTIONS.clear)  # `neutral` is decided by canonical forms
 
 
@@ -540,7 +540,7 @@ def _predicted_match_may_rewrite(pred: _Prediction, facts: dict[str, tuple[int, 
     return False
 
 
-_DIVISION_FACTS: dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]] = \
+_DIVISION_FACTS: Final[dict[Expr, tuple[tuple[bool, bool], dict[str, tuple[int, ...]]]]] = \
     register_cache({})
 
 
@@ -584,7 +584,7 @@ def _division_facts(e: Expr) -> tuple[tuple[bool, bool], dict[str, tuple[int, ..
     return hit
 
 
-_NEEDS_COMMON_FACTOR: dict[Rule, bool] = {}
+_NEEDS_COMMON_FACTOR: Final[dict[Rule, bool]] = {}
 
 
 def _needs_common_factor(rule: Rule) -> bool:
@@ -621,7 +621,7 @@ def _needs_common_factor(rule: Rule) -> bool:
     return hit
 
 
-_NEEDS_MULTIPLE: dict[Rule, bool] = {}
+_NEEDS_MULTIPLE: Final[dict[Rule, bool]] = {}
 
 
 def _needs_multiple(rule: Rule) -> bool:
@@ -956,7 +956,7 @@ def constants_check(rule: Rule) -> Callable[[Mapping[Expr, Expr]], bool]:
     return hit
 
 
-_CONSTANT_CHECKS: dict[Rule, Callable[[Mapping[Expr, Expr]], bool]] = {}
+_CONSTANT_CHECKS: Final[dict[Rule, Callable[[Mapping[Expr, Expr]], bool]]] = {}
 laws.on_change(_CONSTANT_CHECKS.clear)  # identities depend on the laws in force
 
 
@@ -984,7 +984,7 @@ def identity_instances(rule: Rule) -> tuple[tuple[ConstVar, Const], ...]:
     return hit
 
 
-_IDENTITIES: dict[Rule, tuple[tuple[ConstVar, Const], ...]] = {}
+_IDENTITIES: Final[dict[Rule, tuple[tuple[ConstVar, Const], ...]]] = {}
 laws.on_change(_IDENTITIES.clear)  # canonical forms depend on the laws in force
 
 
@@ -1409,7 +1409,7 @@ class _ExprSimplifier:
 
 
 #: Largest period over which a merge of mod constraints is checked point by point.
-MERGE_PERIOD_LIMIT = 1 << 16
+MERGE_PERIOD_LIMIT: Final = 1 << 16
 
 
 def checked_residue_merge(m1: int, r1: int, m2: int, r2: int
@@ -1779,7 +1779,7 @@ def _sized_bounds_of(v: Variable, constraints: Mapping[Expr, Interval], upper: b
 
 
 #: The trace entry of a map with sizes that the simplifier gave back as it was.
-SIZES_NOT_SIMPLIFIED = "left as is: the result is outside the grammar of maps with sizes"
+SIZES_NOT_SIMPLIFIED: Final = "left as is: the result is outside the grammar of maps with sizes"
 
 
 def _result_bounds(m: IndexingMap) -> Mapping[Variable, Interval]:
@@ -1819,7 +1819,7 @@ def default_simplifier() -> Simplifier:
     return _DEFAULT
 
 
-_CUSTOM: dict[tuple[str, bool], Simplifier] = {}
+_CUSTOM: Final[dict[tuple[str, bool], Simplifier]] = {}
 
 
 def _fingerprint(paths: Sequence[str | Path]) -> str:

@@ -23,7 +23,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from . import laws
 from .canonical import canonical_product, canonical_sum
@@ -66,13 +66,13 @@ Sym = Any
 #: negative); PythonMod and sympy's Mod Python's % (positive divisors only); Identity(x) x
 #: (printed as plain parentheses); floor/ceiling of a rational linear term; Min/Max of any
 #: number of arguments.
-KNOWN_FUNCTIONS: dict[str, tuple[int, ...]] = {
+KNOWN_FUNCTIONS: Final[dict[str, tuple[int, ...]]] = {
     "FloorDiv": (2,), "CleanDiv": (2,), "CeilDiv": (2,), "ModularIndexing": (3,),
     "PythonMod": (2,), "Mod": (2,), "Identity": (1,), "floor": (1,), "ceiling": (1,),
     "FloorToInt": (1,), "CeilToInt": (1,), "Min": (), "Max": (),
 }
 #: Names Inductor uses that a map cannot express (reported as unsupported, not unknown).
-INEXPRESSIBLE = frozenset({
+INEXPRESSIBLE: Final = frozenset({
     "IntTrueDiv", "FloatTrueDiv", "TruncToInt", "TruncToFloat", "RoundToInt", "RoundDecimal",
     "ToFloat", "FloatPow", "PowByNatural", "LShift", "RShift", "BitwiseFn_bitwise_and",
     "BitwiseFn_bitwise_or", "BitwiseFn_bitwise_xor", "IsNonOverlappingAndDenseIndicator",
@@ -81,10 +81,10 @@ INEXPRESSIBLE = frozenset({
 
 #: Inductor's indirect indices (`indirect0`, `tmp4`: values loaded from a tensor), which it
 #: ranges as [0, int_oo]; a map's runtime variables need finite bounds.
-RUNTIME_MESSAGE = "indirect index symbols not yet supported"
-_RUNTIME_NAME = re.compile(r"(?:indirect|tmp)[0-9]+")
+RUNTIME_MESSAGE: Final = "indirect index symbols not yet supported"
+_RUNTIME_NAME: Final = re.compile(r"(?:indirect|tmp)[0-9]+")
 #: Spellings of an unbounded end in `size_ranges` (sympy's and torch's infinities).
-_INFINITE = frozenset({"int_oo", "oo", "inf"})
+_INFINITE: Final = frozenset({"int_oo", "oo", "inf"})
 
 
 # -- size names ----------------------------------------------------------------------------------
@@ -207,11 +207,11 @@ class _Domain:
 
 #: `_Domain`s by `_domain_key`; emptied past `_DOMAIN_LIMIT` entries, and when the proven
 #: laws change (the expressions they hold were built under the old ones).
-_DOMAINS: dict[tuple[object, ...], _Domain] = register_cache({})
+_DOMAINS: Final[dict[tuple[object, ...], _Domain]] = register_cache({})
 laws.on_change(_DOMAINS.clear)
-_DOMAIN_LIMIT = 4096
+_DOMAIN_LIMIT: Final = 4096
 #: A domain's memo of subterm ranges is emptied past this many entries.
-_RANGES_LIMIT = 4096
+_RANGES_LIMIT: Final = 4096
 
 
 def _domain_key(var_ranges: Mapping[Any, Any], size_ranges: Mapping[Any, Any] | None
@@ -250,7 +250,7 @@ def _extent_key(extent: Sym) -> object:
     return key
 
 
-_EXTENT_KEYS: dict[int, tuple[Sym, object]] = {}
+_EXTENT_KEYS: Final[dict[int, tuple[Sym, object]]] = {}
 
 
 def _tree_key(node: Sym) -> object:
@@ -509,9 +509,16 @@ class _Reader:
         return ceildiv(total, q) if up else floordiv(total, q)
 
 
-_INTEGER, _SYMBOL, _RATIONAL, _ADD, _MUL, _POW, _FUNCTION = range(7)
+#: what `_Reader.read` does with a node (`_kind`)
+_INTEGER: Final = 0
+_SYMBOL: Final = 1
+_RATIONAL: Final = 2
+_ADD: Final = 3
+_MUL: Final = 4
+_POW: Final = 5
+_FUNCTION: Final = 6
 #: `_kind` by class: sympy's `is_Integer`, `is_Symbol` and `is_Rational` are class constants.
-_KINDS: dict[type, int] = {}
+_KINDS: Final[dict[type, int]] = {}
 
 
 def _kind(node: Sym) -> int:
@@ -631,7 +638,7 @@ def inductor_classes() -> dict[str, Callable[..., Sym]]:
     return standin_classes()
 
 
-_STANDINS: dict[str, Any] = {}
+_STANDINS: Final[dict[str, Any]] = {}
 
 
 def standin_classes() -> dict[str, Any]:
@@ -650,9 +657,9 @@ def standin_classes() -> dict[str, Any]:
 
 #: Deeper text is refused by the parser (Python's recursion would give out near 160; maps hold
 #: expressions up to verifidx.expr.MAX_DEPTH = 64 levels anyway).
-MAX_NESTING = 100
+MAX_NESTING: Final = 100
 
-_TOKEN = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
+_TOKEN: Final = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
                     r"|(?P<op>\*\*|//|[-+*/%(),]))")
 
 

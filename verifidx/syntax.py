@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from .errors import DepthError, DivisorError, EvaluationError, ParseError, locate
 from .expr import (
@@ -61,7 +62,7 @@ from .interval import Interval, range_of
 
 # -- lexer -------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(
+_TOKEN: Final = re.compile(
     r"(?P<int>\d+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>->|[-+*/(),\[\]{}:<>=])"
 )
 
@@ -105,7 +106,7 @@ def tokenize(text: str, source: str = "<string>", pattern: re.Pattern[str] = _TO
 
 # -- parser ------------------------------------------------------------------------------------
 
-_OPERATOR_WORDS = {"floordiv": "floordiv", "floorDiv": "floordiv", "/": "floordiv",
+_OPERATOR_WORDS: Final = {"floordiv": "floordiv", "floorDiv": "floordiv", "/": "floordiv",
                    "ceildiv": "ceildiv", "mod": "mod", "*": "*"}
 
 
@@ -501,12 +502,13 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
 # `tokenize` would cut in several; the reader refuses every such run: it accepts only whole
 # names of `tokenize` (ASCII identifiers), integers of decimal digits, and the exact words of
 # the grammar.
-_DIGITS = frozenset("0123456789")
-_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_DIVISIONS: dict[str, Callable[[ExprLike, ExprLike], Expr]] = {
+_DIGITS: Final = frozenset("0123456789")
+_NAME_START: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_DIVISIONS: Final[dict[str, Callable[[ExprLike, ExprLike], Expr]]] = {
     "floordiv": floordiv, "floorDiv": floordiv, "/": floordiv, "ceildiv": ceildiv, "mod": mod}
-_END = " "  # after the last token: never a token (tokens hold no whitespace)
-_PADDING = [_END] * 3  # so that the reader may look ahead past the end without a bounds check
+_END: Final = " "  # after the last token: never a token (tokens hold no whitespace)
+# so that the reader may look ahead past the end without a bounds check
+_PADDING: Final = [_END] * 3
 
 
 class _Reject(Exception):
@@ -524,9 +526,9 @@ def _words(text: str) -> list[str]:
 
 
 # Bounds repeat from map to map: share the (immutable) values instead of building each again.
-_INTERVALS: dict[tuple[int, int], Interval] = {}
-_VARS: dict[tuple[int, int, str | None], Var] = {}
-_SHARED_LIMIT = 10_000
+_INTERVALS: Final[dict[tuple[int, int], Interval]] = {}
+_VARS: Final[dict[tuple[int, int, str | None], Var]] = {}
+_SHARED_LIMIT: Final = 10_000
 
 
 def _interval(lo: int, hi: int) -> Interval:
@@ -550,8 +552,8 @@ def _var(bounds: Interval, name: str | None) -> Var:
 
 # Integer tokens -> their constants, positive and negated: checked once per spelling (decimal
 # digits only, as `tokenize`'s `\d+`; `int` alone would take `1_000`).
-_LITERALS: dict[str, Const] = register_cache({})
-_NEGATED: dict[str, Const] = register_cache({})
+_LITERALS: Final[dict[str, Const]] = register_cache({})
+_NEGATED: Final[dict[str, Const]] = register_cache({})
 
 
 def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
@@ -566,7 +568,7 @@ def _literal(t: str, table: dict[str, Const], sign: int) -> Const:
 # What `_read_expr` does when a nested sum ends: close a parenthesis, or read the second
 # argument of min/max, or close min/max.
 _PAREN, _FIRST_ARG, _SECOND_ARG = 0, 1, 2
-_NO_TERMS: list[Expr] = []  # `rest` of a sum with one term so far; never appended to
+_NO_TERMS: Final[list[Expr]] = []  # `rest` of a sum with one term so far; never appended to
 
 _Frame = tuple[int, str, "Expr | None", "Expr | None", list[Expr], bool, "Expr | None",
                "Callable[[ExprLike, ExprLike], Expr] | None", int, int]
@@ -725,7 +727,7 @@ def _read_bound(toks: list[str], i: int) -> tuple[int, int]:
 
 # Interval texts of a printed domain (`0, 7` of `d0 in [0, 7]`) -> their intervals: checked
 # once per spelling, as the literals above.
-_BOUNDS_TEXT: dict[str, Interval] = {}
+_BOUNDS_TEXT: Final[dict[str, Interval]] = {}
 
 
 def _bounds_text(lo_hi: str) -> Interval:
@@ -934,8 +936,8 @@ def parse_affine_map(text: str, source: str = "<string>") -> AffineMap:
 
 # -- printer -----------------------------------------------------------------------------------
 
-_LEVEL2 = (Mul, FloorDiv, CeilDiv, Mod)
-_MAP_VARIABLES = frozenset((Dim, Symbol, RtVar))
+_LEVEL2: Final = (Mul, FloorDiv, CeilDiv, Mod)
+_MAP_VARIABLES: Final = frozenset((Dim, Symbol, RtVar))
 
 
 class _Printer:
@@ -1053,7 +1055,7 @@ def _head(labels: Sequence[str], nd: int, nr: int, nt: int) -> str:
 
 # XLA's names (`d0, ..., s0, ..., rt0, ...`) and the variable lists they print, per count of
 # dimensions, range and runtime variables: shared, callers do not change them.
-_DEFAULT_HEADS: dict[tuple[int, int, int], tuple[list[str], str]] = {}
+_DEFAULT_HEADS: Final[dict[tuple[int, int, int], tuple[list[str], str]]] = {}
 
 
 def _default_head(nd: int, nr: int, nt: int) -> tuple[list[str], str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import cast
+from typing import Final, cast
 
 from ..errors import EvaluationError
 from ..expr import (
@@ -39,7 +39,7 @@ def _lcm(a: int, b: int) -> int:
     return abs(a * b) // math.gcd(a, b) if a and b else 0
 
 
-_SCOPE: dict[str, object] = {"_fd": floor_div, "_cd": ceil_div, "_fm": floor_mod,
+_SCOPE: Final[dict[str, object]] = {"_fd": floor_div, "_cd": ceil_div, "_fm": floor_mod,
                              "_gcd": math.gcd, "_lcm": _lcm}
 
 
@@ -149,7 +149,7 @@ def _divisor(rule: Rule) -> ConstVar | None:
 
 
 #: Keyed by the rule itself (never by id(), see issue 10).
-_GUARDS: dict[Rule, Guard | None] = {}
+_GUARDS: Final[dict[Rule, Guard | None]] = {}
 
 
 def guard_for(rule: Rule) -> Guard | None:

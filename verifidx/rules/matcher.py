@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from math import gcd
+from typing import Final
 
 from .. import laws
 from ..canonical import canon, from_linear, linear_form, order_key
@@ -42,8 +43,8 @@ from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]
 
-KIND_BITS: dict[type[Expr], int] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
-_KINDS: dict[Expr, int] = register_cache({})
+KIND_BITS: Final[dict[type[Expr], int]] = {FloorDiv: 1, Mod: 2, CeilDiv: 4, Min: 8, Max: 16}
+_KINDS: Final[dict[Expr, int]] = register_cache({})
 
 
 def kinds(e: Expr) -> int:
@@ -59,10 +60,10 @@ def kinds(e: Expr) -> int:
 
 
 #: Operators a pattern node matches only at a node of the same type (never at a sum).
-_RIGID = (FloorDiv, Mod, CeilDiv, Min, Max)
+_RIGID: Final = (FloorDiv, Mod, CeilDiv, Min, Max)
 
 #: Cap on the candidate factors tried for a group (keeps matching linear in practice).
-_MAX_FACTORS = 12
+_MAX_FACTORS: Final = 12
 
 
 def match(pattern: Expr, expr: Expr, bindings: Mapping[Expr, Expr] | None = None,
@@ -88,7 +89,8 @@ def match(pattern: Expr, expr: Expr, bindings: Mapping[Expr, Expr] | None = None
     yield from _match(pattern, e, dict(bindings or {}))
 
 
-_SCALED_DIVISIONS: dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None] = register_cache({})
+_SCALED_DIVISIONS: Final[dict[Expr, tuple[type, TermVar, ConstVar, ConstVar] | None]] = \
+    register_cache({})
 
 
 def _scaled_division(p: Expr) -> tuple[type, TermVar, ConstVar, ConstVar] | None:
@@ -131,7 +133,7 @@ def _match_scaled_division(op: type, x: TermVar, c0: ConstVar, c1: ConstVar, e: 
     return [{**b, c1: divisor} for b in found]
 
 
-_RIGID_PATTERNS: dict[Expr, bool] = register_cache({})
+_RIGID_PATTERNS: Final[dict[Expr, bool]] = register_cache({})
 
 
 def _is_rigid(p: Expr) -> bool:
@@ -172,7 +174,7 @@ def _match_rigid(p: Expr, e: Expr, b: Bindings) -> bool:
 #: `_match_split` with nothing bound, by (dividend pattern, divisor pattern, dividend,
 #: divisor): `(x * c0 + y) floordiv c0` and `(x * c0 + y) mod c0` split a dividend the same
 #: way, so `S floordiv k` and `S mod k` share the work. Bindings are never mutated.
-_SPLIT_MATCHES: dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]] = register_cache({})
+_SPLIT_MATCHES: Final[dict[tuple[Expr, Expr, Expr, Expr], list[Bindings]]] = register_cache({})
 
 
 def _split_matches(p: Expr, e: Expr) -> list[Bindings]:
@@ -238,7 +240,7 @@ class SplitMatch:
         return scaled_sum_range(self.rest if var is self.y else self.quotient, base_range)
 
 
-_LAZY_SPLITS: dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]] = register_cache({})
+_LAZY_SPLITS: Final[dict[tuple[Expr, Expr, Expr, Expr], list[SplitMatch]]] = register_cache({})
 laws.on_change(_LAZY_SPLITS.clear)
 
 
@@ -384,7 +386,7 @@ def _match_product(p: Mul, e: Expr, b: Bindings) -> Iterator[Bindings]:
 # -- sums --------------------------------------------------------------------------------------
 
 Terms = dict[Expr, int]  # base -> coefficient, with the constant under Const(1)
-_ONE = Const(1)
+_ONE: Final = Const(1)
 
 
 def _terms(e: Expr) -> Terms:
@@ -396,9 +398,9 @@ def _terms(e: Expr) -> Terms:
 
 #: Sums rebuilt from terms, by their set of terms: the same remainders come back for every rule
 #: whose pattern splits the same sum (expressions are interned, so the key hashes cheaply).
-_SUMS: dict[frozenset[tuple[Expr, int]], Expr] = register_cache({})
-_SCALED: dict[tuple[Expr, int], Expr] = register_cache({})
-_CACHE_LIMIT = 100_000
+_SUMS: Final[dict[frozenset[tuple[Expr, int]], Expr]] = register_cache({})
+_SCALED: Final[dict[tuple[Expr, int], Expr]] = register_cache({})
+_CACHE_LIMIT: Final = 100_000
 
 
 def _expr(terms: Terms) -> Expr:
@@ -419,7 +421,7 @@ def _expr(terms: Terms) -> Expr:
     return hit
 
 
-_PRODUCTS: dict[tuple[Expr, int], Expr] = register_cache({})
+_PRODUCTS: Final[dict[tuple[Expr, int], Expr]] = register_cache({})
 for _cache in (_SUMS, _SCALED, _PRODUCTS, _SPLIT_MATCHES):
     laws.on_change(_cache.clear)  # built under other proven laws
 
@@ -463,7 +465,7 @@ def _order(patterns: tuple[Expr, ...], b: Bindings) -> list[Expr]:
 #: Matches of a sum pattern with nothing bound yet, by (pattern, expression): a dividend
 #: pattern such as `x * c0 + y` recurs under floordiv, mod and ceildiv, with `c0` or `c1` as
 #: the divisor, and its matches do not depend on which. Bindings are never mutated.
-_SUM_MATCHES: dict[tuple[Expr, Expr], list[Bindings]] = register_cache({})
+_SUM_MATCHES: Final[dict[tuple[Expr, Expr], list[Bindings]]] = register_cache({})
 laws.on_change(_SUM_MATCHES.clear)
 
 
@@ -488,7 +490,7 @@ def _match_sum(p: Add, e: Expr, b: Bindings) -> Iterator[Bindings]:
     yield from hit
 
 
-_REPEATS: dict[Add, frozenset[Expr]] = register_cache({})
+_REPEATS: Final[dict[Add, frozenset[Expr]]] = register_cache({})
 
 
 def _repeats_dividend(p: Add) -> bool:
@@ -520,7 +522,7 @@ def _repeated_dividends(p: Add) -> frozenset[Expr]:
     return hit
 
 
-_RIGID_PARTS: dict[Add, tuple[Expr, ...]] = register_cache({})
+_RIGID_PARTS: Final[dict[Add, tuple[Expr, ...]]] = register_cache({})
 
 
 def _rigid_parts(p: Add) -> tuple[Expr, ...]:
@@ -542,7 +544,7 @@ def _rigid_parts(p: Add) -> tuple[Expr, ...]:
     return hit
 
 
-_RIGID_VARIABLES: dict[Add, frozenset[Expr]] = register_cache({})
+_RIGID_VARIABLES: Final[dict[Add, frozenset[Expr]]] = register_cache({})
 
 
 def _rigid_variables(p: Add) -> frozenset[Expr]:
@@ -554,7 +556,7 @@ def _rigid_variables(p: Add) -> frozenset[Expr]:
     return hit
 
 
-_DIVISION_BASES: dict[Expr, tuple[Terms, tuple[Expr, ...]]] = register_cache({})
+_DIVISION_BASES: Final[dict[Expr, tuple[Terms, tuple[Expr, ...]]]] = register_cache({})
 laws.on_change(_DIVISION_BASES.clear)
 
 
@@ -601,7 +603,7 @@ def _rigid_summands_fit(p: Add, e: Expr) -> bool:
     return place(0, (), {})
 
 
-_REPEATED: dict[Expr, bool] = register_cache({})
+_REPEATED: Final[dict[Expr, bool]] = register_cache({})
 laws.on_change(_REPEATED.clear)
 
 
@@ -619,7 +621,7 @@ def _has_repeated_dividend(e: Expr) -> bool:
     return hit
 
 
-_SHAPES: dict[Add, tuple[TermVar, ConstVar, TermVar] | None] = register_cache({})
+_SHAPES: Final[dict[Add, tuple[TermVar, ConstVar, TermVar] | None]] = register_cache({})
 
 
 def _scaled_plus_rest(p: Add) -> tuple[TermVar, ConstVar, TermVar] | None:
@@ -665,7 +667,8 @@ def _without_term(summands: tuple[Expr, ...], i: int) -> Expr:
     return rest[0] if len(rest) == 1 else Add(rest)
 
 
-_DIVIDED_SHAPES: dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None] = register_cache({})
+_DIVIDED_SHAPES: Final[dict[Expr, tuple[TermVar, ConstVar, TermVar, ConstVar] | None]] = \
+    register_cache({})
 
 
 def divided_scaled_plus_rest(p: Expr) -> tuple[TermVar, ConstVar, TermVar, ConstVar] | None:
@@ -775,7 +778,7 @@ class _Splits:
         return hit
 
 
-_SPLITS: dict[tuple[Expr, Expr], _Splits | None] = register_cache({})
+_SPLITS: Final[dict[tuple[Expr, Expr], _Splits | None]] = register_cache({})
 laws.on_change(_SPLITS.clear)
 
 

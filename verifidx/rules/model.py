@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from ..errors import EvaluationError
 from ..expr import Expr
 
 #: Functions allowed in conditions and in constant computations on right-hand sides.
-FUNCTIONS: dict[str, int] = {"gcd": 2, "lcm": 2, "abs": 1, "lo": 1, "hi": 1}
+FUNCTIONS: Final[dict[str, int]] = {"gcd": 2, "lcm": 2, "abs": 1, "lo": 1, "hi": 1}
 
 
 class PatternLeaf(Expr):
@@ -178,7 +178,7 @@ class Truth:
 
 Condition = Compare | BoolOp | Not | Truth
 
-COMPARE = {
+COMPARE: Final = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Final
 
 from ..errors import ParseError, locate
 from ..expr import Const, Expr, Mul
@@ -30,19 +31,19 @@ from .model import (
     condition_exprs,
 )
 
-_TOKEN = re.compile(
+_TOKEN: Final = re.compile(
     r"(?P<int>\d+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<punct>=>|==|!=|<=|>=|->|[-+*/(),\[\]{}:<>])"
 )
-_COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
+_COMPARISONS: Final = ("==", "!=", "<=", ">=", "<", ">")
 _ARITHMETIC = ("+", "-", "*", "/", "floordiv", "ceildiv", "mod")
-_OPERATORS = (*_COMPARISONS, *_ARITHMETIC)
-KEYWORDS = frozenset({"rule", "if", "and", "or", "not", "in", "true", "false",
+_OPERATORS: Final = (*_COMPARISONS, *_ARITHMETIC)
+KEYWORDS: Final = frozenset({"rule", "if", "and", "or", "not", "in", "true", "false",
                       # words of the map grammar, so that counterexamples print as map text
                       "floordiv", "floorDiv", "ceildiv", "mod", "min", "max", "domain"})
-MARKERS = frozenset({"expand", "ordered", "split", "trial"})
-_CONSTANT = re.compile(r"c\d+")
-_TERM = re.compile(r"[a-z_][a-z0-9_]*")
+MARKERS: Final = frozenset({"expand", "ordered", "split", "trial"})
+_CONSTANT: Final = re.compile(r"c\d+")
+_TERM: Final = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def _strip_comments(text: str) -> str:
