@@ -307,21 +307,21 @@ class IndexingMap:
         else:
             _check_map_exprs(results)
             _check_map_exprs(constraints)
-        # a frozen dataclass's fields are written through object.__setattr__ (its own __init__
-        # does the same); compiled (mypyc), the instance has native slots and no __dict__
-        _set = object.__setattr__
-        _set(self, "results", results)
-        _set(self, "dims", dims)
-        _set(self, "range_vars", range_vars)
-        _set(self, "rt_vars", rt_vars)
-        _set(self, "constraints", constraints)
-        _set(self, "is_known_empty", is_known_empty)
-        _set(self, "is_undefined", is_undefined)
-        _set(self, "sizes", sizes)
-        _set(self, "_variables", None)
-        _set(self, "_bounds", None)
-        _set(self, "_key", None)
-        _set(self, "_domain_memo", None)
+        # a frozen dataclass's fields are written through object.__setattr__, as its own
+        # __init__ does; written out call by call with the name as a literal, which mypyc
+        # compiles to a write of the native slot (through an alias, each is a Python call)
+        object.__setattr__(self, "results", results)
+        object.__setattr__(self, "dims", dims)
+        object.__setattr__(self, "range_vars", range_vars)
+        object.__setattr__(self, "rt_vars", rt_vars)
+        object.__setattr__(self, "constraints", constraints)
+        object.__setattr__(self, "is_known_empty", is_known_empty)
+        object.__setattr__(self, "is_undefined", is_undefined)
+        object.__setattr__(self, "sizes", sizes)
+        object.__setattr__(self, "_variables", None)
+        object.__setattr__(self, "_bounds", None)
+        object.__setattr__(self, "_key", None)
+        object.__setattr__(self, "_domain_memo", None)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (IndexingMap, (self.results, self.dims, self.range_vars, self.rt_vars,
