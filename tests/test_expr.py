@@ -22,12 +22,15 @@ from verifidx.expr import (
     Symbol,
     add,
     add_fold,
+    add_node,
     ceildiv,
+    const_node,
     floordiv,
     maximum,
     minimum,
     mod,
     mul,
+    mul_node,
 )
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
@@ -37,6 +40,26 @@ def test_interning_makes_equal_expressions_identical() -> None:
     assert (d0 + 2 * d1) is (d0 + d1 * 2)
     assert floordiv(d0, 8) is floordiv(Dim(0), Const(8))
     assert hash(mod(d0, 3)) == hash(mod(d0, 3))
+
+
+@given(st.integers(-10**30, 10**30), expressions(2, 1, 1, max_leaves=4),
+       st.integers(1, 9).map(Const), st.lists(expressions(2, 1, 1, max_leaves=3),
+                                                     min_size=2, max_size=4))
+def test_the_interned_node_helpers_give_the_node_the_class_gives(
+        value: int, a: Expr, b: Expr, terms: list[Expr]) -> None:
+    """`const_node`, `mul_node` and `add_node` find a node in the intern table by hand: the
+    same node as the class call, whether built before or not (the other operations' nodes,
+    under other keys, are never found instead)."""
+    for first in (True, False):  # the helper builds the node, or the class does
+        c = const_node(value) if first else Const(value)
+        assert c is (Const(value) if first else const_node(value))
+        assert type(c) is Const and c.value == value
+    # the other operations' nodes over the same operands exist first
+    others = [op(a, b) for op in (FloorDiv, Mod, CeilDiv)] + [Add([a, b])]
+    assert mul_node(a, b) is Mul(a, b) and type(mul_node(a, b)) is Mul
+    assert mul_node(b, a) is Mul(b, a) and all(mul_node(a, b) is not o for o in others)
+    assert add_node(terms) is Add(terms) and add_node(tuple(terms)) is Add(terms)
+    assert type(add_node(terms)) is Add and list(add_node(terms).children) == terms
 
 
 def test_pickle_keeps_interning() -> None:

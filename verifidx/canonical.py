@@ -33,7 +33,10 @@ from .expr import (
     Symbol,
     Variable,
     add,
+    add_node,
+    const_node,
     mul,
+    mul_node,
     register_cache,
 )
 
@@ -118,13 +121,13 @@ def from_linear(coeffs: dict[Expr, int] | Iterable[tuple[Expr, int]], constant: 
         elif c == 1 and mul_one:
             scaled.append(b)  # what `mul(b, 1)` gives, without the call
         else:
-            scaled.append(Mul(b, Const(c)))  # what `mul(b, c)` gives for any other base
+            scaled.append(mul_node(b, const_node(c)))  # what `mul(b, c)` gives for any other base
     terms = sorted(scaled, key=order_key)
     if constant:
-        terms.append(Const(constant))
+        terms.append(const_node(constant))
     if not terms:
-        return Const(0)
-    return terms[0] if len(terms) == 1 else Add(terms)
+        return const_node(0)
+    return terms[0] if len(terms) == 1 else add_node(terms)
 
 
 def canonical_sum(terms: Iterable[Expr]) -> Expr:

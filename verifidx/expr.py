@@ -735,6 +735,29 @@ def as_expr(x: ExprLike) -> Expr:
     return Const(x)
 
 
+# Interned nodes for the compiled core's hot paths. mypyc calls a class with its own `__new__`
+# through Python's generic call (the arguments packed into a tuple and a dict, then parsed);
+# these look the node up in the intern table natively, as `__new__` first does, and call the
+# class only for a node not built yet.
+def const_node(value: int) -> Expr:
+    """`Const(value)`."""
+    node = _TABLE.get(("c", value))
+    return node if node is not None else Const(value)
+
+
+def mul_node(lhs: Expr, rhs: Expr) -> Expr:
+    """`Mul(lhs, rhs)` (the node as written: `mul` applies the laws)."""
+    node = _TABLE.get(("*", lhs, rhs))
+    return node if node is not None else Mul(lhs, rhs)
+
+
+def add_node(terms: Sequence[Expr]) -> Expr:
+    """`Add(terms)` (the node as written: `add` applies the laws)."""
+    key = tuple(terms)
+    node = _TABLE.get(("+", key))
+    return node if node is not None else Add(key)
+
+
 def add(*operands: ExprLike) -> Expr:
     """Sum; nested sums are flattened, constants merged at the first constant's place, 0 dropped
     (each only while its law is proven: `verifidx.laws`)."""
@@ -761,12 +784,12 @@ def add(*operands: ExprLike) -> Expr:
         if const_sum == 0 and drop_zero:
             del terms[const_at]
         else:
-            terms[const_at] = Const(const_sum)
+            terms[const_at] = const_node(const_sum)
     if not terms:
         return Const(0)
     if len(terms) == 1:
         return terms[0]
-    return Add(terms)
+    return add_node(terms)
 
 
 def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
@@ -826,7 +849,7 @@ def add_fold(first: Expr, rest: Sequence[Expr]) -> Expr:
                     del terms[const_at]
                     const_at = -1
                 else:
-                    terms[const_at] = Const(const_sum)
+                    terms[const_at] = const_node(const_sum)
         if depth >= MAX_DEPTH and len(terms) > 1:
             raise DepthError(depth + 1, MAX_DEPTH)  # where `add` would build this partial sum
     if not terms:
@@ -852,7 +875,7 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
         c = y.value
         if isinstance(x, Const):
             if on.fold_mul:
-                return Const(x.value * c)
+                return const_node(x.value * c)
         elif c == 1 and on.mul_one:
             return x
         elif c == 0 and x.is_total and on.mul_zero:
@@ -860,7 +883,7 @@ def mul(a: ExprLike, b: ExprLike) -> Expr:
         elif isinstance(x, Mul) and isinstance(x.rhs, Const) and on.mul_const_assoc \
                 and on.fold_mul:
             return mul(x.lhs, x.rhs.value * c)
-    return Mul(x, y)
+    return mul_node(x, y)
 
 
 def floordiv(a: ExprLike, b: ExprLike) -> Expr:

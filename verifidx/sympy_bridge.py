@@ -42,6 +42,7 @@ from .expr import (
     Variable,
     add,
     ceildiv,
+    const_node,
     floordiv,
     has_index_variable,
     is_size_expr,
@@ -357,7 +358,7 @@ class _Reader:
     def read(self, node: Sym, parent: Sym = None) -> Expr:
         kind = _kind(node)
         if kind == _INTEGER:
-            return Const(node.p)  # sympy's Integer holds its value as a Python int
+            return const_node(node.p)  # sympy's Integer holds its value as a Python int
         if kind == _SYMBOL:
             return self._symbol(node, parent)
         if kind == _RATIONAL:
