@@ -661,7 +661,7 @@ def standin_classes() -> dict[str, Any]:
 MAX_NESTING: Final = 100
 
 _TOKEN: Final = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
-                    r"|(?P<op>\*\*|//|[-+*/%(),]))")
+                           r"|(?P<op>\*\*|//|[-+*/%(),]))")
 
 
 class _Parser:

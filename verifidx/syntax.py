@@ -107,7 +107,7 @@ def tokenize(text: str, source: str = "<string>", pattern: re.Pattern[str] = _TO
 # -- parser ------------------------------------------------------------------------------------
 
 _OPERATOR_WORDS: Final = {"floordiv": "floordiv", "floorDiv": "floordiv", "/": "floordiv",
-                   "ceildiv": "ceildiv", "mod": "mod", "*": "*"}
+                          "ceildiv": "ceildiv", "mod": "mod", "*": "*"}
 
 
 class _Parser:

@@ -40,7 +40,7 @@ def _lcm(a: int, b: int) -> int:
 
 
 _SCOPE: Final[dict[str, object]] = {"_fd": floor_div, "_cd": ceil_div, "_fm": floor_mod,
-                             "_gcd": math.gcd, "_lcm": _lcm}
+                                    "_gcd": math.gcd, "_lcm": _lcm}
 
 
 def condition_source(cond: Condition, keys: list[Expr], leaf: str) -> str:

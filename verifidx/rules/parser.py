@@ -39,8 +39,8 @@ _COMPARISONS: Final = ("==", "!=", "<=", ">=", "<", ">")
 _ARITHMETIC = ("+", "-", "*", "/", "floordiv", "ceildiv", "mod")
 _OPERATORS: Final = (*_COMPARISONS, *_ARITHMETIC)
 KEYWORDS: Final = frozenset({"rule", "if", "and", "or", "not", "in", "true", "false",
-                      # words of the map grammar, so that counterexamples print as map text
-                      "floordiv", "floorDiv", "ceildiv", "mod", "min", "max", "domain"})
+                             # words of the map grammar, so that counterexamples print as map text
+                             "floordiv", "floorDiv", "ceildiv", "mod", "min", "max", "domain"})
 MARKERS: Final = frozenset({"expand", "ordered", "split", "trial"})
 _CONSTANT: Final = re.compile(r"c\d+")
 _TERM: Final = re.compile(r"[a-z_][a-z0-9_]*")
