@@ -1,10 +1,8 @@
 """Dump real HLO modules produced by JAX into tests/data/jax/ (test data for the HLO parser).
 
-Run with a Python that has jax and jaxlib installed (NOT the project's .venv; the project's tests
-must not need jax):
+Run with the pinned jax/jaxlib (the `test` or `stablehlo` extra installs them in .venv):
 
-    python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax jaxlib
-    /tmp/jaxenv/bin/python tools/dump_jax_hlo.py [--out tests/data/jax]
+    .venv/bin/python tools/dump_jax_hlo.py [--out tests/data/jax]
 
 For every program below it writes
   <name>.opt.hlo  jax.jit(f).lower(*args).compile().as_text()      optimized, with fusions

@@ -1,9 +1,8 @@
 """Dump a 12-layer transformer compiled by JAX (CPU backend) for benchmarks/bench_tiling.py.
 
-Run with a Python that has jax and jaxlib (not the project's .venv):
+Run with the pinned jax/jaxlib (the `test` or `stablehlo` extra installs them in .venv):
 
-    python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax==0.10.2 jaxlib==0.10.2
-    /tmp/jaxenv/bin/python tools/dump_jax_transformer.py
+    .venv/bin/python tools/dump_jax_transformer.py
 
 Writes benchmarks/data/transformer12.opt.hlo (`jax.jit(f).lower(*args).compile().as_text()`) and
 transformer12.json (versions, shapes, the model's source). Pre-layer-norm blocks: multi-head
