@@ -929,6 +929,9 @@ def compose(first: IndexingMap, second: IndexingMap) -> IndexingMap:
     `second`'s dimension bounds become constraints on `first`'s results."""
     if first.is_undefined or second.is_undefined:
         return IndexingMap.undefined()
+    if first.num_results != second.num_dims and (first.is_known_empty or second.is_known_empty):
+        # KNOWN EMPTY read from text has no variables: the composition reads nothing either way
+        return IndexingMap((), first.dims, is_known_empty=True)
     if first.num_results != second.num_dims:
         raise ValueError(
             f"cannot compose: first map has {first.num_results} results, second has "

@@ -486,11 +486,34 @@ def parse_map(text: str, source: str = "<string>") -> IndexingMap:
         pass
     stripped = text.strip()
     if stripped.startswith("affine_map<"):
+        with_domain = _affine_map_with_domain(text)
+        if with_domain is not None:
+            return _Parser(with_domain, source).indexing_map()
         affine = parse_affine_map(text, source)
+        if affine.num_dims == affine.num_symbols == 0:  # nothing to bound
+            return IndexingMap.from_tensor_sizes(affine, (), ())
         raise ParseError(
-            f"an affine_map has no bounds; use IndexingMap.from_tensor_sizes "
-            f"({affine.num_dims} dims, {affine.num_symbols} symbols)", 1, 1, source)
+            f"an affine_map has no bounds: add `// domain: ...` after it, or give the sizes of "
+            f"its {affine.num_dims} dims and {affine.num_symbols} symbols (--dim-sizes and "
+            f"--symbol-sizes; IndexingMap.from_tensor_sizes)", 1, 1, source)
     return _Parser(text, source).indexing_map()
+
+
+_AFFINE_DOMAIN: Final = re.compile(r">(\s*)//(\s*)domain:")
+
+
+def _affine_map_with_domain(text: str) -> str | None:
+    """`affine_map<H -> (R)>  // domain: D` (what `print_affine_map(m, domain=True)` writes) as
+    the map text `H -> (R), domain: D`, padded so that every line and column stays where the
+    user wrote it (errors point into the original text); None without a domain comment."""
+    found = _AFFINE_DOMAIN.search(text)
+    if found is None:
+        return None
+    start = text.index("affine_map<")
+    gap1, gap2 = found.group(1), found.group(2)
+    bridge = " " + gap1 + "," + " " + gap2 + "domain:"  # the same length as the match
+    return (text[:start] + " " * len("affine_map<") + text[start + len("affine_map<"):found.start()]
+            + bridge + text[found.end():])
 
 
 # -- fast reader ---------------------------------------------------------------------------------
@@ -1118,8 +1141,10 @@ def print_map(m: IndexingMap, div: str = "floordiv", multiline: bool = False) ->
     return text + ", domain: " + ", ".join(items)
 
 
-def print_affine_map(m: IndexingMap | AffineMap) -> str:
-    """MLIR's `affine_map<...>` text; runtime variables become trailing symbols."""
+def print_affine_map(m: IndexingMap | AffineMap, domain: bool = False) -> str:
+    """MLIR's `affine_map<...>` text; runtime variables become trailing symbols. `domain` keeps
+    the bounds and constraints, which MLIR's attribute cannot hold, in a trailing comment
+    (`// domain: d0 in [0, 9], ...`, in the affine map's own names) that `parse_map` reads back."""
     if isinstance(m, IndexingMap):
         if m.is_undefined or m.is_known_empty:
             raise ValueError("an UNDEFINED or KNOWN EMPTY map has no affine_map form")
@@ -1138,7 +1163,17 @@ def print_affine_map(m: IndexingMap | AffineMap) -> str:
     head = f"({', '.join(f'd{i}' for i in range(am.num_dims))})"
     if am.num_symbols:
         head += f"[{', '.join(f's{i}' for i in range(am.num_symbols))}]"
-    return f"affine_map<{head} -> ({', '.join(p.top(r) for r in am.results)})>"
+    text = f"affine_map<{head} -> ({', '.join(p.top(r) for r in am.results)})>"
+    if domain and isinstance(m, IndexingMap):
+        nr = m.num_range_vars
+        rename = {RtVar(i): Symbol(nr + i) for i in range(m.num_rt_vars)}
+        constraints = {e.substitute(rename): iv for e, iv in m.constraints.items()}
+        printed = print_map(IndexingMap(am.results, m.dims, m.range_vars + m.rt_vars, (),
+                                        constraints))
+        _, sep, items = printed.partition(", domain: ")
+        if sep:
+            text += "  // domain: " + items
+    return text
 
 
 def strip_whitespace(text: str) -> str:

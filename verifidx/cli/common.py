@@ -22,7 +22,7 @@ from ..hlo.module import HloModule
 from ..hlo.opcodes import check_opcodes
 from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
-from ..syntax import parse_map
+from ..syntax import parse_affine_map, parse_map
 from ..work import Engine, Progress, engine_for, run, show_progress
 
 EXIT_OK = 0
@@ -95,9 +95,31 @@ def decode_utf8(data: bytes, source: str) -> str:
                          source) from None
 
 
-def load_map(arg: str | None) -> IndexingMap:
+def load_map(arg: str | None, args: argparse.Namespace | None = None) -> IndexingMap:
+    """A map from text, a file or stdin. An MLIR `affine_map<...>` without a domain comment
+    takes its bounds from `--dim-sizes`/`--symbol-sizes` (`[0, size - 1]`, as XLA's
+    FromTensorSizes) where the command has them."""
     text, source = read_text(arg)
-    return parse_map(text, source)
+    dim_sizes = getattr(args, "dim_sizes", None)
+    symbol_sizes = getattr(args, "symbol_sizes", None)
+    if dim_sizes is None and symbol_sizes is None or "//" in text \
+            or not text.lstrip().startswith("affine_map<"):
+        return parse_map(text, source)
+    affine = parse_affine_map(text, source)
+    dims, syms = ints(dim_sizes or "", "dim-sizes"), ints(symbol_sizes or "", "symbol-sizes")
+    for flag, sizes, wanted in (("dim-sizes", dims, affine.num_dims),
+                                ("symbol-sizes", syms, affine.num_symbols)):
+        if len(sizes) != wanted or any(n < 1 for n in sizes):
+            raise UsageError(f"--{flag}: the affine_map of {source} needs {wanted} sizes of at "
+                             f"least 1, got {len(sizes)}: {','.join(map(str, sizes))}")
+    return IndexingMap.from_tensor_sizes(affine, dims, syms)
+
+
+def add_affine_sizes(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dim-sizes", metavar="N,...",
+                   help="bounds of an affine_map<...> without a domain: d_i in [0, N_i - 1]")
+    p.add_argument("--symbol-sizes", metavar="N,...",
+                   help="likewise for its symbols (range variables)")
 
 
 def ints(text: str, what: str) -> list[int]:

@@ -1,4 +1,5 @@
-"""`verifidx map print|equal|empty|eval`: parse, print, compare and evaluate indexing maps.
+"""`verifidx map print|compose|equal|empty|eval`: parse, print, compose, compare and evaluate
+indexing maps.
 
 `equal` and `empty` exit 0 (yes), 1 (no, with a counterexample) or 3 (the solver could not
 decide).
@@ -14,6 +15,7 @@ from .common import (
     Parser,
     Subparsers,
     UsageError,
+    add_affine_sizes,
     add_command,
     ints,
     load_map,
@@ -28,8 +30,13 @@ def register(sub: Subparsers) -> None:
     pr = actions.add_parser("print", help="parse and print canonically")
     pr.add_argument("map", nargs="?", help="map text, a file, or - for stdin")
     pr.add_argument("--slash", action="store_true", help="print floor division as '/'")
-    pr.add_argument("--mlir", action="store_true", help="print as MLIR affine_map<...>")
+    pr.add_argument("--mlir", action="store_true",
+                    help="print as MLIR affine_map<...>, the domain in a trailing comment")
     pr.add_argument("--multiline", action="store_true", help="XLA's multi-line layout")
+    co = actions.add_parser("compose", help="apply FIRST, then SECOND (XLA's ComposeIndexingMaps)")
+    co.add_argument("first")
+    co.add_argument("second")
+    co.add_argument("--simplify", action="store_true", help="simplify the result (proven rules)")
     eq = actions.add_parser("equal", help="decide whether two maps denote the same relation")
     eq.add_argument("first")
     eq.add_argument("second")
@@ -42,8 +49,10 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("--dims", default="", help="comma-separated dimension values")
     ev.add_argument("--symbols", default="", help="range then runtime variable values")
     ev.add_argument("--sizes", default="", help="size values of a map with sizes: N=16,M=4")
-    for s in (pr, eq, em, ev):
+    for s in (pr, co, eq, em, ev):
         s.add_argument("--json", action="store_true", help="machine-readable output")
+    for s in (pr, em, ev):
+        add_affine_sizes(s)
 
 
 def _sizes(text: str) -> dict[str, int]:
@@ -59,18 +68,20 @@ def _sizes(text: str) -> dict[str, int]:
 
 def _run(args: argparse.Namespace) -> int:
     if args.action == "print":
-        m = load_map(args.map)
+        m = load_map(args.map, args)
         if args.mlir:
             try:
-                text = print_affine_map(m)
+                text = print_affine_map(m, domain=True)
             except ValueError as err:  # UNDEFINED, KNOWN EMPTY, min/max or sizes
                 raise UsageError(f"--mlir: {err}") from None
         else:
             text = print_map(m, div="/" if args.slash else "floordiv", multiline=args.multiline)
         print(json.dumps({"map": text}) if args.json else text)
         return 0
+    if args.action == "compose":
+        return _compose(args)
     if args.action == "eval":
-        m = load_map(args.map)
+        m = load_map(args.map, args)
         dims, syms = ints(args.dims, "dims"), ints(args.symbols, "symbols")
         sizes = _sizes(args.sizes)
         try:
@@ -101,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.action == "equal":
         verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)
     else:
-        verdict = smt.is_empty(load_map(args.map), args.timeout_ms)
+        verdict = smt.is_empty(load_map(args.map, args), args.timeout_ms)
     if args.json:
         print(json.dumps(verdict_json(verdict)))
     else:
@@ -111,3 +122,18 @@ def _run(args: argparse.Namespace) -> int:
         if verdict.counterexample and verdict.holds is False:
             print(f"  at {verdict.counterexample}")
     return verdicts_exit([verdict.holds])
+
+
+def _compose(args: argparse.Namespace) -> int:
+    from ..indexing_map import compose
+
+    first, second = load_map(args.first), load_map(args.second)
+    try:
+        m = compose(first, second)
+    except ValueError as err:  # results of FIRST do not match the dimensions of SECOND
+        raise UsageError(str(err)) from None
+    if args.simplify:
+        m = m.simplify()
+    text = print_map(m)
+    print(json.dumps({"map": text}) if args.json else text)
+    return 0
