@@ -74,7 +74,7 @@ def computation_json(ci: ComputationIndexing) -> dict[str, Any]:
                 entry.update(operand_json(ci.maps_for(o, number, leaf)))
                 operands.append(entry)
         outputs.append({"output_index": o, "shape": str(shape), "operands": operands})
-    return {"name": comp.name, "root": comp.root.name, "outputs": outputs}
+    return {"name": comp.name, "role": ci.role, "root": comp.root.name, "outputs": outputs}
 
 
 # -- one file ----------------------------------------------------------------------------------

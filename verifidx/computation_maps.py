@@ -31,7 +31,7 @@ import heapq
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
@@ -44,7 +44,7 @@ from verifidx.hlo.indexing import (
 )
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
-from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.common import static_dims, to_all, to_scalar
 from verifidx.hlo.ops.loops import analyse_loop, loop_of_body, per_iteration
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
@@ -541,17 +541,29 @@ def _forget(table: dict[Any, Any], key: Hashable) -> Callable[[object], None]:
 _ROLES: dict[int, tuple[weakref.ref[HloModule], dict[str, str]]] = {}
 
 
+#: What a computation is to its caller, by the attribute that names it; other attributes
+#: (`to_apply`, `called_computations`, ...) give the caller's opcode ("reduce", "sort", ...).
+_ROLE_OF_ATTRIBUTE: Final = {"condition": "loop condition", "body": "loop body",
+                             "true_computation": "branch", "false_computation": "branch",
+                             "branch_computations": "branch"}
+
+
 def _roles(module: HloModule) -> dict[str, str]:
-    """Who calls whom, once per module: each called computation's role is the opcode of its
-    first caller in text order ("fusion", "call", ...), the entry's is "entry"."""
+    """Who calls whom, once per module: each called computation's role for its first caller in
+    text order ("fusion", "call", "loop body", "loop condition", "branch", else the caller's
+    opcode), the entry's is "entry"."""
     hit = _ROLES.get(id(module))
     if hit is not None and hit[0]() is module:
         return hit[1]
     roles: dict[str, str] = {}
     for c in module.computations.values():
         for inst in c.instructions:
-            for name in inst.called_computations:
-                roles.setdefault(name, inst.opcode)
+            for key in COMPUTATION_ATTRIBUTES:
+                value = inst.attributes.get(key)
+                names = (value,) if isinstance(value, str) else \
+                    value if isinstance(value, tuple) else ()
+                for name in names:
+                    roles.setdefault(name, _ROLE_OF_ATTRIBUTE.get(key, inst.opcode))
     roles[module.entry.name] = "entry"
     _ROLES[id(module)] = (weakref.ref(module, _forget(_ROLES, id(module))), roles)
     return roles
@@ -613,7 +625,7 @@ def _compute(module: HloModule | None, computation: HloComputation, direction: s
                 for o, ms in walker.input_to_output(param, leaf).items():
                     maps[(o, param.parameter_number, leaf)] = tuple(ms)
     role = _role(module, computation)
-    if role == "while" and module is not None:
+    if role == "loop body" and module is not None:
         loop = loop_of_body(module, computation)
         if loop is not None:
             analysis = analyse_loop(loop, module)
