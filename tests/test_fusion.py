@@ -71,6 +71,22 @@ def test_proof_merges_maps_that_simplification_leaves_different() -> None:
     assert xla_like.add("a", a) and xla_like.add("b", b) and len(xla_like) == 2
 
 
+def test_contained_members_are_dropped_only_where_asked() -> None:
+    from verifidx.dedup import MapSet
+
+    row = parse_map("(d0)[s0] -> (s0), domain: d0 in [0, 9], s0 in [0, 9]")
+    one = parse_map("(d0) -> (d0), domain: d0 in [0, 9]")
+    union: MapSet[str] = MapSet("test", drop_contained=True)
+    assert union.add("one", one) and union.add("row", row)  # row contains one: one goes
+    assert union.values() == ["row"] and "contained" in union.merges[0].reason
+    assert not union.add("one again", one) and union.values() == ["row"]
+    patterns: MapSet[str] = MapSet("test")  # XLA's access patterns: both stay
+    assert patterns.add("one", one) and patterns.add("row", row) and len(patterns) == 2
+    shifted = parse_map("(d0) -> (d0 + 1), domain: d0 in [0, 9]")
+    assert union.add("shifted", shifted)  # row does not contain d0 + 1 = 10
+    assert union.values() == ["row", "shifted"]
+
+
 # -- conformance -------------------------------------------------------------------------------
 
 

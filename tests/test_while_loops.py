@@ -389,3 +389,22 @@ def test_trip_count_of_a_counter_loop(ty: str, init: int, step: int, direction: 
     assert analysis.trips == _simulate(ty, init, step, direction, bound), analysis.describe()
     if analysis.trips is None:
         assert analysis.reason
+
+
+@pytest.mark.parametrize("name", ["cumsum", "rev_cumsum", "rnn", "fori", "lstm", "row_sums",
+                                  "nested"])
+def test_loop_unions_have_no_member_another_contains(name: str) -> None:
+    """The entry's maps through a loop are a union: a member inside another adds nothing (the
+    union itself is checked against the unrolled program above). Inclusion by enumeration."""
+    fn, _u, shapes = PROGRAMS[name]
+    for optimized in (False, True):
+        m = module(fn, shapes, optimized)
+        found = output_to_input(m, m.entry)
+        assert isinstance(found, dict)
+        for o, per_param in found[m.entry.name].items():
+            for pname, maps in per_param.items():
+                relations = [set(mm.relation()) for mm in maps]
+                for i, ri in enumerate(relations):
+                    for j, rj in enumerate(relations):
+                        assert i == j or not ri <= rj, (name, optimized, o, pname,
+                                                        str(maps[i]), str(maps[j]))

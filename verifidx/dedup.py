@@ -6,6 +6,11 @@ isl's Presburger decision, or Z3), and keeps a record of every merge with the pr
 so that `--explain-dedup` can show why two access patterns were counted once. A solver answer
 of unknown or a spent budget never merges.
 
+Where asked (a loop's walks, `MapSet(drop_contained=True)`), a member that another member
+contains (every tuple of its relation is one of the other's, decided by isl for quasi-affine
+maps) adds nothing to the union and is dropped the same way, with its record: the union, the
+may-read relation, is unchanged. An inclusion isl cannot decide keeps both.
+
 Only maps over the same domain are compared (same dimension bounds, result count and runtime
 variables, and the same provenance): the solver is the slow path, so cheap filters and a cache
 of verdicts come first.
@@ -65,6 +70,30 @@ def _verdict(a: IndexingMap, b: IndexingMap, timeout_ms: int) -> tuple[bool | No
     return v.holds, v.message
 
 
+_INCLUDED: dict[tuple[IndexingMap, IndexingMap], bool | None] = register_cache({})
+
+
+def _included(a: IndexingMap, b: IndexingMap) -> bool | None:
+    """Cached: is a's relation a subset of b's (isl; None where it cannot say)?"""
+    if a.is_known_empty:
+        return not b.is_undefined
+    if b.is_known_empty:
+        return None  # a may be empty too, but only a proof of that would say so
+    key = (a, b)
+    if key in _INCLUDED:
+        return _INCLUDED[key]
+    from . import presburger
+
+    if a.sizes != b.sizes:
+        holds = None
+    else:
+        holds = presburger.included(a, b, {z.name: z.bounds for z in a.sizes})
+    if len(_INCLUDED) > _VERDICT_CACHE_LIMIT:
+        _INCLUDED.clear()
+    _INCLUDED[key] = holds
+    return holds
+
+
 def _same_domain(a: IndexingMap, b: IndexingMap) -> bool:
     return (
         not a.is_undefined and not b.is_undefined
@@ -80,12 +109,18 @@ def _size(m: IndexingMap) -> int:
 
 class MapSet(Generic[T]):
     """Items (each with an indexing map and a context: provenance that must match) kept once
-    per relation. `prove=False` gives XLA's behaviour (structural identity only)."""
+    per relation. `prove=False` gives XLA's behaviour (structural identity only).
+    `drop_contained` also drops members another contains: only where the items mean nothing
+    but their relation (the union of a loop's walks), not where they carry more (a loop
+    closure's maps carry how many iterations each needs, which a containing map may not
+    share; an op's or fusion's maps are its access patterns, which XLA lists one by one, as
+    softmax reads its input through the identity and through the row)."""
 
     def __init__(self, where: str = "", prove: bool = True,
-                 timeout_ms: int = DEDUP_TIMEOUT_MS) -> None:
+                 timeout_ms: int = DEDUP_TIMEOUT_MS, drop_contained: bool = False) -> None:
         self.where = where
         self.prove = prove
+        self.drop_contained = drop_contained
         self.timeout_ms = timeout_ms
         self._items: list[tuple[T, IndexingMap, Hashable]] = []
         self._keys: set[tuple[Hashable, IndexingMap]] = set()
@@ -112,9 +147,34 @@ class MapSet(Generic[T]):
                     self._items[i] = (item, m, context)
                     self._keys.add((context, m))
                 return False
+            if self.drop_contained and self._contained(m, context):
+                return False
         self._items.append((item, m, context))
         self._keys.add((context, m))
         return True
+
+    def _contained(self, m: IndexingMap, context: Hashable) -> bool:
+        """Drops what the union does not need: True when a member contains `m` (then `m` is not
+        added); members that `m` contains are removed. Each drop is recorded as a merge."""
+        peers = [(i, om) for i, (_other, om, ctx) in enumerate(self._items)
+                 if ctx == context and (_same_domain(m, om) or m.is_known_empty
+                                        or om.is_known_empty)]
+        for _i, om in peers:
+            start = time.perf_counter()
+            if _included(m, om) is True:
+                self.merges.append(Merge(str(om), str(m), "contained in the kept map (isl)",
+                                         self.where, time.perf_counter() - start))
+                return True
+        gone = set()
+        for i, om in peers:
+            start = time.perf_counter()
+            if _included(om, m) is True:
+                self.merges.append(Merge(str(m), str(om), "contained in the kept map (isl)",
+                                         self.where, time.perf_counter() - start))
+                gone.add(i)
+        if gone:
+            self._items = [x for i, x in enumerate(self._items) if i not in gone]
+        return False
 
     def values(self) -> list[T]:
         return [item for item, _m, _c in self._items]

@@ -258,8 +258,8 @@ class _Walk:
                 end = self._room(g, k_g, None, steps)
                 if end is not None:
                     ind = self.simplify(remove_unused(OperandIndexing(end)))
-                    found.setdefault(b, MapSet(f"loop {a}->{b}", prove=self.prove)).add(
-                        ind, ind.map)
+                    found.setdefault(b, MapSet(f"loop {a}->{b}", prove=self.prove,
+                                               drop_contained=self.prove)).add(ind, ind.map)
                 for c, edge_maps in self.edges.get(b, {}).items():
                     if self.part[c] == part:
                         continue

@@ -312,6 +312,15 @@ def equal(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None) -> bool | 
     return _run(lambda: bool(both[0].is_equal(both[1])))  # type: ignore[no-any-return]
 
 
+def included(f: IndexingMap, g: IndexingMap, sizes: Sizes | None = None) -> bool | None:
+    """Whether f's relation is a subset of g's for every value of the sizes in their intervals
+    (and every runtime value); None when isl cannot say."""
+    both = _pair(f, g, sizes)
+    if both is None:
+        return None
+    return _run(lambda: bool(both[0].is_subset(both[1])))  # type: ignore[no-any-return]
+
+
 def is_empty(m: IndexingMap, sizes: Sizes | None = None) -> bool | None:
     """Whether the map's domain has no point for any size; None when isl cannot say."""
     if _context() is None:

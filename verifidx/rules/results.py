@@ -73,7 +73,8 @@ class ProofResult:
     smtlib: str = field(default="", repr=False)
     rule: Rule | None = field(default=None, repr=False, compare=False)
     cached: bool = False  # read from a current certificate, not proven in this run
-    recheck: str | None = None  # check: "z3" (query re-run now) or "cache" (re-run before)
+    # check: "z3" (query re-run now) or "cache" (not run: the proof cache holds its unsat)
+    recheck: str | None = None
     seed: int = 0  # Z3's random seed in the proving query (sign splits only)
     rlimit: int = 0  # the resource limit of each check that proved it (0: the config's)
 

@@ -228,7 +228,7 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
     if r.order:
         head += f", {r.order}"
     if r.recheck == "cache":
-        head += " (re-checked before: proof cache)"
+        head += ", not re-run (the proof cache holds unsat for this exact query)"
     elif r.recheck == "z3":
         head += f", re-checked {r.seconds:.2f}s"
     elif r.cached:
