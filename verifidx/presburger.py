@@ -201,6 +201,12 @@ def _run(decide: Any) -> Any:
         _ctx.set_max_operations(0)
 
 
+def run(decide: Any) -> Any:
+    """`decide()`, isl calls built on `isl_map`, under the operation budget: for analyses that
+    ask isl their own questions (`verifidx.ranges`); None when isl stops, fails or is missing."""
+    return None if _context() is None else _run(decide)
+
+
 def _pair(f: IndexingMap, g: IndexingMap, sizes: Sizes | None) -> tuple[Any, Any] | None:
     """Both maps in isl, under the budget (building simplifies too); None if either fails."""
     if _context() is None:
