@@ -63,6 +63,8 @@ _LAZY = {
     "input_to_output": ("verifidx.computation_maps", "input_to_output"),
     "output_to_input": ("verifidx.computation_maps", "output_to_input"),
     "set_simplifier": ("verifidx.computation_maps", "set_simplifier"),
+    "result_range": ("verifidx.ranges", "result_range"),
+    "fits": ("verifidx.ranges", "fits"),
 }
 
 
@@ -110,7 +112,8 @@ __all__ = [
     "IndexingMap", "Interval",
     "ParseError", "RtVar", "Size", "SizeVar", "Symbol", "UnsupportedError", "Var", "Verdict",
     "VerifidxError",
-    "compose", "equal", "equal_relations", "input_to_output", "is_empty", "output_to_input",
+    "compose", "equal", "equal_relations", "fits", "input_to_output", "is_empty", "output_to_input",
     "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "parse_module",
-    "print_affine_map", "print_map", "prove", "range_of", "set_simplifier", "simplify",
+    "print_affine_map", "print_map", "prove", "range_of", "result_range", "set_simplifier",
+    "simplify",
 ]

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "map": "map", "simplify": "simplify", "prove": "rules", "check": "rules",
     "indexing": "indexing", "graph": "graph", "layout": "layout", "tile": "tile",
     "coalescing": "coalescing", "subst": "subst", "optimize": "subst", "validate": "validate",
+    "range": "range",
 }
 """Every command word and the module of this package that registers it, in the order
 `verifidx --help` lists them."""

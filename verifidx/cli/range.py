@@ -1,0 +1,101 @@
+"""`verifidx range MAP [--bits 32] [--unsigned] [--layout SHAPE] [--json]`: each result's exact
+range for every size, and whether it fits the index type (exit 0 fits, 1 overflows, 3 unknown)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, Subparsers, UsageError, add_command, \
+    load_map
+
+
+def register(sub: Subparsers) -> None:
+    p = add_command(sub, "range", "exact range of each result for every size, and whether it "
+                                  "fits a --bits integer", _run)
+    p.add_argument("map", nargs="?", help="map text, @file, a file name, or - for stdin")
+    p.add_argument("--bits", type=int, default=32, help="width of the index type (default 32)")
+    p.add_argument("--unsigned", action="store_true", help="an unsigned index type")
+    p.add_argument("--layout", metavar="SHAPE",
+                   help="the results index this shape (`f32[262144,8960]{1,0}`): check the "
+                        "physical offset its layout gives instead")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..ranges import fits
+
+    m = load_map(args.map)
+    try:
+        answer = fits(m, args.bits, not args.unsigned, layout=args.layout)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        print(json.dumps(_document(answer)))
+    else:
+        _print(answer)
+    return {"fits": EXIT_OK, "overflows": EXIT_FAILED}.get(answer.verdict, EXIT_UNKNOWN)
+
+
+def _end(x: object) -> object:
+    """An extreme in JSON: the expression's text when it depends on the sizes, else the
+    number (null for an empty domain)."""
+    if x is None:
+        return None
+    text = x.text()  # type: ignore[attr-defined]
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _document(answer) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    results = []
+    for rr, holds, over in zip(answer.ranges, answer.result_fits, answer.overflows):
+        doc: dict[str, object] = {
+            "result": rr.result, "min": _end(rr.low), "max": _end(rr.high),
+            "min_value": None if rr.low is None else rr.low.value,
+            "max_value": None if rr.high is None else rr.high.value,
+            "exact": rr.exact, "method": rr.method, "fits": holds}
+        if over is not None:
+            doc.update(smallest=over.sizes, smallest_proven=over.smallest,
+                       witness=over.point, value=over.value)
+        results.append(doc)
+    iv = answer.type_range
+    out: dict[str, object] = {"verdict": answer.verdict, "bits": answer.bits,
+                              "signed": answer.signed, "type_range": [iv.lo, iv.hi],
+                              "results": results}
+    first = answer.overflow
+    if first is not None:
+        out.update(smallest=first.sizes, smallest_proven=first.smallest, witness=first.point,
+                   result=first.result, value=first.value)
+    if answer.reason:
+        out["reason"] = answer.reason
+    return out
+
+
+def _names(values: dict[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in values.items())
+
+
+def _print(answer) -> None:  # type: ignore[no-untyped-def]
+    for rr in answer.ranges:
+        if rr.low is None or rr.high is None:
+            print(f"result {rr.result}: empty domain")
+            continue
+        line = f"result {rr.result}: [{rr.low.text()}, {rr.high.text()}]"
+        line += " exact" if rr.exact else " enclosure"
+        if rr.low.text() != str(rr.low.value) or rr.high.text() != str(rr.high.value):
+            line += f"; over every size: [{rr.low.value}, {rr.high.value}]"
+        print(line + (f" ({rr.note})" if rr.note else ""))
+    iv = answer.type_range
+    kind = f"{'s' if answer.signed else 'u'}{answer.bits} [{iv.lo}, {iv.hi}]"
+    first = answer.overflow
+    if answer.verdict == "fits":
+        print(f"{kind}: fits for every size")
+    elif first is not None:
+        at = f"at {_names(first.sizes)} " if first.sizes else ""
+        which = "the smallest sizes" if first.smallest else "not shown to be the smallest"
+        print(f"{kind}: overflows: result {first.result} {at}"
+              f"{'(' + which + ') ' if first.sizes else ''}is {first.value} at "
+              f"{_names(first.point) or 'the only point'}")
+    if answer.reason:
+        print(f"{kind}: unknown: {answer.reason}" if answer.verdict == "unknown" else
+              f"  also unknown: {answer.reason}")
