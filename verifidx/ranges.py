@@ -409,9 +409,9 @@ def _isl_overflow(m: IndexingMap, ps: Parameters, i: int, target: Interval) -> D
         return True, None, ""
     if not isinstance(at, dict):
         return None, None, "isl did not decide"
+    at_sizes = m.with_sizes(at)
     for side in sides:
-        static = m.with_sizes(at).add_constraint(m.results[i], side)
-        found = presburger.sample(static, {})
+        found = presburger.sample(at_sizes.add_constraint(at_sizes.results[i], side), {})
         if found is None:
             continue
         point = _point(m, ps, at, found[1], i)
