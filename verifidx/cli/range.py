@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from .common import EXIT_FAILED, EXIT_OK, EXIT_UNKNOWN, Subparsers, UsageError, add_command, \
-    load_map
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    Subparsers,
+    UsageError,
+    add_command,
+    load_map,
+)
+
+if TYPE_CHECKING:  # the solver loads only when the command runs
+    from ..ranges import Extreme, Fit
 
 
 def register(sub: Subparsers) -> None:
@@ -37,16 +48,16 @@ def _run(args: argparse.Namespace) -> int:
     return {"fits": EXIT_OK, "overflows": EXIT_FAILED}.get(answer.verdict, EXIT_UNKNOWN)
 
 
-def _end(x: object) -> object:
+def _end(x: Extreme | None) -> int | str | None:
     """An extreme in JSON: the expression's text when it depends on the sizes, else the
     number (null for an empty domain)."""
     if x is None:
         return None
-    text = x.text()  # type: ignore[attr-defined]
+    text = x.text()
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def _document(answer) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _document(answer: Fit) -> dict[str, object]:
     results = []
     for rr, holds, over in zip(answer.ranges, answer.result_fits, answer.overflows):
         doc: dict[str, object] = {
@@ -75,7 +86,7 @@ def _names(values: dict[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in values.items())
 
 
-def _print(answer) -> None:  # type: ignore[no-untyped-def]
+def _print(answer: Fit) -> None:
     for rr in answer.ranges:
         if rr.low is None or rr.high is None:
             print(f"result {rr.result}: empty domain")
