@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +21,10 @@ import verifidx as vx
 from verifidx.cli import main
 from verifidx.interval import Interval
 from verifidx.ranges import fits, offset_map, parameters, result_range
+
+sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
+import fuzz_oracle  # noqa: E402  (shares no code with verifidx)
+from strategies import maps  # noqa: E402
 
 INT32_MAX = 2**31 - 1
 
@@ -331,3 +337,34 @@ def test_fits_agrees_with_enumeration(case, bits: int, signed: bool) -> None:
         assert value == first.value and not lo <= value <= hi
         if first.smallest:  # sizes in name order, compared as tuples
             assert tuple(first.sizes.values()) == min(tuple(z.values()) for z in overflowing)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(maps(max_dims=2, max_syms=2, max_rts=1, max_results=2), st.integers(2, 5))
+def test_static_ranges_with_range_and_runtime_variables(m, bits: int) -> None:
+    """Range variables are existential and runtime variables universal: a result's range is
+    over every tuple of the relation, as the independent oracle enumerates it."""
+    relation = fuzz_oracle.relation(fuzz_oracle.parse(str(m)))
+    assert relation is not None
+    ranges = result_range(m)
+    for i, rr in enumerate(ranges):
+        values = [res[i] for _rt, _d, res in relation]
+        if not values:
+            assert rr.low is None or not rr.exact
+            continue
+        assert rr.low.value <= min(values) and rr.high.value >= max(values)
+        if rr.exact:
+            assert (rr.low.value, rr.high.value) == (min(values), max(values))
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    overflow = any(not lo <= v <= hi for _rt, _d, res in relation for v in res)
+    answer = fits(m, bits)
+    assert answer.verdict == ("overflows" if overflow else "fits") or answer.verdict == "unknown"
+    if answer.verdict == "overflows":
+        first = answer.overflow
+        assert first is not None and first.sizes == {} and not lo <= first.value <= hi
+        om = fuzz_oracle.parse(str(m))
+        point = tuple(first.point.values())  # dims, range variables, runtime variables
+        assert all(a <= x <= b for x, (a, b) in zip(point, om.boxes))
+        cons, res = fuzz_oracle.compile_map(om)(point)
+        assert all(a <= c <= b for c, (_e, a, b) in zip(cons, om.constraints))
+        assert res[first.result] == first.value
