@@ -69,6 +69,13 @@ def parameters(m: IndexingMap, given: Parameters | None = None) -> dict[str, Int
     return out
 
 
+def _leaf(name: str) -> Expr:
+    """The expression leaf a parameter stands for in results and constraints: a size. (Value
+    symbols, issue 36, give theirs here; presburger translates a leaf of `parameters` to the isl
+    parameter of that name, and `IndexingMap.evaluate(sizes=...)` / `with_sizes` bind it.)"""
+    return Size(name)
+
+
 def type_range(bits: int, signed: bool = True) -> Interval:
     """The values of an integer type of `bits` bits."""
     if bits < 1:
@@ -139,6 +146,8 @@ class Fit:
     result_fits: tuple[bool | None, ...]
     overflows: tuple[Overflow | None, ...]
     reason: str = ""
+    #: the map whose results were checked (under `layout`, the offset map)
+    checked: IndexingMap | None = None
 
     @property
     def type_range(self) -> Interval:
@@ -201,13 +210,23 @@ def fits(m: IndexingMap, bits: int = 32, signed: bool = True, *,
         if holds is None:
             solver = solver or _Solver(m, ps, rlimit)
             holds, over, why = _z3_overflow(solver, rr.result, target)
+        if holds is True and _witnessed_outside(rr, target):
+            holds, why = None, "the search found no overflow, yet an extreme outside the type's " \
+                               "range is attained at a checked point"
         verdicts.append(holds)
         overflows.append(over)
         if holds is None:
             reasons.append(f"result {rr.result}: {why}")
     verdict = "overflows" if False in verdicts else "unknown" if None in verdicts else "fits"
     return Fit(verdict, bits, signed, tuple(ranges), tuple(verdicts), tuple(overflows),
-               "; ".join(reasons))
+               "; ".join(reasons), m)
+
+
+def _witnessed_outside(rr: ResultRange, target: Interval) -> bool:
+    """An exact extreme (attained at a checked point) outside `target`: evidence against a
+    "fits", which is then never reported."""
+    return any(end is not None and end.exact and end.value not in target
+               for end in (rr.low, rr.high))
 
 
 def offset_map(m: IndexingMap, layout: Any) -> IndexingMap:
@@ -235,7 +254,7 @@ def _check(m: IndexingMap) -> None:
 def _enclosures(m: IndexingMap, ps: Parameters) -> list[Interval]:
     """Interval arithmetic's sound range of each result (constraints unused)."""
     bounds = dict(m.bounds)
-    bounds.update({Size(name): iv for name, iv in ps.items()})
+    bounds.update({_leaf(name): iv for name, iv in ps.items()})
     cache: dict[Expr, Interval] = {}
     return [range_of(r, bounds, cache) for r in m.results]
 
@@ -338,7 +357,7 @@ def _numerator(aff: Any, names: Sequence[str], divs: int) -> tuple[Expr, int]:
     param, div = _dim("param"), _dim("div")
     leaves: list[tuple[Fraction, Expr]] = []
     for k, name in enumerate(names):
-        leaves.append((Fraction(str(aff.get_coefficient_val(param, k))), Size(name)))
+        leaves.append((Fraction(str(aff.get_coefficient_val(param, k))), _leaf(name)))
     for k in range(divs):
         c = Fraction(str(aff.get_coefficient_val(div, k)))
         if c:
@@ -432,7 +451,7 @@ class _Solver:
         self.vars = [smt_terms.int_var(f"{v.prefix}{v.index}") for v in m.variables]
         self.sizes = {name: smt_terms.int_var(f"size_{name}") for name in ps}
         env: dict[Expr, Any] = dict(zip(m.variables, self.vars))
-        env.update({Size(name): x for name, x in self.sizes.items()})
+        env.update({_leaf(name): x for name, x in self.sizes.items()})
         enc = smt.Encoder(env)
         conds = []
         for x, info in zip(self.vars, m.all_vars):

@@ -61,7 +61,8 @@ def _document(answer: Fit) -> dict[str, object]:
     results = []
     for rr, holds, over in zip(answer.ranges, answer.result_fits, answer.overflows):
         doc: dict[str, object] = {
-            "result": rr.result, "min": _end(rr.low), "max": _end(rr.high),
+            "result": rr.result, "expr": _result_text(answer, rr.result),
+            "min": _end(rr.low), "max": _end(rr.high),
             "min_value": None if rr.low is None else rr.low.value,
             "max_value": None if rr.high is None else rr.high.value,
             "exact": rr.exact, "method": rr.method, "fits": holds}
@@ -82,16 +83,25 @@ def _document(answer: Fit) -> dict[str, object]:
     return out
 
 
+def _result_text(answer: Fit, i: int) -> str:
+    """The checked result's expression, with the map's variable names."""
+    from ..syntax import print_expr, variable_names
+
+    assert answer.checked is not None
+    return print_expr(answer.checked.results[i], variable_names(answer.checked))
+
+
 def _names(values: dict[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in values.items())
 
 
 def _print(answer: Fit) -> None:
     for rr in answer.ranges:
+        head = f"result {rr.result} ({_result_text(answer, rr.result)})"
         if rr.low is None or rr.high is None:
-            print(f"result {rr.result}: empty domain")
+            print(f"{head}: empty domain")
             continue
-        line = f"result {rr.result}: [{rr.low.text()}, {rr.high.text()}]"
+        line = f"{head}: [{rr.low.text()}, {rr.high.text()}]"
         line += " exact" if rr.exact else " enclosure"
         if rr.low.text() != str(rr.low.value) or rr.high.text() != str(rr.high.value):
             line += f"; over every size: [{rr.low.value}, {rr.high.value}]"
