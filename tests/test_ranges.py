@@ -173,6 +173,10 @@ def test_cli_bad_map_is_one_located_line(tmp_path, capsys) -> None:
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}:1:")
     assert main(["range", "(d0) -> (d0), domain: d0 in [0, 3]", "--bits", "0"]) == 2
+    assert main(["range", "(d0) -> (d0), domain: d0 in [0, 3]", "--layout", "f32[4]{0"]) == 2
+    assert main(["range", "(d0) -> (d0, d0), domain: d0 in [0, 3]", "--layout", "f32[4]"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and lines[1].startswith("error: --layout:1:")
 
 
 # -- properties against enumeration -----------------------------------------------------------

@@ -520,7 +520,8 @@ def _search(solver: _Solver, i: int, sign: int, best: int, bound: int) -> Extrem
             best = sign * found[2]
         else:
             break
-    return Extreme(sign * bound, best >= bound)
+    # a checked witness above a "proven" bound would be a solver fault: keep the witness, not exact
+    return Extreme(sign * max(best, bound), best == bound)
 
 
 def _z3_overflow(solver: _Solver, i: int, target: Interval) -> Decision:

@@ -37,8 +37,13 @@ def _run(args: argparse.Namespace) -> int:
     from ..ranges import fits
 
     m = load_map(args.map)
+    layout = None
+    if args.layout is not None:
+        from ..layout import parse_shape
+
+        layout = parse_shape(args.layout, "--layout")
     try:
-        answer = fits(m, args.bits, not args.unsigned, layout=args.layout)
+        answer = fits(m, args.bits, not args.unsigned, layout=layout)
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.json:
