@@ -162,6 +162,10 @@ def test_cli_exit_codes_and_json(tmp_path, capsys) -> None:
     assert "fits for every size" in capsys.readouterr().out
     assert main(["range", GATHER_INDEX, "--layout", "f32[262144,8960]{1,0}"]) == 1
     assert "N = 239675 (the smallest sizes)" in capsys.readouterr().out
+    assert main(["range", f"@{path}", "--sizes", "N=1:239674"]) == 0  # just below the row
+    assert main(["range", f"@{path}", "--sizes", "N=239675:239675"]) == 1
+    assert main(["range", f"@{path}", "--sizes", "N=0:10"]) == 2  # wider than declared
+    capsys.readouterr()
     hard = "(d0, d1) -> (d0 * d1), domain: d0 in [0, 100000], d1 in [0, 100000]"
     assert main(["range", hard, "--unsigned", "--bits", "40"]) == 0
 

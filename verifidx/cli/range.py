@@ -1,5 +1,6 @@
-"""`verifidx range MAP [--bits 32] [--unsigned] [--layout SHAPE] [--json]`: each result's exact
-range for every size, and whether it fits the index type (exit 0 fits, 1 overflows, 3 unknown)."""
+"""`verifidx range MAP [--bits 32] [--unsigned] [--layout SHAPE] [--sizes ...] [--json]`: each
+result's exact range for every size, and whether it fits the index type (exit 0 fits, 1
+overflows, 3 unknown)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # the solver loads only when the command runs
+    from ..interval import Interval
     from ..ranges import Extreme, Fit
 
 
@@ -30,6 +32,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--layout", metavar="SHAPE",
                    help="the results index this shape (`f32[262144,8960]{1,0}`): check the "
                         "physical offset its layout gives instead")
+    p.add_argument("--sizes", default="", metavar="N=LO:HI,...",
+                   help="narrow sizes' intervals (within those the map declares): N=1:4096")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -43,7 +47,8 @@ def _run(args: argparse.Namespace) -> int:
 
         layout = parse_shape(args.layout, "--layout")
     try:
-        answer = fits(m, args.bits, not args.unsigned, layout=layout)
+        answer = fits(m, args.bits, not args.unsigned, layout=layout,
+                      params=_intervals(args.sizes))
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.json:
@@ -51,6 +56,21 @@ def _run(args: argparse.Namespace) -> int:
     else:
         _print(answer)
     return {"fits": EXIT_OK, "overflows": EXIT_FAILED}.get(answer.verdict, EXIT_UNKNOWN)
+
+
+def _intervals(text: str) -> dict[str, Interval]:
+    """`--sizes N=1:4096,M=2:8` as intervals by name."""
+    from ..interval import Interval
+
+    out: dict[str, Interval] = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        name, _, bounds = item.partition("=")
+        lo, _, hi = bounds.partition(":")
+        try:
+            out[name.strip()] = Interval(int(lo), int(hi))
+        except ValueError:
+            raise UsageError(f"--sizes: expected NAME=LO:HI, found {item!r}") from None
+    return out
 
 
 def _end(x: Extreme | None) -> int | str | None:
