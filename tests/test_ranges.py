@@ -376,3 +376,19 @@ def test_static_ranges_with_range_and_runtime_variables(m, bits: int) -> None:
         cons, res = fuzz_oracle.compile_map(om)(point)
         assert all(a <= c <= b for c, (_e, a, b) in zip(cons, om.constraints))
         assert res[first.result] == first.value
+
+
+def test_every_json_key_is_documented(capsys) -> None:
+    """docs/contracts.md is the authority on the JSON: each key `range --json` prints is in its
+    section."""
+    text = (Path(__file__).parents[1] / "docs" / "contracts.md").read_text()
+    section = text.split("## Ranges and index widths", 1)[1].split("\n## ", 1)[0]
+    printed: set[str] = set()
+    for m in (GATHER, "(d0, d1) -> (d0 * d1), domain: d0 in [0, 100000], d1 in [0, 100000]"):
+        main(["range", m, "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        printed |= set(doc) | {k for r in doc["results"] for k in r}
+    main(["range", "(d0) -> (d0 * d0), domain: d0 in [0, 100000]", "--json"])  # fits
+    printed |= set(json.loads(capsys.readouterr().out))
+    missing = {k for k in printed if f'"{k}"' not in section}
+    assert not missing, missing
