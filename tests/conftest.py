@@ -20,6 +20,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Progress lines in a log come every few seconds: on a slow machine a long command would print
+# them into output a test compares. Tests of progress set the interval themselves.
+os.environ.setdefault("VERIFIDX_PROGRESS_SECONDS", "1000000")
+
 
 DATA = Path(__file__).resolve().parent / "data"
 

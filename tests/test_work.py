@@ -243,11 +243,18 @@ def _batch_stderr(tmp_path: Path, terminal: bool, argv: list[str] | None = None
     return out, b"".join(chunks).decode(errors="replace")
 
 
-def test_progress_shows_on_a_terminal_and_not_on_a_pipe(tmp_path: Path) -> None:
+def test_progress_is_a_bar_on_a_terminal_and_lines_in_a_log(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setenv("VERIFIDX_PROGRESS_SECONDS", "0")  # a line per item
     out_tty, err_tty = _batch_stderr(tmp_path, terminal=True)
     out_pipe, err_pipe = _batch_stderr(tmp_path, terminal=False)
     assert "indexing:" in err_tty and "0/2" in err_tty and "item/s" in err_tty
-    assert err_pipe == ""
+    assert err_pipe.splitlines() == ["indexing: 1/2 items, 0 s", "indexing: 2/2 items, 0 s"] \
+        or [ln.rsplit(",", 1)[0] for ln in err_pipe.splitlines()] == [
+            "indexing: 1/2 items", "indexing: 2/2 items"]
+    monkeypatch.setenv("VERIFIDX_PROGRESS_SECONDS", "3600")  # a short run in a log: silent
+    assert _batch_stderr(tmp_path, terminal=False)[1] == ""
     # stdout is the same either way: the bar never lands there
     assert out_tty.splitlines()[:-1] == out_pipe.splitlines()[:-1]
     assert len(out_pipe.splitlines()) == 3
@@ -265,18 +272,26 @@ def test_check_shows_progress_on_a_terminal_except_for_machine_formats(tmp_path:
         assert err == "", form
 
 
-def test_progress_is_off_for_machine_formats_and_pipes() -> None:
-    class Tty:
-        def isatty(self) -> bool:
-            return True
-
-    assert show_progress("text", Tty())  # type: ignore[arg-type]
+def test_progress_is_off_for_machine_formats() -> None:
+    assert show_progress("text")
     for form in ("json", "junit", "github"):
-        assert not show_progress(form, Tty())  # type: ignore[arg-type]
-    with open(os.devnull, "w") as null:
-        assert not show_progress("text", null)
+        assert not show_progress(form)
     with Progress(3, "x", show=False) as bar:  # a hidden bar still echoes lines
         bar.advance()
+
+
+def test_progress_lines_in_a_log_every_few_seconds(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("VERIFIDX_PROGRESS_SECONDS", "0")
+    with Progress(3, "tile", show=True) as bar:
+        for _ in range(3):
+            bar.advance()
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.rsplit(",", 1)[0] for ln in lines] == [f"tile: {k}/3 items" for k in (1, 2, 3)]
+    monkeypatch.setenv("VERIFIDX_PROGRESS_SECONDS", "3600")
+    with Progress(3, "tile", show=True) as bar:
+        bar.advance(3)
+    assert capsys.readouterr().err == ""  # shorter than the interval: nothing to say
 
 
 # -- proofs and re-checks ----------------------------------------------------------------------

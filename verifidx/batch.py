@@ -34,6 +34,19 @@ from .version import __version__
 
 #: Suffixes of the module files a directory argument contributes.
 MODULE_SUFFIXES = (".hlo", ".mlir", ".stablehlo")
+
+
+def is_hlo_snapshot(path: Path) -> bool:
+    """Whether a `.txt` file of a directory is one of XLA's HLO module snapshots
+    (`--xla_dump_to`: `module_NNNN.NAME.before_optimizations.txt`, `...after_optimizations.txt`,
+    per-pass files), whose text starts with `HloModule`; the dump's other `.txt` files (buffer
+    assignment, live ranges, memory reports) are not modules and are skipped."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return True  # named like a module: let the reader report why it cannot be read
+    return head.lstrip().startswith(b"HloModule")
 FORMAT = "verifidx-indexing-batch/1"
 
 
@@ -239,7 +252,8 @@ def expand(paths: Sequence[str]) -> list[str]:
             out += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
         elif os.path.isdir(arg):
             out += sorted(str(p) for p in Path(arg).rglob("*")
-                          if p.suffix in MODULE_SUFFIXES and p.is_file())
+                          if p.is_file() and (p.suffix in MODULE_SUFFIXES or
+                                              p.suffix == ".txt" and is_hlo_snapshot(p)))
         else:
             out.append(arg)
     return list(dict.fromkeys(out))

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -231,21 +232,46 @@ def run(task: Task, items: Sequence[str], engine: Engine = Engine(),
             next_index += 1
 
 
+#: Seconds between the progress lines of a run whose stderr is not a terminal (a CI log):
+#: none for a run shorter than that. `VERIFIDX_PROGRESS_SECONDS` sets it (0: a line per item).
+PROGRESS_SECONDS_ENV = "VERIFIDX_PROGRESS_SECONDS"
+PROGRESS_SECONDS = 10.0
+
+
 class Progress:
-    """Items done, rate and time left on stderr (tqdm), only when `show`; `echo` prints a line
-    on stdout without tearing the bar."""
+    """Items done on stderr, only when `show`: on a terminal a bar (tqdm: rate, time left), else
+    a plain line every few seconds (`indexing: 12/40 items, 31 s`) and one at the end of a run
+    that printed any. `echo` prints a line on stdout without tearing the bar."""
 
     def __init__(self, total: int, description: str, show: bool) -> None:
         self._bar: Any = None
+        self._lines = False
+        self.total, self.description, self.done = total, description, 0
         if show and total:
-            from tqdm import tqdm
+            if hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
+                from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=description, unit="item", file=sys.stderr,
-                             leave=False, dynamic_ncols=True)
+                self._bar = tqdm(total=total, desc=description, unit="item", file=sys.stderr,
+                                 leave=False, dynamic_ncols=True)
+            else:
+                self._lines = True
+                self._every = _progress_seconds()
+                self._start = self._last = time.monotonic()
+                self._printed = False
 
     def advance(self, n: int = 1) -> None:
+        self.done += n
         if self._bar is not None:
             self._bar.update(n)
+        elif self._lines:
+            now = time.monotonic()
+            if now - self._last >= self._every:
+                self._line(now)
+
+    def _line(self, now: float) -> None:
+        print(f"{self.description}: {self.done}/{self.total} items, {now - self._start:.0f} s",
+              file=sys.stderr, flush=True)
+        self._last, self._printed, self._reported = now, True, self.done
 
     def echo(self, line: str, file: IO[str] | None = None) -> None:
         out = file or sys.stdout
@@ -260,6 +286,9 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        if self._lines and self._printed and self.done != self._reported:
+            self._line(time.monotonic())
+        self._lines = False
 
     def __enter__(self) -> Progress:
         return self
@@ -276,7 +305,14 @@ def echo(line: str) -> None:
     sys.stdout.flush()
 
 
-def show_progress(form: str = "text", stream: IO[str] | None = None) -> bool:
-    """Progress is for people: text output, stderr a terminal."""
-    err = stream or sys.stderr
-    return form == "text" and hasattr(err, "isatty") and err.isatty()
+def _progress_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PROGRESS_SECONDS_ENV, PROGRESS_SECONDS)))
+    except ValueError:
+        return PROGRESS_SECONDS
+
+
+def show_progress(form: str = "text") -> bool:
+    """Progress is for people: with text output (a bar on a terminal, lines in a log); never
+    with a machine format (json, junit, github), whose readers want stderr for errors."""
+    return form == "text"

@@ -34,6 +34,7 @@ from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_in
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..hlo.opcodes import check_opcodes
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
+from ..work import Progress, show_progress
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -184,7 +185,11 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     comps = [module.computation(args.computation)] if args.computation else \
         reported_computations(module)
-    results_c = [computation_indexing(module, c, args.direction) for c in comps]
+    results_c = []
+    with Progress(len(comps), "indexing", show_progress("json" if args.json else "text")) as bar:
+        for c in comps:
+            results_c.append(computation_indexing(module, c, args.direction))
+            bar.advance()
     if args.json:
         doc = {"module": module.name, "computations": [_computation_json(ci) for ci in results_c]}
         if args.explain_dedup:

@@ -45,9 +45,11 @@ def __getattr__(name: str) -> object:
 
 
 def prove(path_or_rule: str | Path | Rule | Sequence[Rule], config: ProverConfig | None = None,
-          jobs: int = 1) -> list[ProofResult]:
+          jobs: int = 1, progress: bool = False) -> list[ProofResult]:
     """Prove a rule file, a directory of rule files, one rule's text (`"x mod 1 => 0"`), a
-    Rule, or a list of Rules. Writes no certificates (that is `verifidx prove`)."""
+    Rule, or a list of Rules, every rule from scratch: no certificate read or written and no
+    proof cache (that is `verifidx prove`). `progress`: rules done on stderr (a bar on a
+    terminal, a line every few seconds elsewhere)."""
     if isinstance(path_or_rule, Rule):
         rules = [path_or_rule]
     elif isinstance(path_or_rule, (str, Path)):
@@ -61,7 +63,18 @@ def prove(path_or_rule: str | Path | Rule | Sequence[Rule], config: ProverConfig
         rules = list(path_or_rule)
     from .prover import prove_rules
 
-    return prove_rules(rules, config, jobs)
+    if not progress:
+        return prove_rules(rules, config, jobs)
+    from ..work import Progress
+
+    results: list[ProofResult] = []
+    with Progress(len(rules), "prove", True) as bar:
+        chunk = 1 if jobs <= 1 else 4 * jobs  # a pool per chunk: a few rules per worker
+        for start in range(0, len(rules), chunk):
+            part = rules[start:start + chunk]
+            results += prove_rules(part, config, jobs)
+            bar.advance(len(part))
+    return results
 
 
 __all__ = [
