@@ -17,6 +17,7 @@ from inductor_oracle import evaluate  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
 from verifidx.errors import ParseError  # noqa: E402
+from verifidx.sympy_bridge import parse_text  # noqa: E402
 from verifidx.validation import validate_record  # noqa: E402
 
 RIGHT = [
@@ -85,16 +86,19 @@ def test_xla_map_pairs() -> None:
 
 
 def test_too_deep_is_unsupported_or_bad_input() -> None:
-    """Deeper than maps hold: unsupported; deeper than the parser reads: a ParseError with the
-    column (never Python's RecursionError)."""
+    """Deeper than maps hold: unsupported; deeper than the parser reads: an error record with
+    the column (never Python's RecursionError), signs and `~` nested like parentheses."""
     nested = "FloorDiv(" * 80 + "x0" + ", 2)" * 80
     v = validate_record(json.dumps({"expr": nested, "var_ranges": {"x0": "8"}, "result": "0"}))
     assert v.verdict == "unsupported" and "levels" in v.reason
     deeper = "FloorDiv(" * 300 + "x0" + ", 2)" * 300
-    with pytest.raises(ParseError, match="nested deeper") as err:
-        validate_record(json.dumps({"expr": deeper, "var_ranges": {"x0": "8"}, "result": "0"}),
+    v = validate_record(json.dumps({"expr": deeper, "var_ranges": {"x0": "8"}, "result": "0"}),
                         "log", 3)
-    assert (err.value.line, err.value.column) == (3, 1 + 9 * 101)
+    assert v.verdict == "error" and "nested deeper" in v.reason and v.column == 1 + 9 * 101
+    for text in ("(-" * 300 + "x0" + ")" * 300, "-" * 3000 + "x0",
+                 "Where(" + "~(" * 300 + "x0 < 1" + ")" * 300 + ", 1, 0)"):
+        with pytest.raises(ParseError, match="nested deeper"):
+            parse_text(text)
 
 
 #: Inductor's dynamic forms, right: (expr, var_ranges, size_ranges, result).
@@ -246,7 +250,7 @@ def test_json_format_one_record_per_line_in_order(log: Path,
     fewer = sum(r["fewer_divisions"] is True for r in doc["records"])
     assert sized["divisions"]["verifidx"] == 0  # FloorDiv(x0 + s0*x1, s0) is x1 for every s0
     assert doc["summary"] == {"proved": 2, "refuted": 2, "unknown": 0, "unsupported": 1,
-                              "fewer_divisions": fewer}
+                              "error": 0, "fewer_divisions": fewer}
 
 
 def test_text_junit_github(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -291,11 +295,22 @@ def test_all_proved_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ('{"expr": "x0", "var_ranges": {"x0": "s0"}, "size_ranges": {"s0": ["2", "lots"]}, '
      '"result": "x0"}', "2:1", "expected the range of s0 as integers (int_oo above)"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      line: str, where: str, what: str) -> None:
+def test_bad_input_is_an_error_record_not_the_end(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  line: str, where: str, what: str) -> None:
+    """A malformed line is one `error` record with its line and column; the records before
+    and after it are still validated; exit 2 (bad input, nothing refuted)."""
     path = tmp_path / "bad.jsonl"
-    path.write_text(_line(*RIGHT[0]) + "\n" + line + "\n")
+    path.write_text(_line(*RIGHT[0]) + "\n" + line + "\n" + _line(*RIGHT[1]) + "\n")
     assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {path}:{where}: ")
-    assert what in err
+    out = capsys.readouterr().out
+    assert f"{path}:1: proved" in out and f"{path}:3: proved" in out
+    errors = [ln for ln in out.splitlines() if ": error: " in ln]
+    assert len(errors) == 1 and errors[0].startswith(f"{path}:{where}: error: ")
+    assert what in errors[0]
+    assert main(["validate", str(path), "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["verdict"] for r in doc["records"]] == ["proved", "error", "proved"]
+    line_no, column = where.split(":")
+    assert (doc["records"][1]["line"], doc["records"][1]["column"]) == (2, int(column))
+    assert doc["summary"]["error"] == 1

@@ -55,6 +55,10 @@ class UnsupportedError(VerifidxError):
     """A feature that verifidx does not handle (yet); never a silent wrong answer."""
 
 
+class MissingDependencyError(VerifidxError):
+    """An optional extra is not installed; the message names the `pip install` line."""
+
+
 def locate(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a character offset in `text`."""
     line = text.count("\n", 0, offset) + 1

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NoReturn
 
 from . import laws
-from .canonical import canonical_product, canonical_sum
-from .errors import DivisorError, ParseError, UnsupportedError
+from .canonical import canonical_product, canonical_sum, from_linear, linear_form
+from .errors import DivisorError, MissingDependencyError, ParseError, UnsupportedError
 from .expr import (
     CeilDiv,
     Const,
@@ -135,20 +135,37 @@ def size_interval(name: str, bounds: Any) -> Interval:
 
 def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
                size_ranges: Mapping[Any, Any] | None = None,
-               declare: Iterable[str] = ()) -> IndexingMap:
+               declare: Iterable[str] = (),
+               constraints: Iterable[tuple[Sym, int | None, int | None]] = ()
+               ) -> IndexingMap:
     """The map `(x0, x1, ...) -> (expr)` with `0 <= x_i < extent_i`, one dimension per entry of
     `var_ranges` (symbol or name to extent, in that order). `size_ranges` (symbol or name to
     `(lo, hi)`) names the size symbols: those that `expr` or an extent uses, and those named
     in `declare`, become the map's sizes (`size_name`); an extent that is not a constant is
-    the constraint `x_i - extent <= -1`. A symbol in neither raises `ParseError`."""
-    key = _domain_key(var_ranges, size_ranges)
-    domain = _DOMAINS.get(key)
-    if domain is None:
+    the constraint `x_i - extent <= -1`. `constraints` (sympy term, lo, hi; None for an open
+    end) restrict the domain further (a case of `Where`: `condition_cases`), before `expr` is
+    read. A symbol in neither raises `ParseError`."""
+    constraints = list(constraints)
+    if constraints:  # a domain of its own: what is read under it holds there only
         domain = _read_domain(var_ranges, size_ranges)
-        if len(_DOMAINS) > _DOMAIN_LIMIT:
-            _DOMAINS.clear()
-        _DOMAINS[key] = domain
-    reader = domain.reader()
+        reader = domain.reader()
+        extra = []
+        for term, lo, hi in constraints:
+            e = reader.read(term)
+            iv = range_of(e, reader.bounds, reader.ranges)
+            extra.append((e, Interval(iv.lo if lo is None else max(lo, iv.lo),
+                                      iv.hi if hi is None else min(hi, iv.hi))))
+        domain.constraints = [*domain.constraints, *extra]
+        reader.constraints = domain.constraints
+    else:
+        key = _domain_key(var_ranges, size_ranges)
+        domain = _DOMAINS.get(key)
+        if domain is None:
+            domain = _read_domain(var_ranges, size_ranges)
+            if len(_DOMAINS) > _DOMAIN_LIMIT:
+                _DOMAINS.clear()
+            _DOMAINS[key] = domain
+        reader = domain.reader()
     result = reader.read(expr)
     for name in declare:
         if name not in reader.sizes:
@@ -196,6 +213,7 @@ class _Domain:
         so do its reads of subterms while it shares the tables."""
         out = _Reader(self.dim_names, self.sizes)
         out.declared, out.bounds, out.leaves = self.declared, self.bounds, self.leaves
+        out.constraints = self.constraints
         out.shared = True
         if len(self.ranges) > _RANGES_LIMIT:
             self.ranges.clear()
@@ -311,6 +329,9 @@ class _Reader:
         self.ranges: dict[Expr, Interval] = {}
         #: the node of each declared size, by symbol name
         self.leaves: dict[str, Expr] = {}
+        #: the domain's constraints (extents over sizes, a case's conditions): facts that
+        #: show a dividend nonnegative where the bounds alone do not
+        self.constraints: list[tuple[Expr, Interval]] = []
         #: the tables above are a `_Domain`'s: copied before the first change
         self.shared = False
         #: the domain's reads of compound subterms by the node's id (each entry holds its
@@ -437,6 +458,8 @@ class _Reader:
             raise UnsupportedError(f"{name} has no counterpart in indexing maps: {node}")
         arity = KNOWN_FUNCTIONS.get(name)
         if arity is None:
+            if _is_condition(node):  # a sympy tree handed in (the parser refuses it in text)
+                raise UnsupportedError(f"a condition where a term is expected: {node}")
             raise ParseError(f"unknown function {name} in {node}", source="<sympy>")
         if arity and len(args) not in arity:
             raise ParseError(f"{name} takes {arity[0]} arguments, not {len(args)}: {node}",
@@ -488,9 +511,16 @@ class _Reader:
         """ModularIndexing is `(x // d) % m` with C's `%`, and torch's Mod is defined for a
         nonnegative dividend only (sympy's Mod, the same name, is Python's): read only where
         the dividend cannot be negative, so that every meaning agrees."""
-        if range_of(dividend, self.bounds, self.ranges).lo < 0:
-            raise UnsupportedError(f"a modulus of a value that may be negative (C's and "
-                                   f"Python's % differ there): {node}")
+        if range_of(dividend, self.bounds, self.ranges).lo >= 0:
+            return
+        for c, iv in self.constraints:
+            # dividend = r - c with c <= hi, or r + c with c >= lo: bounded below by
+            # lo(r) - hi, or lo(r) + lo (e.g. s0 - x0 - 1 where x0 - s0 <= -1)
+            if range_of(_plus(dividend, c, 1), self.bounds, self.ranges).lo - iv.hi >= 0 or \
+                    range_of(_plus(dividend, c, -1), self.bounds, self.ranges).lo + iv.lo >= 0:
+                return
+        raise UnsupportedError(f"a modulus of a value that may be negative (C's and "
+                               f"Python's % differ there): {node}")
 
     def _rounded(self, name: str, node: Sym) -> Expr:
         """floor(t) / ceiling(t) of a term with rational coefficients: q * t is integral for
@@ -530,7 +560,7 @@ def _kind(node: Sym) -> int:
     if kind is None:
         name = cls.__name__
         kind = (_INTEGER if node.is_Integer else _SYMBOL if node.is_Symbol else
-                _RATIONAL if node.is_Rational else _ADD if name == "Add" else
+                _RATIONAL if node.is_Rational or node.is_Number else _ADD if name == "Add" else
                 _MUL if name == "Mul" else _POW if name == "Pow" else _FUNCTION)
         _KINDS[cls] = kind
     return kind
@@ -541,6 +571,15 @@ def _args(node: Sym) -> tuple[Sym, ...]:
     every access (microseconds each), and the order means nothing here."""
     raw = getattr(node, "_args", None)
     return raw if isinstance(raw, tuple) else tuple(node.args)
+
+
+def _plus(e: Expr, c: Expr, sign: int) -> Expr:
+    """`e + sign * c` with like terms collected (so that `s0 - x0 - 1 + (x0 - s0)` is -1)."""
+    coeffs, k = linear_form(e)
+    more, j = linear_form(c)
+    for b, v in more.items():
+        coeffs[b] = coeffs.get(b, 0) + sign * v
+    return from_linear(coeffs, k + sign * j)
 
 
 def _has_size_factor(factors: list[Expr]) -> bool:
@@ -660,8 +699,12 @@ def standin_classes() -> dict[str, Any]:
 #: expressions up to verifidx.expr.MAX_DEPTH = 64 levels anyway).
 MAX_NESTING: Final = 100
 
-_TOKEN: Final = re.compile(r"\s*(?:(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
-                           r"|(?P<op>\*\*|//|[-+*/%(),]))")
+_TOKEN: Final = re.compile(r"\s*(?:(?P<float>[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?)"
+                           r"|(?P<int>[0-9]+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
+                           r"|(?P<op>\*\*|//|<=|>=|==|!=|[-+*/%(),<>&|~]))")
+#: sympy's comparison classes by the operator Inductor's text prints (`x0 < 1`); sympy prints
+#: `Eq(a, b)` and `Ne(a, b)` as calls.
+_COMPARE: Final = {"<": "Lt", "<=": "Le", ">": "Gt", ">=": "Ge", "==": "Eq", "!=": "Ne"}
 
 
 class _Parser:
@@ -701,18 +744,72 @@ class _Parser:
         return False
 
     def parse(self) -> Sym:
-        e = self.sum()
+        e = self.term(self.condition)
         if self.peek()[0] != "end":
             self.fail("an operator or the end")
+        return e
+
+    def term(self, rule: Callable[[], Sym]) -> Sym:
+        """`rule`'s value, which must be a term (an integer value), not a condition."""
+        offset = self.peek()[2]
+        e = rule()
+        if _is_condition(e):
+            self.fail("a term, not a condition", offset)
+        return e
+
+    def truth(self, rule: Callable[[], Sym]) -> Sym:
+        """`rule`'s value, which must be a condition."""
+        offset = self.peek()[2]
+        e = rule()
+        if not _is_condition(e):
+            self.fail("a condition (a comparison)", offset)
+        return e
+
+    def condition(self) -> Sym:
+        """`a | b`, `a & b`, `~a` over comparisons (sympy's printing of Or, And, Not), or a
+        term: Python's precedence, `|` loosest."""
+        import sympy
+
+        e = self.conjunction()
+        while self.take("|"):
+            e = sympy.Or(self.truth(lambda: e), self.truth(self.conjunction), evaluate=False)
+        return e
+
+    def conjunction(self) -> Sym:
+        import sympy
+
+        e = self.negation()
+        while self.take("&"):
+            e = sympy.And(self.truth(lambda: e), self.truth(self.negation), evaluate=False)
+        return e
+
+    def negation(self) -> Sym:
+        import sympy
+
+        if self.take("~"):
+            return sympy.Not(self.nested(lambda: self.truth(self.negation)))
+        return self.comparison()
+
+    def comparison(self) -> Sym:
+        import sympy
+
+        e = self.sum()
+        kind, text, _ = self.peek()
+        if kind == "op" and text in _COMPARE:
+            self.i += 1
+            rhs = self.term(self.sum)
+            if _is_condition(e):
+                self.fail("a term before the comparison")
+            e = getattr(sympy, _COMPARE[text])(e, rhs, evaluate=False)
         return e
 
     def sum(self) -> Sym:
         e = self.product()
         while True:
             if self.take("+"):
-                e = e + self.product()
+                e = self.arith(e) + self.term(self.product)
             elif self.take("-"):
-                e = e - self.product()
+                e = self.arith(e) - self.term(self.product)
             else:
                 return e
 
@@ -720,29 +817,45 @@ class _Parser:
         e = self.unary()
         while True:
             if self.take("*"):
-                e = e * self.unary()
+                e = self.arith(e) * self.term(self.unary)
             elif self.take("//"):
-                e = standin_classes()["FloorDiv"](e, self.unary())
+                e = standin_classes()["FloorDiv"](self.arith(e), self.term(self.unary))
             elif self.take("/"):
-                e = e / self.unary()
+                e = self.arith(e) / self.term(self.unary)
             elif self.take("%"):  # Python's %, whatever the sign
-                e = standin_classes()["PythonMod"](e, self.unary())
+                e = standin_classes()["PythonMod"](self.arith(e), self.term(self.unary))
             else:
                 return e
 
+    def arith(self, e: Sym) -> Sym:
+        """An operand of arithmetic: a term (the operator was just taken)."""
+        if _is_condition(e):
+            self.fail("a term, not a condition, before the operator", self.tokens[self.i - 1][2])
+        return e
+
     def unary(self) -> Sym:
         if self.take("-"):
-            return -self.unary()
+            return -self.nested(lambda: self.term(self.unary))
         if self.take("+"):
-            return self.unary()
+            return self.nested(lambda: self.term(self.unary))
         return self.power()
+
+    def nested(self, rule: Callable[[], Sym]) -> Sym:
+        """`rule` one level deeper (a sign or `~`: nested like a parenthesis)."""
+        if self.depth > MAX_NESTING:
+            raise ParseError(f"nested deeper than {MAX_NESTING} parentheses or calls",
+                             self.line, self.peek()[2] + 1, self.source)
+        self.depth += 1
+        e = rule()
+        self.depth -= 1
+        return e
 
     def power(self) -> Sym:
         import sympy
 
         base = self.atom()
         if self.take("**"):
-            return sympy.Pow(base, self.unary())
+            return sympy.Pow(self.arith(base), self.term(self.unary))
         return base
 
     def atom(self) -> Sym:
@@ -755,10 +868,13 @@ class _Parser:
         if kind == "int":
             self.i += 1
             return sympy.Integer(int(text))
+        if kind == "float":  # exactly the decimal written (the reader refuses it)
+            self.i += 1
+            return sympy.Float(text)
         if kind == "op" and text == "(":
             self.i += 1
             self.depth += 1
-            e = self.sum()
+            e = self.condition()
             self.depth -= 1
             if not self.take(")"):
                 self.fail("')'")
@@ -768,15 +884,17 @@ class _Parser:
         self.i += 1
         if self.take("("):
             self.depth += 1
-            args = [self.sum()]
+            args = [self.condition()]
             while self.take(","):
-                args.append(self.sum())
+                args.append(self.condition())
             self.depth -= 1
             if not self.take(")"):
                 self.fail("',' or ')'")
             return self.call(text, args, offset)
         if text in ("oo", "int_oo"):
             self.fail("a finite term", offset)
+        if text in ("True", "False"):
+            return sympy.true if text == "True" else sympy.false
         if self.known is not None and text not in self.known:
             raise ParseError(f"symbol {text} has no range (give it in var_ranges or "
                              "size_ranges)", self.line, offset + 1, self.source)
@@ -785,6 +903,24 @@ class _Parser:
     def call(self, name: str, args: list[Sym], offset: int) -> Sym:
         import sympy
 
+        logic = _LOGIC.get(name)
+        for k, a in enumerate(args):
+            wanted = logic is not None and (k in logic[1] or name in ("And", "Or"))
+            if _is_condition(a) != wanted:
+                what = "a condition" if wanted else "a term, not a condition"
+                raise ParseError(f"expected {what} as argument {k + 1} of {name}", self.line,
+                                 offset + 1, self.source)
+        if logic is not None:
+            if logic[0] and len(args) != logic[0]:
+                raise ParseError(f"{name} takes {logic[0]} arguments, not {len(args)}",
+                                 self.line, offset + 1, self.source)
+            if name == "Where":
+                return standin_classes()["Where"](*args)
+            if name in ("Eq", "Ne"):
+                return getattr(sympy, name)(*args, evaluate=False)
+            if name == "Not":
+                return sympy.Not(args[0])
+            return getattr(sympy, name)(*args, evaluate=False)
         arity = KNOWN_FUNCTIONS.get(name)
         if arity is None and name not in INEXPRESSIBLE:
             raise ParseError(f"unknown function {name} (known: "
@@ -802,12 +938,98 @@ class _Parser:
         return standin_classes()[name](*args)
 
 
+#: Calls of the text's conditions: arity (0: any) and which arguments are conditions
+#: (`Where(c, a, b)`: Inductor's `a if c else b`; And/Or: every one; Eq/Ne: none).
+_LOGIC: Final[dict[str, tuple[int, tuple[int, ...]]]] = {
+    "Where": (3, (0,)), "Eq": (2, ()), "Ne": (2, ()), "Not": (1, (0,)), "And": (0, ()),
+    "Or": (0, ()),
+}
+
+
+def _is_condition(e: Sym) -> bool:
+    """A comparison, And/Or/Not or true/false, not a term (sympy's symbols are Booleans too)."""
+    from sympy.core.relational import Relational
+    from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+
+    return isinstance(e, (Relational, BooleanFunction, BooleanAtom))
+
+
 def parse_text(text: str, known: set[str] | None = None, source: str = "<string>",
                line: int = 1) -> Sym:
     """A sympy expression from the text Inductor prints (`str(expr)`), without torch: the
     function names of KNOWN_FUNCTIONS and INEXPRESSIBLE, `+ - * / // % **`, integers and
     symbols (with `known`, every symbol must be in it). Never `eval`s the text."""
-    return _Parser(text, known, source, line).parse()
+    limit = sys.getrecursionlimit()  # each level of nesting is a dozen calls of the parser
+    sys.setrecursionlimit(limit + _FRAMES_PER_LEVEL * (MAX_NESTING + 2))
+    try:
+        return _Parser(text, known, source, line).parse()
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+#: Python frames the parser spends per level of nesting, at most.
+_FRAMES_PER_LEVEL: Final = 16
+
+
+#: A comparison `lhs op rhs` (sympy's class) being true, as `lhs - rhs in [lo, hi]` (None:
+#: open); false is the complement. Integer terms: `a < b` is `a - b <= -1`.
+_RELATIONS: Final[dict[str, tuple[tuple[int | None, int | None], ...]]] = {
+    "StrictLessThan": ((None, -1),), "LessThan": ((None, 0),),
+    "StrictGreaterThan": ((1, None),), "GreaterThan": ((0, None),),
+    "Equality": ((0, 0),), "Unequality": ((None, -1), (1, None)),
+}
+_COMPLEMENT: Final = {"StrictLessThan": "GreaterThan", "LessThan": "StrictGreaterThan",
+                      "StrictGreaterThan": "LessThan", "GreaterThan": "StrictLessThan",
+                      "Equality": "Unequality", "Unequality": "Equality"}
+#: Beyond this many cases a condition is unsupported (a split doubles the work).
+MAX_CASES: Final = 64
+
+Case = list[tuple[Sym, int | None, int | None]]
+
+
+def condition_cases(cond: Sym, value: bool) -> list[Case]:
+    """Where a condition (comparisons of integer terms, And/Or/Not of them, true/false) has
+    `value`, as a disjunction of conjunctions of `term in [lo, hi]` (None: an open end) over
+    sympy terms; the cases may overlap, and together cover exactly that set. More than
+    MAX_CASES, or anything else, is unsupported."""
+    name = type(cond).__name__
+    if name in ("BooleanTrue", "BooleanFalse"):
+        return [[]] if (name == "BooleanTrue") == value else []
+    if name == "Not":
+        return condition_cases(_args(cond)[0], not value)
+    if name in ("And", "Or"):
+        parts = [condition_cases(a, value) for a in _args(cond)]
+        if (name == "And") == value:  # every part holds: one case per choice of each
+            out: list[Case] = [[]]
+            for p in parts:
+                out = [c + d for c in out for d in p]
+                if len(out) > MAX_CASES:
+                    break
+        else:  # one of the parts holds
+            out = [c for p in parts for c in p]
+    elif name in _RELATIONS:
+        lhs, rhs = _args(cond)
+        shape = _RELATIONS[name if value else _COMPLEMENT[name]]
+        out = [[(lhs - rhs, lo, hi)] for lo, hi in shape]
+    else:
+        raise UnsupportedError(f"a condition verifidx does not read: {cond}")
+    if len(out) > MAX_CASES:
+        raise UnsupportedError(f"more than {MAX_CASES} cases in {cond}")
+    return out
+
+
+def has_where(node: Sym) -> bool:
+    """Whether a sympy tree holds Inductor's `Where(c, a, b)` (read by a case split)."""
+    return type(node).__name__ == "Where" or any(has_where(a) for a in _args(node))
+
+
+def require_sympy() -> None:
+    """sympy is an optional extra: a missing one is said with the line that installs it."""
+    try:
+        import sympy  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("sympy index expressions need sympy, which is not "
+                                     "installed: pip install 'verifidx[sympy]'") from None
 
 
 def count_divisions(e: Expr) -> int:
@@ -838,6 +1060,9 @@ def evaluate_sympy(node: Sym, env: Mapping[str, int]) -> int:
 
         v = _rational(node.args[0], env, Fraction)
         return math.floor(v) if name in ("floor", "FloorToInt") else math.ceil(v)
+    if name == "Where":  # Inductor's `a if c else b`: only the branch taken is evaluated
+        c, a, b = node.args
+        return evaluate_sympy(a if _truth(c, env) else b, env)
     vals = [evaluate_sympy(a, env) for a in node.args]
     if name == "Add":
         return sum(vals)
@@ -860,6 +1085,26 @@ def evaluate_sympy(node: Sym, env: Mapping[str, int]) -> int:
     return ops[name](vals)
 
 
+def _truth(cond: Sym, env: Mapping[str, int]) -> bool:
+    """A condition's value at a point (comparisons of integer terms, And/Or/Not)."""
+    name = type(cond).__name__
+    if name in ("BooleanTrue", "BooleanFalse"):
+        return name == "BooleanTrue"
+    if name == "Not":
+        return not _truth(cond.args[0], env)
+    if name == "And":
+        return all(_truth(a, env) for a in cond.args)
+    if name == "Or":
+        return any(_truth(a, env) for a in cond.args)
+    ops: dict[str, Callable[[int, int], bool]] = {
+        "StrictLessThan": lambda a, b: a < b, "LessThan": lambda a, b: a <= b,
+        "StrictGreaterThan": lambda a, b: a > b, "GreaterThan": lambda a, b: a >= b,
+        "Equality": lambda a, b: a == b, "Unequality": lambda a, b: a != b}
+    if name not in ops:
+        raise UnsupportedError(f"cannot evaluate the condition {cond}")
+    return ops[name](evaluate_sympy(cond.args[0], env), evaluate_sympy(cond.args[1], env))
+
+
 def _rational(node: Sym, env: Mapping[str, int], fraction: Any) -> Any:
     name = type(node).__name__
     if node.is_Rational:
@@ -874,6 +1119,6 @@ def _rational(node: Sym, env: Mapping[str, int], fraction: Any) -> Any:
     return fraction(evaluate_sympy(node, env))
 
 
-__all__ = ["KNOWN_FUNCTIONS", "count_divisions", "evaluate_sympy", "from_sympy",
-           "inductor_classes", "parse_text", "size_interval", "size_name", "symbol_name",
+__all__ = ["KNOWN_FUNCTIONS", "MAX_CASES", "condition_cases", "count_divisions",
+           "evaluate_sympy", "from_sympy", "has_where", "inductor_classes", "parse_text", "size_interval", "size_name", "symbol_name",
            "to_sympy"]

@@ -4,9 +4,12 @@ One record of a log is either sympy text as Inductor prints it (`expr`, `var_ran
 optional `size_ranges`, `result`) or a pair of XLA maps (`input`, `output`). The verdict is
 `proved` only from a decision procedure (`verifidx.equality.equal`: canonical identity,
 exhaustive enumeration of a small box, the proven simplifier, Z3), `refuted` only with a
-counterexample that plain integer arithmetic reproduces, `unknown` when neither, and
-`unsupported` (with the reason) when a term has no counterpart in the map language. Beside the
-verdict: verifidx's own proven simplification of the input and the divisions each side keeps.
+counterexample that plain integer arithmetic reproduces, `unknown` when neither,
+`unsupported` (with the reason) when a term has no counterpart in the map language, and
+`error` (with the line and column) when the record is malformed: one verdict per record, so
+one bad line never hides the others. `Where(c, a, b)` is a case split: both sides compared
+where `c` holds and where it does not. Beside the verdict: verifidx's own proven
+simplification of the input and the divisions each side's expression keeps.
 """
 
 from __future__ import annotations
@@ -18,15 +21,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .equality import equal
-from .errors import DepthError, EvaluationError, ParseError, UnsupportedError
+from .errors import (
+    DepthError,
+    EvaluationError,
+    MissingDependencyError,
+    ParseError,
+    UnsupportedError,
+    VerifidxError,
+)
 from .expr import Const, Expr, Size, Variable, is_size_expr
 from .indexing_map import IndexingMap, SizeVar
 from .interval import range_of
 from .sympy_bridge import (
+    MAX_CASES,
+    Case,
+    condition_cases,
     count_divisions,
     evaluate_sympy,
     from_sympy,
+    has_where,
     parse_text,
+    require_sympy,
     size_interval,
     symbol_name,
     to_sympy,
@@ -34,6 +49,8 @@ from .sympy_bridge import (
 from .syntax import parse_map
 
 PROVED, REFUTED, UNKNOWN, UNSUPPORTED = "proved", "refuted", "unknown", "unsupported"
+#: a malformed record (bad JSON, bad expression text, a symbol without a range)
+ERROR = "error"
 
 #: Z3's share of one record (the cheap decisions come first and usually settle it).
 TIMEOUT_MS = 2000
@@ -54,12 +71,14 @@ class Validation:
     divisions: dict[str, int] = field(default_factory=dict)
     fewer_divisions: bool | None = None
     seconds: float = 0.0
-    kind: str = "sympy"
+    kind: str | None = "sympy"
     text: str = ""  # the input as given (for reports)
+    column: int | None = None  # where in the line an `error` is
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "input": self.text, "verdict": self.verdict,
-                "reason": self.reason, "counterexample": self.counterexample,
+                "reason": self.reason, "column": self.column,
+                "counterexample": self.counterexample,
                 "expr_value": self.expr_value, "result_value": self.result_value,
                 "simplified": self.simplified, "divisions": self.divisions,
                 "fewer_divisions": self.fewer_divisions, "seconds": round(self.seconds, 6)}
@@ -74,30 +93,109 @@ def validate_sympy(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
     """`result == expr` for every loop variable `0 <= x < extent` and, when the expressions
     or extents use size symbols, for every size in its range (sympy expressions)."""
     start = time.perf_counter()
-    try:
-        f = from_sympy(expr, var_ranges, size_ranges)
-        g = from_sympy(result, var_ranges, size_ranges)
-        if f.sizes != g.sizes:  # one side dropped a size: both quantify over all of them
-            names = [symbol_name(z.name) for z in (*f.sizes, *g.sizes)]
-            f = from_sympy(expr, var_ranges, size_ranges, declare=names)
-            g = from_sympy(result, var_ranges, size_ranges, declare=names)
-    except (UnsupportedError, EvaluationError, DepthError) as err:  # beyond maps, not bad input
-        return Validation(UNSUPPORTED, str(err), text=str(expr),
-                          seconds=time.perf_counter() - start)
-    out = _compare(f, g, timeout_ms)
-    if out.verdict != PROVED and f.sizes:
-        out = _proved_generalized(f, g, timeout_ms) or _refuted_at_sizes(f, g, timeout_ms) or out
+    pair = None
+    if has_where(expr) or has_where(result):
+        out = _validate_cases(expr, result, var_ranges, size_ranges, timeout_ms)
+    else:
+        try:
+            pair = _pair(expr, result, var_ranges, size_ranges, [])
+        except (UnsupportedError, EvaluationError, DepthError) as err:  # beyond maps
+            return Validation(UNSUPPORTED, str(err), text=str(expr),
+                              seconds=time.perf_counter() - start)
+        out = _decide(*pair, timeout_ms)
     out.text = str(expr)
     if out.verdict == REFUTED:
         _reevaluate(out, expr, result, var_ranges, size_ranges or {})
+    if pair is not None:  # a case split has no one map to simplify
+        _simplify(out, *pair)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _pair(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
+          size_ranges: Mapping[Any, Any] | None, case: Case) -> tuple[IndexingMap, IndexingMap]:
+    """Both sides as maps over one domain (restricted by `case`) and the same sizes."""
+    f = from_sympy(expr, var_ranges, size_ranges, constraints=case)
+    g = from_sympy(result, var_ranges, size_ranges, constraints=case)
+    if f.sizes != g.sizes:  # one side dropped a size: both quantify over all of them
+        names = [symbol_name(z.name) for z in (*f.sizes, *g.sizes)]
+        f = from_sympy(expr, var_ranges, size_ranges, declare=names, constraints=case)
+        g = from_sympy(result, var_ranges, size_ranges, declare=names, constraints=case)
+    return f, g
+
+
+def _decide(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation:
+    out = _compare(f, g, timeout_ms)
+    if out.verdict != PROVED and f.sizes:
+        out = _proved_generalized(f, g, timeout_ms) or _refuted_at_sizes(f, g, timeout_ms) or out
+    return out
+
+
+def _cases(exprs: list[Any], case: Case, label: str = ""
+           ) -> list[tuple[list[Any], Case, str]]:
+    """The expressions without `Where`, each with the conditions under which it is theirs
+    (and their text): the first `Where` found is split on its condition (every `Where` on
+    that condition takes the same branch); the cases together cover the domain. More than
+    MAX_CASES: unsupported."""
+    found = next((w for e in exprs for w in _wheres(e)), None)
+    if found is None:
+        return [(exprs, case, label)]
+    cond = found.args[0]
+    out: list[tuple[list[Any], Case, str]] = []
+    for value in (True, False):
+        same = {w: w.args[1 if value else 2] for e in exprs for w in _wheres(e)
+                if w.args[0] == cond}
+        branch = [e.xreplace(same) for e in exprs]
+        text = (label + " and " if label else "") + (f"{cond}" if value else f"not ({cond})")
+        for part in condition_cases(cond, value):
+            out += _cases(branch, case + part, text)
+            if len(out) > MAX_CASES:
+                raise UnsupportedError(f"more than {MAX_CASES} cases of Where: {found}")
+    return out
+
+
+def _wheres(e: Any) -> list[Any]:
+    """The `Where` nodes of a sympy tree, outermost first."""
+    if type(e).__name__ == "Where":
+        return [e, *(w for a in e.args for w in _wheres(a))]
+    return [w for a in e.args for w in _wheres(a)]
+
+
+def _validate_cases(expr: Any, result: Any, var_ranges: Mapping[Any, Any],
+                    size_ranges: Mapping[Any, Any] | None, timeout_ms: int) -> Validation:
+    """`Where(c, a, b)` on either side: the pair compared in each case of the conditions
+    (`c` true, `c` false), on the domain restricted to it. Proved when every case is
+    (an empty case holds vacuously); refuted by a case's counterexample (re-evaluated on the
+    original trees by the caller); else the first case's unknown or unsupported."""
+    try:
+        cases = _cases([expr, result], [])
+    except (UnsupportedError, EvaluationError, DepthError) as err:
+        return Validation(UNSUPPORTED, str(err))
+    undecided: Validation | None = None
+    for (e, r), case, where in cases:
+        try:
+            f, g = _pair(e, r, var_ranges, size_ranges, case)
+        except (UnsupportedError, EvaluationError, DepthError) as err:
+            return Validation(UNSUPPORTED, f"where {where}: {err}")
+        v = _decide(f, g, timeout_ms)
+        if v.verdict == REFUTED:
+            v.reason = f"where {where}: {v.reason}"
+            return v
+        if v.verdict != PROVED and undecided is None:
+            undecided = Validation(v.verdict, f"where {where}: {v.reason}")
+    if undecided is not None:
+        return undecided
+    return Validation(PROVED, f"proved in each of the {len(cases)} cases of Where")
+
+
+def _simplify(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
+    """verifidx's own simplification of the input, and the divisions each side keeps."""
     simplified = f.simplify()
     try:
         out.simplified = str(to_sympy(simplified))
     except UnsupportedError:
         out.simplified = str(simplified)
     _count(out, f, g, simplified)
-    out.seconds = time.perf_counter() - start
-    return out
 
 
 def _proved_generalized(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation | None:
@@ -299,9 +397,8 @@ def _compare(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Validation:
 
 
 def _count(out: Validation, f: IndexingMap, g: IndexingMap, simplified: IndexingMap) -> None:
-    def divisions(m: IndexingMap) -> int:
-        return sum(count_divisions(r) for r in m.results) + sum(
-            count_divisions(c) for c in m.constraints)
+    def divisions(m: IndexingMap) -> int:  # of the expression: the extents are not its own
+        return sum(count_divisions(r) for r in m.results)
 
     out.divisions = {"expr": divisions(f), "result": divisions(g),
                      "verifidx": divisions(simplified)}
@@ -313,9 +410,37 @@ def _count(out: Validation, f: IndexingMap, g: IndexingMap, simplified: Indexing
 
 def validate_record(line_text: str, source: str = "<string>", line: int = 1,
                     timeout_ms: int = TIMEOUT_MS) -> Validation:
-    """One JSON line of a log. Malformed JSON, a missing field, malformed expression text, an
-    unknown function or a symbol without a range raise ParseError (line of the log; column in
-    the JSON text, or in the expression's text for the expression's own errors)."""
+    """One JSON line of a log, always one verdict: malformed JSON, a missing field, malformed
+    expression text, an unknown function or a symbol without a range is an `error` (reason
+    and column: in the JSON text, or in the expression's text for the expression's own
+    errors); a form beyond maps is `unsupported`. Raises MissingDependencyError alone (a
+    sympy record where sympy is not installed)."""
+    start = time.perf_counter()
+    try:
+        return _validate_record(line_text, source, line, timeout_ms)
+    except ParseError as err:
+        return Validation(ERROR, err.message, column=err.column, kind=_kind(line_text),
+                          text=line_text.strip(), seconds=time.perf_counter() - start)
+    except MissingDependencyError:
+        raise
+    except VerifidxError as err:  # e.g. a map pair beyond what `equal` decides
+        return Validation(UNSUPPORTED, str(err), kind=_kind(line_text), text=line_text.strip(),
+                          seconds=time.perf_counter() - start)
+
+
+def _kind(line_text: str) -> str | None:
+    """What a record that failed is meant to be: `map`, `sympy`, or None (no JSON object)."""
+    try:
+        record = json.loads(line_text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    return "map" if "input" in record or "output" in record else "sympy"
+
+
+def _validate_record(line_text: str, source: str, line: int, timeout_ms: int) -> Validation:
+    """`validate_record`, raising ParseError (at the line, and column where known)."""
     try:
         record = json.loads(line_text)
     except json.JSONDecodeError as err:
@@ -344,6 +469,10 @@ def validate_record(line_text: str, source: str = "<string>", line: int = 1,
         if not (isinstance(bounds, list) and len(bounds) == 2 and all(
                 isinstance(b, (str, int)) and not isinstance(b, bool) for b in bounds)):
             raise ParseError(f"expected the range of {name} as [lo, hi]", line, 1, source)
+    try:
+        require_sympy()
+    except MissingDependencyError as err:
+        raise MissingDependencyError(f"{source}:{line}: {err}") from None
     known = {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
     exprs = []
     for key in ("expr", "result"):
@@ -371,5 +500,5 @@ def _map(record: dict[str, Any], key: str, source: str, line: int) -> IndexingMa
         raise ParseError(f"{key}: {err.message}", line, err.column, source) from None
 
 
-__all__ = ["PROVED", "REFUTED", "UNKNOWN", "UNSUPPORTED", "Validation", "validate_maps",
-           "validate_record", "validate_sympy"]
+__all__ = ["ERROR", "PROVED", "REFUTED", "UNKNOWN", "UNSUPPORTED", "Validation",
+           "validate_maps", "validate_record", "validate_sympy"]

@@ -2,7 +2,9 @@
 
 LOG holds JSON lines: sympy text as Inductor prints it (`{"expr": ..., "var_ranges": {"x0":
 "16"}, "size_ranges": {...}, "result": ...}`) or XLA map pairs (`{"input": MAP, "output":
-MAP}`). Exit 1 when a record is refuted, 3 when none is but one is unknown, 2 on bad input.
+MAP}`). One verdict per non-blank line, a malformed one included (`error`, with its line and
+column). Exit 1 when a record is refuted, else 2 when one is an error (or the log cannot be
+read), else 3 when one is unknown, else 0.
 """
 
 from __future__ import annotations
@@ -13,8 +15,17 @@ import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from ..validation import PROVED, REFUTED, UNKNOWN, UNSUPPORTED, Validation, validate_record
+from ..validation import (
+    ERROR,
+    PROVED,
+    REFUTED,
+    UNKNOWN,
+    UNSUPPORTED,
+    Validation,
+    validate_record,
+)
 from .common import (
+    EXIT_ERROR,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNKNOWN,
@@ -24,7 +35,7 @@ from .common import (
     read_file,
 )
 
-VERDICTS = (PROVED, REFUTED, UNKNOWN, UNSUPPORTED)
+VERDICTS = (PROVED, REFUTED, UNKNOWN, UNSUPPORTED, ERROR)
 
 
 def register(sub: Subparsers) -> None:
@@ -50,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         print(_junit(rows, source))
     elif args.format == "github":
         for n, v in rows:
-            if v.verdict in (REFUTED, UNKNOWN):
+            if v.verdict in (REFUTED, UNKNOWN, ERROR):
                 print(_github(n, v, source))
         print(_summary_line(rows))
     else:
@@ -60,6 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     verdicts = {v.verdict for _, v in rows}
     if REFUTED in verdicts:
         return EXIT_FAILED
+    if ERROR in verdicts:
+        return EXIT_ERROR
     return EXIT_UNKNOWN if UNKNOWN in verdicts else EXIT_OK
 
 
@@ -81,7 +94,13 @@ def _point(v: Validation) -> str:
     return f"{cex}: input gives {v.expr_value}, result gives {v.result_value}"
 
 
+def _where(n: int, v: Validation, source: str) -> str:
+    return f"{source}:{n}" + (f":{v.column}" if v.column is not None else "")
+
+
 def _text(n: int, v: Validation, source: str) -> str:
+    if v.verdict == ERROR:  # as the CLI's other errors read: file:line:column: what
+        return f"{_where(n, v, source)}: error: {v.reason}"
     head = f"{source}:{n}: {v.verdict}"
     lines = [head + (f" ({v.reason})" if v.reason and v.verdict != PROVED else "")]
     if v.verdict == REFUTED:
@@ -95,13 +114,13 @@ def _text(n: int, v: Validation, source: str) -> str:
 
 
 def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
-    """One testsuite for the log, one testcase per record: refuted is a failure, unknown and
-    unsupported are skipped with the reason."""
+    """One testsuite for the log, one testcase per record: refuted is a failure, a malformed
+    record an error, unknown and unsupported are skipped with the reason."""
     s = _summary(rows)
     root = ET.Element("testsuites", name="verifidx validate", tests=str(len(rows)),
                       failures=str(s[REFUTED]))
     suite = ET.SubElement(root, "testsuite", name=source, tests=str(len(rows)),
-                          failures=str(s[REFUTED]), errors="0",
+                          failures=str(s[REFUTED]), errors=str(s[ERROR]),
                           skipped=str(s[UNKNOWN] + s[UNSUPPORTED]))
     classname = os.path.splitext(os.path.basename(source))[0]
     for n, v in rows:
@@ -110,6 +129,8 @@ def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
         if v.verdict == REFUTED:
             fail = ET.SubElement(case, "failure", type=REFUTED, message=v.reason)
             fail.text = _text(n, v, source)
+        elif v.verdict == ERROR:
+            ET.SubElement(case, "error", type=ERROR, message=_text(n, v, source))
         elif v.verdict in (UNKNOWN, UNSUPPORTED):
             ET.SubElement(case, "skipped", message=f"{v.verdict}: {v.reason}")
     ET.indent(root)
@@ -117,9 +138,14 @@ def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
 
 
 def _github(n: int, v: Validation, source: str) -> str:
-    """A GitHub Actions workflow command on the record's line: error when refuted, warning
-    when unknown."""
-    level = "error" if v.verdict == REFUTED else "warning"
+    """A GitHub Actions workflow command on the record's line: error when refuted or
+    malformed, warning when unknown."""
+    level = "warning" if v.verdict == UNKNOWN else "error"
+    if v.verdict == ERROR:
+        col = f",col={v.column}" if v.column is not None else ""
+        return (f"::error file={github_escape(source, True)},line={n}{col},"
+                f"title={github_escape('verifidx: malformed record', prop=True)}::"
+                f"{github_escape(v.reason)}")
     title = github_escape(f"verifidx: simplification {v.verdict}", prop=True)
     body = f"{v.text}: {v.verdict}" + (f" ({v.reason})" if v.reason else "")
     if v.verdict == REFUTED:
