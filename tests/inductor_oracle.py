@@ -36,6 +36,11 @@ FUNCTIONS = {
     "CeilToInt": _ceiling,
     "Min": min,
     "Max": max,
+    "Where": lambda c, a, b: a if c else b,
+    "Eq": lambda a, b: a == b,
+    "Ne": lambda a, b: a != b,
+    "ToFloat": float,
+    "TruncToInt": lambda x: int(x),  # toward zero, as C's cast
 }
 
 
@@ -47,6 +52,13 @@ class _Exact(ast.NodeTransformer):
         if isinstance(node.op, ast.Div):
             frac = ast.Call(ast.Name("Fraction", ast.Load()), [node.left, node.right], [])
             return ast.copy_location(frac, node)
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        """`~c` of sympy's printing is `not c` (Python's `~` on a bool is bitwise)."""
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Invert):
+            return ast.copy_location(ast.UnaryOp(ast.Not(), node.operand), node)
         return node
 
 
