@@ -69,7 +69,19 @@ def _models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
         def forward(self, x: Any) -> Any:
             return F.max_pool2d(x, 3, stride=2, padding=1) + F.avg_pool2d(x, 2)[..., :1, :1]
 
+    class Roll(nn.Module):  # under dynamic=True: Where(x0 < 1, ...) in the index
+        def forward(self, x: Any) -> Any:
+            return (torch.roll(x, 1, -1) + torch.roll(x, (2, -1), (0, 1)) * 2).sum() + \
+                torch.roll(x, 1).sum()
+
+    class ScaleFactor(nn.Module):  # a float scale: TruncToInt(1.5*ToFloat(s0)) extents
+        def forward(self, x: Any) -> Any:
+            return (F.interpolate(x, scale_factor=2.0, mode="bilinear").sum()
+                    + F.interpolate(x, scale_factor=1.5, mode="nearest").sum())
+
     return {
+        "roll": lambda: (Roll(), (torch.randn(5, 7),)),
+        "scale_factor": lambda: (ScaleFactor(), (torch.randn(1, 2, 5, 6),)),
         "conv": conv,
         "pixel_shuffle": lambda: (PixelShuffle(), (torch.randn(2, 8, 3, 5),)),
         "unfold": lambda: (Unfold(), (torch.randn(2, 3, 6, 8),)),
@@ -141,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", default="-", help="JSON lines file (default: stdout)")
     p.add_argument("--model", action="append", default=[],
                    help=f"built-in ({', '.join(MODEL_NAMES)}; together: all of them in one "
-                        "module) or MODULE:FUNCTION; repeatable (default: each built-in model)")
+                        "module; also roll and scale_factor, the forms of docs/inductor.md's "
+                        "Where and float extents) or MODULE:FUNCTION; repeatable (default: "
+                        "each of the first seven)")
     p.add_argument("--dynamic", action="store_true",
                    help="compile with dynamic=True (index expressions over size symbols)")
     args = p.parse_args(argv)
