@@ -1119,6 +1119,6 @@ def _rational(node: Sym, env: Mapping[str, int], fraction: Any) -> Any:
     return fraction(evaluate_sympy(node, env))
 
 
-__all__ = ["KNOWN_FUNCTIONS", "MAX_CASES", "condition_cases", "count_divisions",
-           "evaluate_sympy", "from_sympy", "has_where", "inductor_classes", "parse_text", "size_interval", "size_name", "symbol_name",
-           "to_sympy"]
+__all__ = ["KNOWN_FUNCTIONS", "MAX_CASES", "Case", "condition_cases", "count_divisions",
+           "evaluate_sympy", "from_sympy", "has_where", "inductor_classes", "parse_text",
+           "require_sympy", "size_interval", "size_name", "symbol_name", "to_sympy"]
