@@ -6,6 +6,7 @@ shown nonnegative by the extents; a missing sympy said as a pip install line."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -19,7 +20,9 @@ pytest.importorskip("sympy")
 from inductor_oracle import evaluate  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
+from verifidx.errors import UnsupportedError  # noqa: E402
 from verifidx.indexing_map import SIZE_MAX  # noqa: E402
+from verifidx.sympy_bridge import from_sympy, parse_text  # noqa: E402
 from verifidx.validation import validate_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,20 +88,46 @@ def test_where_is_a_case_split_that_agrees_with_brute_force(
         assert not differ, differ[:3]
 
 
-def test_float_literals_are_unsupported_per_record_not_the_end(tmp_path: Path,
-                                                               capsys: Any) -> None:
+def test_float_literals_are_read_or_unsupported_per_record(tmp_path: Path,
+                                                          capsys: Any) -> None:
     """Interpolation by a scale factor: TruncToInt(1.5*ToFloat(s0)) extents (was: exit 2 at
-    the float, nothing reported)."""
-    lines = [_rec("x0", {"x0": "TruncToInt(1.5*ToFloat(s0))"}, "x0", {"s0": ["2", "int_oo"]}),
+    the float, nothing reported). Exact in doubles it is read; a float elsewhere, or a
+    product that may round, is unsupported."""
+    sizes = {"s0": ["2", "int_oo"]}
+    lines = [_rec("x0", {"x0": "TruncToInt(1.5*ToFloat(s0))"}, "x0", sizes),
+             _rec("ModularIndexing(x0, 1, s0)", {"x0": "TruncToInt(1.5*ToFloat(s0))"}, "x0",
+                  sizes),
+             _rec("x0", {"x0": "TruncToInt(0.1*ToFloat(s0))"}, "x0", sizes),
              _rec("2.0*x0", {"x0": "4"}, "2*x0"),
              _rec("x0", {"x0": "4"}, "x0")]
     path = tmp_path / "floats.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    assert main(["validate", str(path), "--format", "json"]) == 0
+    assert main(["validate", str(path), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert [r["verdict"] for r in doc["records"]] == ["unsupported", "unsupported", "proved"]
-    assert "TruncToInt" in doc["records"][0]["reason"]
-    assert "non-integer" in doc["records"][1]["reason"]
+    assert [r["verdict"] for r in doc["records"]] == [
+        "proved", "refuted", "unsupported", "unsupported", "proved"]
+    cex = doc["records"][1]["counterexample"]  # x0 reaches s0 below 1.5 * s0
+    assert cex["s0"] <= cex["x0"] < math.trunc(1.5 * cex["s0"])
+    assert "inexact" in doc["records"][2]["reason"]
+    assert "non-integer" in doc["records"][3]["reason"]
+
+
+@pytest.mark.parametrize("scale", ["1.5", "2.0", "0.75", "1.25", "3.0", "0.1", "2.5"])
+def test_a_float_scale_extent_is_the_double_truncation_at_every_size(scale: str) -> None:
+    """The extent read from TruncToInt(c*ToFloat(s0)) has, at each size, exactly as many
+    points as C's cast of the double product gives (Python's floats are doubles); 0.1, 53
+    bits of mantissa, times sizes up to 300 may round: refused."""
+    if scale == "0.1":
+        with pytest.raises(UnsupportedError, match="inexact"):
+            from_sympy(parse_text("x0", {"x0", "s0"}), {"x0": "TruncToInt(0.1*ToFloat(s0))"},
+                       {"s0": ["3", "300"]})
+        return
+    m = from_sympy(parse_text("x0", {"x0", "s0"}), {"x0": f"TruncToInt({scale}*ToFloat(s0))"},
+                   {"s0": ["3", "300"]})
+    for s in range(3, 301):
+        count = sum(1 for x in range(m.dims[0].bounds.hi + 1)
+                    if m.constraints_satisfied([x], sizes={"s0_": s}))
+        assert count == math.trunc(float(scale) * float(s)), (scale, s)
 
 
 def test_divisions_are_counted_in_the_expression_not_the_extents() -> None:
@@ -156,6 +185,8 @@ MIXED = [
     (_rec("Where(x0 < 1, x0 + 3, x0 - 1)", {"x0": "4"}, "ModularIndexing(x0 + 3, 1, 4)"),
      "proved"),
     (_rec("x0", {"x0": "TruncToInt(2.0*ToFloat(s0))"}, "x0", {"s0": ["2", "int_oo"]}),
+     "proved"),
+    (_rec("x0", {"x0": "TruncToInt(2.0*ToFloat(s0) + 1)"}, "x0", {"s0": ["2", "int_oo"]}),
      "unsupported"),
     (json.dumps({"input": "(d0) -> (d0 mod 8), domain: d0 in [0, 7]",
                  "output": "(d0) -> (d0), domain: d0 in [0, 7]"}), "proved"),
@@ -196,7 +227,8 @@ def test_a_log_of_every_form_and_malformed_lines_gives_one_verdict_per_line(
     out = capsys.readouterr().out.splitlines()
     errors = [ln for ln in out if ": error: " in ln]
     assert len(errors) == doc["summary"]["error"]
-    assert errors[0].startswith(f"{path}:{1 + 2 * 13}:1: error: expected a JSON object")
+    first = next(k for k, (_, v) in enumerate(MIXED) if v == "error")
+    assert errors[0].startswith(f"{path}:{1 + 2 * first}:1: error: expected a JSON object")
     # without the refuted line: exit 2, the malformed lines are bad input
     path.write_text("\n".join(line for line, v in MIXED if v != "refuted") + "\n")
     assert main(["validate", str(path), "--format", "junit"]) == 2

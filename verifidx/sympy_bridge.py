@@ -283,8 +283,9 @@ def _tree_key(node: Sym) -> object:
     if kind == _INTEGER:
         return int(node)
     args = _args(node)
-    if not args:  # a rational or another atom: the reader refuses it, by its text
-        return (type(node), str(node))
+    if not args:  # a rational or another atom; a float by its exact binary value (its
+        # text rounds it to 15 digits)
+        return (type(node), getattr(node, "_mpf_", None), str(node))
     return (type(node), *[_tree_key(a) for a in args])
 
 
@@ -454,6 +455,8 @@ class _Reader:
 
     def _function(self, name: str, node: Sym) -> Expr:
         args = _args(node)
+        if name == "TruncToInt":
+            return self._truncated(node)
         if name in INEXPRESSIBLE:
             raise UnsupportedError(f"{name} has no counterpart in indexing maps: {node}")
         arity = KNOWN_FUNCTIONS.get(name)
@@ -521,6 +524,29 @@ class _Reader:
                 return
         raise UnsupportedError(f"a modulus of a value that may be negative (C's and "
                                f"Python's % differ there): {node}")
+
+    def _truncated(self, node: Sym) -> Expr:
+        """`TruncToInt(c*ToFloat(e))` (a loop extent of interpolation by a float scale `c`):
+        with `c = m * 2^k` exactly (sympy's binary value, `m > 0` odd) and `0 <= m * e <
+        2^53` at every size in range, the double product is exact, so the truncation is
+        `(m * e) floordiv 2^-k` (or `m * 2^k * e` for `k >= 0`). Anything else: unsupported."""
+        arg = _args(node)[0]
+        factors = _args(arg) if type(arg).__name__ == "Mul" else (arg,)
+        floats = [f for f in factors if getattr(f, "_mpf_", None) is not None]
+        exact = [f for f in factors if type(f).__name__ == "ToFloat"]
+        if len(floats) != 1 or len(exact) != 1 or len(factors) != 2:
+            raise UnsupportedError(f"TruncToInt has no counterpart in indexing maps beside "
+                                   f"TruncToInt(c*ToFloat(e)): {node}")
+        sign, man, exp, _ = floats[0]._mpf_
+        e = self.read(_args(exact[0])[0], node)
+        iv = range_of(e, self.bounds, self.ranges)
+        if sign or not man or iv.lo < 0 or iv.hi * man >= 2**53:
+            raise UnsupportedError(f"TruncToInt of a product that may be negative or inexact "
+                                   f"in doubles: {node}")
+        if exp >= 0:
+            return canonical_product(e, const_node(man << exp))
+        scaled = e if man == 1 else canonical_product(e, const_node(man))
+        return floordiv(scaled, 1 << -exp)
 
     def _rounded(self, name: str, node: Sym) -> Expr:
         """floor(t) / ceiling(t) of a term with rational coefficients: q * t is integral for
@@ -1060,6 +1086,8 @@ def evaluate_sympy(node: Sym, env: Mapping[str, int]) -> int:
 
         v = _rational(node.args[0], env, Fraction)
         return math.floor(v) if name in ("floor", "FloorToInt") else math.ceil(v)
+    if name == "TruncToInt":  # C's cast of a double: Python's floats are IEEE doubles
+        return math.trunc(_double(node.args[0], env))
     if name == "Where":  # Inductor's `a if c else b`: only the branch taken is evaluated
         c, a, b = node.args
         return evaluate_sympy(a if _truth(c, env) else b, env)
@@ -1083,6 +1111,19 @@ def evaluate_sympy(node: Sym, env: Mapping[str, int]) -> int:
     if name in ("ModularIndexing", "Mod") and vals[0] < 0:
         raise UnsupportedError(f"{name} of a negative value (C's and Python's % differ)")
     return ops[name](vals)
+
+
+def _double(node: Sym, env: Mapping[str, int]) -> float:
+    """A float-valued term (`1.5*ToFloat(s0)`) in double arithmetic, as the compiled kernel
+    computes it: floats, `ToFloat` of integer terms, products of two factors."""
+    name = type(node).__name__
+    if getattr(node, "_mpf_", None) is not None:
+        return float(node)
+    if name == "ToFloat":
+        return float(evaluate_sympy(node.args[0], env))
+    if name == "Mul" and len(node.args) == 2:
+        return _double(node.args[0], env) * _double(node.args[1], env)
+    raise UnsupportedError(f"cannot evaluate {node} in doubles")
 
 
 def _truth(cond: Sym, env: Mapping[str, int]) -> bool:
