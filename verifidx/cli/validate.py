@@ -118,7 +118,7 @@ def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
     record an error, unknown and unsupported are skipped with the reason."""
     s = _summary(rows)
     root = ET.Element("testsuites", name="verifidx validate", tests=str(len(rows)),
-                      failures=str(s[REFUTED]))
+                      failures=str(s[REFUTED]), errors=str(s[ERROR]))
     suite = ET.SubElement(root, "testsuite", name=source, tests=str(len(rows)),
                           failures=str(s[REFUTED]), errors=str(s[ERROR]),
                           skipped=str(s[UNKNOWN] + s[UNSUPPORTED]))
