@@ -541,3 +541,87 @@ def test_window_operands_are_no_tile_with_the_reason(
     assert {i["name"] for i in doc["instructions"]} == {"r", "z"}
     (untiled,) = doc["untiled"]
     assert untiled["name"] == "p0" and why in untiled["reason"]
+
+
+def _fusion(body: str, params: list[str], root: str) -> str:
+    """A module whose entry calls `body` (the fused computation `fused`) on its parameters."""
+    entry = "\n".join(f"  a{i} = {s} parameter({i})" for i, s in enumerate(params))
+    args = ", ".join(f"a{i}" for i in range(len(params)))
+    return (f"HloModule m\n\nfused {{\n{body}\n}}\n\nENTRY e {{\n{entry}\n"
+            f"  ROOT f = {root} fusion({args}), kind=kLoop, calls=fused\n}}\n")
+
+
+EMPTY_ROOT = _fusion("  p0 = f32[2,0] parameter(0)\n  ROOT n = f32[2,0] negate(p0)",
+                     ["f32[2,0]"], "f32[2,0]")
+
+
+@pytest.mark.parametrize("sizes", [[], ["--tile-sizes", "1,1"], ["--tile-sizes", "2,5"]])
+def test_a_root_without_elements_has_no_programs(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path, sizes: list[str]) -> None:
+    """Issue 38 (6): a fusion over f32[2,0] was "the divisor of floordiv must be a nonzero
+    integer constant, not 0" without a place (or "needs 2 tile sizes, got 0" without sizes).
+    Its root has no elements: no program runs and no value is read, so nothing is tiled."""
+    p = tmp_path / "empty.hlo"
+    p.write_text(EMPTY_ROOT)
+    code, out, err = run(capsys, "tile", str(p), *sizes)
+    assert (code, err) == (0, "")
+    assert "0 programs" in out and "the root has no elements" in out
+    code, out, err = run(capsys, "tile", str(p), *sizes, "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert (doc["instructions"], doc["untiled"]) == ([], [])
+    assert doc["constraints"] == "always satisfied"
+
+
+def test_a_root_without_elements_still_checks_the_number_of_tile_sizes(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    p = tmp_path / "empty.hlo"
+    p.write_text(EMPTY_ROOT)
+    code, _, err = run(capsys, "tile", str(p), "--tile-sizes", "1")
+    assert code == 2
+    assert err == ("error: --tile-sizes: fused needs 2 tile sizes (its root is [2, 0]), "
+                   "got 1\n")
+
+
+def test_a_root_without_elements_through_the_api() -> None:
+    from verifidx.hlo import parse_hlo
+    from verifidx.tiling.propagation import propagate
+
+    module = parse_hlo(EMPTY_ROOT)
+    for sizes in ([], [1, 1]):
+        tiled = propagate(module, None, sizes)
+        assert (tiled.num_programs, tiled.instructions, tiled.untiled) == (0, (), ())
+
+
+def test_an_operand_without_elements_is_never_read(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    """An empty operand of a concatenate is read by no program: it needs no tile (it was
+    `no tile: the map is known to be empty`, exit 1); the other operand is tiled as before."""
+    p = tmp_path / "concat.hlo"
+    p.write_text(_fusion("  p0 = f32[2,0] parameter(0)\n  p1 = f32[2,3] parameter(1)\n"
+                         "  ROOT c = f32[2,3] concatenate(p0, p1), dimensions={1}",
+                         ["f32[2,0]", "f32[2,3]"], "f32[2,3]"))
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "1,3", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc["untiled"] == []
+    tiles = {t["name"]: t for t in doc["instructions"]}
+    assert set(tiles) == {"c", "p1"}
+    # program pid writes row pid of the root, which is row pid of p1 (p0 adds no column)
+    assert [_evaluate(tiles["p1"]["tile_offsets_indexing"], pid) for pid in (0, 1)] == \
+        [(0, 0), (1, 0)]
+    assert tiles["p1"]["tile_sizes"] == [1, 3] and tiles["p1"]["proof"] == "proved"
+
+
+def test_an_empty_contraction_is_no_crash(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    """A dot root contracting a dimension of size 0 reads no element of its operands (the
+    programs of the contraction were built with a division by 0)."""
+    p = tmp_path / "dot.hlo"
+    p.write_text(_fusion("  p0 = f32[2,0] parameter(0)\n  p1 = f32[0,3] parameter(1)\n"
+                         "  ROOT d = f32[2,3] dot(p0, p1), lhs_contracting_dims={1}, "
+                         "rhs_contracting_dims={0}", ["f32[2,0]", "f32[0,3]"], "f32[2,3]"))
+    code, out, err = run(capsys, "tile", str(p), "--tile-sizes", "1,1,3", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert [t["name"] for t in doc["instructions"]] == ["d"] and doc["untiled"] == []

@@ -73,7 +73,7 @@ def _sizes(text: str | None, sym: SymbolicTiling) -> list[int]:
         raise UsageError(f"--tile-sizes takes comma-separated integers, got {text!r}") from None
     if any(s < 1 for s in sizes):
         raise UsageError(f"--tile-sizes must be positive integers, got {text!r}")
-    if sym.entries and len(sizes) != need:
+    if sym.analysed and len(sizes) != need:
         first = "the contracting sizes first, then the output's; " if sym.contracting_dims \
             else ""
         raise UsageError(f"--tile-sizes: {sym.computation} needs {need} tile sizes ({first}its "
@@ -139,6 +139,9 @@ def _run_hlo(text: str, source: str, args: argparse.Namespace) -> int:
         print(f"computation {tiled.computation}, tile sizes {list(tiled.tile_sizes)}, "
               f"{tiled.num_programs} programs")
         print(f"constraints: {tiled.constraints.to_text()}")
+        if tiled.num_programs == 0:
+            print("the root has no elements (a dimension of size 0): no programs, nothing "
+                  "to tile")
     for t in tiled.instructions:
         print(f"{t.name} = {t.opcode} {t.shape}: sizes {list(t.tile_sizes)}, strides "
               f"{list(t.tile_strides)}, offsets {t.tile_offsets_indexing}, "

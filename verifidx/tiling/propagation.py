@@ -99,11 +99,14 @@ class TiledComputation:
 
 
 def program_id_map(dims: Sequence[int], tile_sizes: Sequence[int]) -> IndexingMap:
-    """`pid_0` -> origin of its tile of the root, major to minor (last dimension fastest)."""
+    """`pid_0` -> origin of its tile of the root, major to minor (last dimension fastest). A
+    root with a dimension of size 0 has no programs: the map is known to be empty."""
     counts = [-(-d // t) for d, t in zip(dims, tile_sizes)]
     total = 1
     for c in counts:
         total *= c
+    if total == 0:
+        return IndexingMap.build([Const(0) for _ in dims], [Var(Interval(0, -1), "pid_0")])
     pid = Dim(0)
     results: list[Expr] = []
     inner = total
@@ -319,6 +322,8 @@ def analyze(module: HloModule, computation: str | None = None, keep_untiled: boo
     for name, m, in_contraction in pending:
         inst = comp.instruction(name)
         tile = symbolic_tile(m)
+        if isinstance(tile, NoTile) and tile.source is not None and tile.source.is_known_empty:
+            continue  # no point reads the value this way (an empty root or operand): no tile
         if isinstance(tile, NoTile):
             fail(inst, f"{comp.name}: {inst.opcode} {name} cannot be tiled: {tile.reason}")
             continue
@@ -334,11 +339,15 @@ def analyze(module: HloModule, computation: str | None = None, keep_untiled: boo
                                      in_contraction))
     reached = {e.name for e in entries} | {u.name for u in untiled}
     for extra in roots[1:]:
-        if extra.name not in reached:
+        if extra.name not in reached and not _no_elements(extra):
             fail(extra, f"{comp.name}: unsupported case of multi-output fusion: the extra "
                         f"output {extra.name} is not read by the first root {root.name}")
     return SymbolicTiling(comp.name, tuple(r.name for r in roots), dims, contracting,
                           tuple(entries), constraints.simplified(), tuple(untiled))
+
+
+def _no_elements(inst: HloInstruction) -> bool:
+    return any(0 in leaf.dims for leaf in inst.shape.leaves())
 
 
 def _resolve(module: HloModule, computation: str | None) -> HloComputation:
@@ -368,6 +377,9 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     untiled = list(sym.untiled)
     if not sym.analysed:  # nothing to tile (an unsupported root): no constraints, no programs
         return TiledComputation(comp.name, given, None, 0, (), sym.roots, tuple(untiled))
+    if not sym.entries and not given:  # a root without elements: nothing read, no programs
+        return TiledComputation(comp.name, given, sym.constraints, 0, (), sym.roots,
+                                tuple(untiled))
     space = sym.space_sizes(given)
     if any(t < 1 for t in given):
         raise TilingError(f"{comp.name}: tile sizes must be at least 1, got {list(given)}")
@@ -416,7 +428,7 @@ def propagate(module: HloModule, computation: str | None, tile_sizes: Sequence[i
     listed = {u.name for u in untiled}
     for extra in sym.roots[1:]:
         inst = comp.instruction(extra)
-        if extra in listed:
+        if extra in listed or _no_elements(inst):  # an empty output: no program writes it
             continue
         why = _check_extra_output(comp.name, extra, tuple(inst.shape.dims), tiled, total)
         if why is not None:
