@@ -262,6 +262,44 @@ def test_a_typo_in_an_opcode_is_an_error_a_real_unmodelled_op_is_not(
     assert "unknown indexing" in capsys.readouterr().out
 
 
+TYPO = "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT x = f32[4] exponentialx(p)\n}\n"
+
+
+@pytest.mark.parametrize("command", [["graph"], ["optimize"], ["coalescing"],
+                                     ["tile", "--computation", "e", "--tile-sizes", "4"]])
+def test_every_hlo_command_checks_opcodes_as_indexing_does(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 (7): `graph` and `optimize` took `exponentialx` silently and refused
+    `--allow-unknown-opcodes` as a usage error."""
+    hlo = tmp_path / "t.hlo"
+    hlo.write_text(TYPO)
+    argv = [command[0], str(hlo), *command[1:]]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"error: {hlo}:4:19: 'exponentialx' is not an HLO opcode (did you mean "
+                   "'exponential'?)\n")
+    code = main([*argv, "--allow-unknown-opcodes"])
+    out, err = capsys.readouterr()
+    assert "not an HLO opcode" not in err and "unrecognized arguments" not in err
+    assert code == (1 if command[0] == "tile" else 0), err  # tile: exponentialx has no tile
+    if command[0] == "graph":
+        assert "exponentialx f32[4]" in out and "unknown indexing" in out
+
+
+def test_the_api_checks_opcodes_unless_told_not_to() -> None:
+    """Issue 38 (7): `vx.parse_hlo` took `exponentialx` (only the command line checked)."""
+    import verifidx as vx
+
+    for parse in (vx.parse_hlo, vx.parse_module):
+        with pytest.raises(ParseError) as info:
+            parse(TYPO, "t.hlo")
+        assert (info.value.line, info.value.column) == (4, 19)
+        assert str(info.value) == ("t.hlo:4:19: 'exponentialx' is not an HLO opcode (did you "
+                                   "mean 'exponential'?)")
+        assert parse(TYPO, allow_unknown_opcodes=True).entry.root.opcode == "exponentialx"
+
+
 def test_hlo_that_is_not_utf8_names_the_position(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     hlo = tmp_path / "t.hlo"

@@ -96,3 +96,87 @@ def test_inference_agrees_with_numpy(dims, data) -> None:
                 f" ROOT r = f32[] {call}\n}}")
         inst, ops = _inst(text)
         assert infer_dims(inst, ops) == expected.shape, call
+
+
+def _elementwise_module(operands: list[str], root: str) -> str:
+    params = "".join(f" p{i} = {s} parameter({i})\n" for i, s in enumerate(operands))
+    return f"HloModule m\nENTRY e {{\n{params} ROOT r = {root}\n}}\n"
+
+
+# (operand shapes, root): HLO broadcasts nothing implicitly (XLA's verifier, "Implicit broadcast
+# is not allowed in HLO"); shape inference lets select take a scalar predicate and clamp scalar
+# bounds, not a scalar operand between array bounds (xla/service/shape_inference_test.cc:
+# SelectScalarPredBetweenArrays, ClampMinScalar, ClampMaxScalar, ClampOperandScalar,
+# ClampMinMatrix, ClampMaxMatrix, ClampBadShapes).
+ELEMENTWISE_BAD = [
+    (["f32[4]", "f32[5]"], "f32[4] add(p0, p1)"),
+    (["f32[4]", "f32[5]"], "f32[5] add(p0, p1)"),
+    (["f32[4]", "f32[]"], "f32[4] multiply(p0, p1)"),
+    (["f32[1,3]", "f32[4,3]"], "f32[4,3] subtract(p0, p1)"),  # no size-1 broadcast either
+    (["f32[4,3]", "f32[4,3]"], "pred[4] compare(p0, p1), direction=LT"),
+    (["f32[4]"], "f32[5] negate(p0)"),
+    (["f32[4]"], "s32[2,2] convert(p0)"),
+    (["f32[3]", "f32[3]", "f32[4]"], "f32[3] map(p0, p1, p2), dimensions={0}, to_apply=f"),
+    (["pred[4]", "f32[4]", "f32[5]"], "f32[4] select(p0, p1, p2)"),
+    (["pred[5]", "f32[4]", "f32[4]"], "f32[4] select(p0, p1, p2)"),
+    (["pred[]", "f32[4]", "f32[]"], "f32[4] select(p0, p1, p2)"),
+    (["f32[4]", "f32[]", "f32[4]"], "f32[] clamp(p0, p1, p2)"),  # ClampOperandScalar
+    (["f32[4]", "f32[]", "f32[]"], "f32[] clamp(p0, p1, p2)"),  # ClampMinMatrix
+    (["f32[]", "f32[]", "f32[4]"], "f32[] clamp(p0, p1, p2)"),  # ClampMaxMatrix
+    (["f32[4]", "f32[5]", "f32[]"], "f32[5] clamp(p0, p1, p2)"),
+    (["f32[]", "f32[4]", "f32[]"], "f32[5] clamp(p0, p1, p2)"),
+]
+
+ELEMENTWISE_GOOD = [
+    (["f32[4]", "f32[4]"], "f32[4] add(p0, p1)"),
+    (["f32[4,3]", "f32[4,3]"], "pred[4,3] compare(p0, p1), direction=LT"),
+    (["f32[4]"], "s32[4] convert(p0)"),
+    (["f32[3]", "f32[3]", "f32[3]"], "f32[3] map(p0, p1, p2), dimensions={0}, to_apply=f"),
+    (["pred[4]", "f32[4]", "f32[4]"], "f32[4] select(p0, p1, p2)"),
+    (["pred[]", "f32[4]", "f32[4]"], "f32[4] select(p0, p1, p2)"),  # a scalar predicate
+    (["f32[]", "f32[4]", "f32[]"], "f32[4] clamp(p0, p1, p2)"),  # ClampOperandMatrix
+    (["f32[]", "f32[4]", "f32[4]"], "f32[4] clamp(p0, p1, p2)"),  # ClampMinScalar
+    (["f32[4]", "f32[4]", "f32[]"], "f32[4] clamp(p0, p1, p2)"),  # ClampMaxScalar
+    (["f32[]", "f32[]", "f32[]"], "f32[] clamp(p0, p1, p2)"),
+]
+
+_MAP_BODY = ("HloModule m\nf {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+             " c = f32[] parameter(2)\n ROOT s = f32[] add(a, b)\n}\n")
+
+
+def _with_map_body(text: str) -> str:
+    return _MAP_BODY + text.removeprefix("HloModule m\n") if "to_apply=f" in text else text
+
+
+@pytest.mark.parametrize("operands, root", ELEMENTWISE_BAD)
+def test_elementwise_shape_mismatches_are_rejected(operands: list[str], root: str) -> None:
+    """Issue 38 (7): `add(f32[4], f32[5])` was accepted, with unknown indexing."""
+    text = _with_map_body(_elementwise_module(operands, root))
+    with pytest.raises(ParseError) as info:
+        parse_hlo(text, "m.hlo", check_shapes=True)
+    line = text.splitlines().index(f" ROOT r = {root}") + 1
+    assert (info.value.line, info.value.column) == (line, 2)
+    assert "'r'" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("operands, root", ELEMENTWISE_GOOD)
+def test_elementwise_shapes_hlo_allows_pass(operands: list[str], root: str) -> None:
+    parse_hlo(_with_map_body(_elementwise_module(operands, root)), check_shapes=True)
+
+
+ADD_4_5 = _elementwise_module(["f32[4]", "f32[5]"], "f32[4] add(p0, p1)")
+
+
+@pytest.mark.parametrize("argv", [["indexing"], ["optimize"], ["coalescing"], ["graph"],
+                                  ["tile", "--computation", "e", "--tile-sizes", "4"]])
+def test_every_hlo_command_refuses_add_of_4_and_5(argv: list[str], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`indexing` exited 0 (unknown indexing) and `optimize` printed the module back."""
+    f = tmp_path / "add.hlo"
+    f.write_text(ADD_4_5)
+    assert main([*argv[:1], str(f), *argv[1:]]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"error: {f}:5:2: add 'r': operand 1 is f32[5] and operand 0 f32[4]: the "
+                   "operands of an elementwise op have one shape (HLO broadcasts nothing "
+                   "implicitly)\n")

@@ -77,12 +77,14 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False):  # type: ignore[no-untyped-def]
+def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False,  # type: ignore[no-untyped-def]
+                 allow_unknown_opcodes: bool = False):
     """HLO text or StableHLO (MLIR) text, told apart from the text; StableHLO needs the extra
-    `verifidx[stablehlo]` (jax, jaxlib)."""
+    `verifidx[stablehlo]` (jax, jaxlib). HLO text is read as `parse_hlo` reads it."""
     from .stablehlo import parse_module as _parse_module
 
-    return _parse_module(text, source, check_shapes=check_shapes)
+    return _parse_module(text, source, check_shapes=check_shapes,
+                         allow_unknown_opcodes=allow_unknown_opcodes)
 
 
 def equal(f, g, timeout_ms: int = 2000):  # type: ignore[no-untyped-def]

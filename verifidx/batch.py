@@ -26,9 +26,8 @@ from .computation_maps import (
 from .errors import ParseError, UnsupportedError, VerifidxError
 from .hlo.indexing import output_to_input
 from .hlo.module import HloModule
-from .hlo.opcodes import check_opcodes
 from .hlo.runtime import OperandIndexing
-from .stablehlo import is_mlir_text, parse_module
+from .stablehlo import parse_module
 from .syntax import print_map
 from .version import __version__
 
@@ -165,9 +164,8 @@ def _coalescing(source: str, text: str, options: dict[str, Any]) -> dict[str, An
     from .hlo import parse_hlo
     from .tiling.coalescing import coalescing, loop_thread_order
 
-    module = parse_hlo(text, source, check_shapes=True)  # validated as `coalescing FILE` does
-    if not options["allow_unknown_opcodes"]:
-        check_opcodes(module, text, source)
+    module = parse_hlo(text, source, check_shapes=True,  # validated as `coalescing FILE` does
+                       allow_unknown_opcodes=bool(options["allow_unknown_opcodes"]))
     results = coalescing(module, options["warp_size"], options["transaction_bytes"],
                          loop_thread_order(options["unroll"]))
     return {"status": "ok", "module": module.name, "ops": _ops(module),
@@ -178,9 +176,8 @@ def _tiles(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
     from .hlo import parse_hlo
     from .tiling.propagation import analyze, propagate
 
-    module = parse_hlo(text, source, check_shapes=True)  # validated as `tile FILE` does
-    if not options["allow_unknown_opcodes"]:
-        check_opcodes(module, text, source)
+    module = parse_hlo(text, source, check_shapes=True,  # validated as `tile FILE` does
+                       allow_unknown_opcodes=bool(options["allow_unknown_opcodes"]))
     name = options["computation"]
     if name and name.removeprefix("%") not in module.computations:
         raise UnsupportedError(f"no computation {name!r}")
@@ -201,9 +198,8 @@ def _tiles(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
 
 def _indexing(source: str, text: str, options: dict[str, Any]) -> dict[str, Any]:
     set_proven_dedup(bool(options["proven_dedup"]))
-    module = parse_module(text, source, check_shapes=True)
-    if not options["allow_unknown_opcodes"] and not is_mlir_text(text):
-        check_opcodes(module, text, source)
+    module = parse_module(text, source, check_shapes=True,
+                          allow_unknown_opcodes=bool(options["allow_unknown_opcodes"]))
     results = [computation_indexing(module, c, str(options["direction"]))
                for c in reported_computations(module)]
     doc: dict[str, Any] = {

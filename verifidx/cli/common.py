@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..batch import expand, file_key, index_item, read_records, summarize, unknown_record
 from ..errors import ParseError, VerifidxError
 from ..hlo.module import HloModule
-from ..hlo.opcodes import check_opcodes
 from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
 from ..syntax import parse_affine_map, parse_map
@@ -161,7 +160,7 @@ def verdicts_exit(holds: list[bool | None]) -> int:
     return EXIT_OK
 
 
-# -- HLO input shared by `tile` and `coalescing` ------------------------------------------------
+# -- HLO input shared by the commands that read modules ------------------------------------------
 
 #: whitespace and comments (`// ...`, `/* ... */`) before the first token of a text
 _LEADING = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
@@ -186,10 +185,7 @@ def read_hlo(text: str, source: str, allow_unknown_opcodes: bool = False) -> Hlo
     """The module, validated as `verifidx indexing` validates it (ParseError with the place),
     so that a module `indexing` refuses as malformed is refused by `tile` and `coalescing` too:
     declared shapes checked against the ops' rules, opcodes checked."""
-    module = parse_hlo(text, source, check_shapes=True)
-    if not allow_unknown_opcodes:
-        check_opcodes(module, text, source)
-    return module
+    return parse_hlo(text, source, check_shapes=True, allow_unknown_opcodes=allow_unknown_opcodes)
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import sys
 
 from ..fusion import to_dot
 from ..stablehlo import parse_module
-from .common import Subparsers, UsageError, add_command, read_text
+from .common import Subparsers, UsageError, add_command, add_opcode_option, read_text
 
 
 def register(sub: Subparsers) -> None:
@@ -21,11 +21,13 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--format", choices=("dot", "png"), default="dot")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="where to write (default: stdout for dot; required for png)")
+    add_opcode_option(p)
 
 
 def _run(args: argparse.Namespace) -> int:
     text, source = read_text(args.file, "HLO module")
-    module = parse_module(text, source)
+    module = parse_module(text, source, check_shapes=True,  # validated as `indexing` does
+                          allow_unknown_opcodes=args.allow_unknown_opcodes)
     name = args.computation.removeprefix("%") if args.computation else None
     if name is not None and name not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")

@@ -32,7 +32,6 @@ from ..computation_maps import (
 )
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
-from ..hlo.opcodes import check_opcodes
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
 from ..work import Progress, show_progress
 from .common import (
@@ -43,6 +42,7 @@ from .common import (
     UsageError,
     add_batch_flags,
     add_command,
+    add_opcode_option,
     engine,
     read_file,
     run_batch,
@@ -65,9 +65,7 @@ def register(sub: Subparsers) -> None:
                    help="list the maps merged because they were proved equal")
     p.add_argument("--textual-dedup", action="store_true",
                    help="merge only textually identical maps (XLA's behaviour)")
-    p.add_argument("--allow-unknown-opcodes", action="store_true",
-                   help="treat a word that is no HLO opcode as an unmodelled op (unknown "
-                        "indexing) instead of an error, e.g. for text from a newer XLA")
+    add_opcode_option(p)
     p.add_argument("--refine", metavar="TYPES",
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
@@ -153,9 +151,8 @@ def _run(args: argparse.Namespace) -> int:
     text, source = read_file(args.file[0])
     if args.refine:
         return _run_refine(args, text, source)
-    module = parse_module(text, source, check_shapes=True)
-    if not args.allow_unknown_opcodes and not is_mlir_text(text):
-        check_opcodes(module, text, source)
+    module = parse_module(text, source, check_shapes=True,
+                          allow_unknown_opcodes=args.allow_unknown_opcodes)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:

@@ -35,6 +35,7 @@ from .common import (
     UsageError,
     add_command,
     add_engine_flags,
+    add_opcode_option,
     engine,
     read_text,
 )
@@ -146,13 +147,15 @@ def _configure_optimize(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE.hlo", help="an HLO module (or - for stdin)")
     p.add_argument("--rules", metavar="FILE", action="append",
                    help="substitution files (default: the proven ones in rules/)")
+    add_opcode_option(p)
 
 
 def _run_optimize(args: argparse.Namespace) -> int:
     from ..subst.apply import optimize
 
     text, source = read_text(args.file, "HLO module")
-    result = optimize(text, source, _default_paths(args.rules or []))
+    result = optimize(text, source, _default_paths(args.rules or []),
+                      allow_unknown_opcodes=args.allow_unknown_opcodes)
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     sys.stdout.flush()
     print(result.summary(), file=sys.stderr)

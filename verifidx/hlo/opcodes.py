@@ -41,14 +41,13 @@ def unknown_opcode_message(word: str) -> str:
 
 
 def check_opcodes(module: HloModule, text: str, source: str) -> None:
-    """Raise ParseError at the first instruction whose opcode is no HLO opcode. The parser keeps
-    any word (so a library user can read text from a newer XLA); the command line asks for real
-    opcodes unless told otherwise, so that a typo is not silently `unknown indexing`."""
-    lines = text.splitlines()
+    """Raise ParseError at the first instruction whose opcode is no HLO opcode (`parse_hlo`
+    asks this unless `allow_unknown_opcodes`), at the opcode's column."""
     for comp in module.computations.values():
         for inst in comp.instructions:
             if inst.opcode in HLO_OPCODES:
                 continue
+            lines = text.splitlines()
             line = lines[inst.line - 1] if 0 < inst.line <= len(lines) else ""
             found = re.search(rf"(?<![\w.-]){re.escape(inst.opcode)}\s*\(", line)
             column = found.start() + 1 if found else max(inst.column, 1)

@@ -68,13 +68,17 @@ _WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reve
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
-def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False) -> HloModule:
+def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False,
+              allow_unknown_opcodes: bool = False) -> HloModule:
     """Parse a whole HLO module (the `HloModule` header is optional).
 
     Raises `ParseError` naming what was expected and where; StableHLO (MLIR) text is refused
-    with a pointer to `verifidx.parse_module`, which reads both. With `check_shapes`, a
-    data-movement op whose declared shape contradicts its operands and attributes is an error
-    too (`verifidx.hlo.shape_check`); without it such an op only gets UNDEFINED maps.
+    with a pointer to `verifidx.parse_module`, which reads both. A word that is no HLO opcode
+    is an error (a typo would otherwise be silently `unknown indexing`) unless
+    `allow_unknown_opcodes` (the command line's `--allow-unknown-opcodes`, for text from a newer
+    XLA): then it is an unmodelled op. With `check_shapes`, an op whose declared shape
+    contradicts its operands and attributes is an error too (`verifidx.hlo.shape_check`);
+    without it such an op only gets UNDEFINED maps.
     """
     if looks_like_mlir(text):
         raise ParseError("this is StableHLO (MLIR) text, not HLO text: read it with "
@@ -85,6 +89,10 @@ def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False
     except RecursionError:
         # Nesting is bounded well below Python's limit; this is only a last line of defence.
         raise ParseError("input nested too deeply", 1, 1, source) from None
+    if not allow_unknown_opcodes:
+        from verifidx.hlo.opcodes import check_opcodes
+
+        check_opcodes(module, text, source)
     if check_shapes:
         from verifidx.hlo.shape_check import check_module
 

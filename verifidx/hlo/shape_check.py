@@ -4,9 +4,12 @@ XLA's verifier refuses a module whose declared output shape differs from the sha
 produce from its operands and attributes. verifidx used to accept such text and answer "unknown
 indexing" for the op; a rewrite built on it could then silently change what the module computes.
 `check_module` infers the output dimensions of pad, slice, concatenate, transpose, reshape,
-broadcast, reverse, copy, bitcast and dynamic-slice and raises `ParseError` at the instruction
-whose declared shape disagrees. Ops with dynamic or tuple shapes are left alone (their sizes are
-not known statically), as are all other ops.
+broadcast, reverse, copy, bitcast, dynamic-slice and the elementwise ops and raises `ParseError`
+at the instruction whose declared shape disagrees. Elementwise operands have the output's
+dimensions: HLO broadcasts nothing implicitly (XLA's verifier: "Implicit broadcast is not allowed
+in HLO"), except the scalar forms shape inference allows, a scalar predicate of `select` and
+scalar bounds of `clamp`. Ops with dynamic or tuple shapes are left alone (their sizes are not
+known statically), as are all other ops. Element types are not checked.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from verifidx.errors import ParseError
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.shape import Shape
 
 __all__ = ["check_module", "infer_dims"]
@@ -136,9 +140,33 @@ def _dynamic_slice(inst: HloInstruction, ops: Sequence[Shape]) -> tuple[int, ...
     return tuple(sizes)
 
 
+def _elementwise(inst: HloInstruction, ops: Sequence[Shape]) -> tuple[int, ...] | None:
+    """The dimensions every operand shares (a scalar predicate of select and scalar bounds of
+    clamp are read by every element, as XLA's shape inference allows)."""
+    if inst.opcode == "collective-permute" and len(ops) != 1:
+        return None  # the in-place form: its start indices are operands of their own shapes
+    _need(len(ops) >= 1, f"{inst.opcode} takes operands")
+    if inst.opcode in ("select", "clamp"):  # (pred, on_true, on_false), (min, operand, max)
+        _operand_count(inst, 3)
+        scalar_ok = (0,) if inst.opcode == "select" else (0, 2)
+        for k, op in enumerate(ops):
+            _need(op.dims == ops[1].dims or (k in scalar_ok and op.rank == 0),
+                  f"operand {k} ({op.without_layout()}) is neither "
+                  f"{'a scalar nor ' if k in scalar_ok else ''}of the shape of operand 1 "
+                  f"({ops[1].without_layout()}): HLO broadcasts nothing implicitly")
+        return ops[1].dims
+    for k, op in enumerate(ops):
+        _need(op.dims == ops[0].dims, f"operand {k} is {op.without_layout()} and operand 0 "
+                                      f"{ops[0].without_layout()}: the operands of an "
+                                      "elementwise op have one shape (HLO broadcasts nothing "
+                                      "implicitly)")
+    return ops[0].dims
+
+
 Inference = Callable[[HloInstruction, Sequence[Shape]], "tuple[int, ...] | None"]
 
 INFERENCE: dict[str, Inference] = {
+    **{op: _elementwise for op in ELEMENTWISE},
     "pad": _pad,
     "slice": _slice,
     "concatenate": _concatenate,

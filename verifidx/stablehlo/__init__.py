@@ -30,14 +30,17 @@ def parse_stablehlo(text: str, source: str = "<string>") -> HloModule:
         return convert_module(module, source)
 
 
-def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False) -> HloModule:
+def parse_module(text: str, source: str = "<string>", *, check_shapes: bool = False,
+                 allow_unknown_opcodes: bool = False) -> HloModule:
     """HLO text or StableHLO (MLIR) text, whichever `text` is.
 
-    `check_shapes` asks the HLO reader to check declared shapes against the ops' shape rules;
-    StableHLO's own verifier always does that for MLIR text.
+    `check_shapes` asks the HLO reader to check declared shapes against the ops' shape rules,
+    and `allow_unknown_opcodes` lets it read a word that is no HLO opcode (`parse_hlo`);
+    StableHLO's own verifier always checks both for MLIR text.
     """
     if is_mlir_text(text):
         return parse_stablehlo(text, source)
     from verifidx.hlo.parser import parse_hlo
 
-    return parse_hlo(text, source, check_shapes=check_shapes)
+    return parse_hlo(text, source, check_shapes=check_shapes,
+                     allow_unknown_opcodes=allow_unknown_opcodes)

@@ -611,11 +611,13 @@ class _Optimizer:
 
 
 def optimize(text: str, source: str = "<string>",
-             substitutions: Sequence[str | Path] | Sequence[Substitution] = ()
-             ) -> OptimizeResult:
-    """Rewrite every computation of the module until no proven substitution applies."""
+             substitutions: Sequence[str | Path] | Sequence[Substitution] = (), *,
+             allow_unknown_opcodes: bool = False) -> OptimizeResult:
+    """Rewrite every computation of the module until no proven substitution applies. The module
+    is validated as `verifidx indexing` validates it (declared shapes, opcodes: `parse_hlo`)."""
     start = time.perf_counter()
-    module = parse_hlo(text, source, check_shapes=True)
+    module = parse_hlo(text, source, check_shapes=True,
+                       allow_unknown_opcodes=allow_unknown_opcodes)
     subs = [s for s in substitutions if isinstance(s, Substitution)]
     paths = [s for s in substitutions if not isinstance(s, Substitution)]
     unused: list[str] = []
