@@ -4,7 +4,8 @@ The grammar is small and mostly line-free, so the parser is a recursive descent 
 cursor (`_Scanner`, the lexical layer: whitespace, comments, numbers, names, strings, balanced
 raw spans). Attribute values are first delimited as raw text (balanced brackets, quoted strings,
 up to a top-level comma or space), then parsed within that span if the indexing analysis needs
-their structure. Unknown attributes and opcodes are kept, never rejected.
+their structure. Unknown attributes are kept, never rejected; a word that is no HLO opcode
+is an error unless `allow_unknown_opcodes` (`verifidx.hlo.opcodes`).
 
 Every malformed input raises `ParseError` with a 1-based line and column; no other exception
 escapes `parse_hlo` (nesting depth is bounded, numbers are matched before conversion).
