@@ -440,3 +440,36 @@ def test_shape_arithmetic_is_followed_as_numpy_computes_it(a: int, c: int, b: in
         if got is not None:
             at_b = got if isinstance(got, int) else got.value({"t/b": b})
             assert at_b == int(numpy(value, y))
+
+
+SHRINKING_LOOP = """func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<?xf32>
+  cond {
+    %c3 = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %c1 : tensor<i32>
+    %n = stablehlo.get_dimension_size %x, dim = 0 : (tensor<?xf32>) -> tensor<i32>
+    %m = stablehlo.subtract %n, %c1 : tensor<i32>
+    %s = stablehlo.reshape %m : (tensor<i32>) -> tensor<1xi32>
+    %o = stablehlo.constant dense<1> : tensor<1xi32>
+    %y = stablehlo.real_dynamic_slice %x, %o, %s, %o : (tensor<?xf32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<?xf32>
+    stablehlo.return %j, %y : tensor<i32>, tensor<?xf32>
+  }
+  return %0#1 : tensor<?xf32>
+}
+"""
+
+
+def test_a_loop_whose_state_changes_size_is_unknown_not_a_crash() -> None:
+    """The body drops the first element in each iteration: the state's size is not the same in
+    every iteration, so no map is claimed across them (the reader used to parse the packed
+    arguments' description as a number and fail)."""
+    module = parse_module(SHRINKING_LOOP)
+    ci = computation_indexing(module, module.entry, "out2in")
+    maps = list(ci.maps_for(0, 0))
+    assert maps and all(m.is_undefined for m in maps)
+    assert any("stablehlo.while" in n for n in ci.notes), ci.notes

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from verifidx.dedup import MapSet, Merge
-from verifidx.hlo.dynamic_dims import has_dynamic_sizes, start_indexing
+from verifidx.hlo.dynamic_dims import has_dynamic_sizes, leaf_sizes, start_indexing
 from verifidx.hlo.indexing import (
     HloInstructionIndexing,
     Malformed,
@@ -332,7 +332,7 @@ class ComputationWalker:
         why = ""
         if self.module is None:
             why = f"while {inst.name}: its computations are not known"
-        elif any(x.is_tuple or x.is_dynamic for x in leaves):
+        elif any(x.is_tuple for x in leaves) or not _keeps_sizes(inst, self.module):
             why = f"while {inst.name}: a state leaf has a dynamic shape"
         else:
             try:
@@ -355,7 +355,7 @@ class ComputationWalker:
             per_leaf[(o, pl) if direction == "out2in" else (pl, o)] = maps
         self.notes.append(analysis.describe())
         return loop_maps(analysis, leaves, per_leaf, direction, simplify_indexing, control,
-                         _prove_dedup)
+                         _prove_dedup, [leaf_sizes(inst, i) for i in range(len(leaves))])
 
     def _callee_maps(self, inst: HloInstruction, shapes: list[Shape], direction: str
                      ) -> list[tuple[int, ComputationIndexing]] | str:
@@ -607,6 +607,32 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
 
 
 _IN_PROGRESS: set[tuple[int, int, str, str]] = set()
+
+
+def _keeps_sizes(loop: HloInstruction, module: HloModule) -> bool:
+    """Every dynamic dimension of the loop's state has a symbolic size, and the condition's and
+    the body's parameter and the body's root the same ones: the size is the same in every
+    iteration (the StableHLO reader converts the body with the initial sizes and keeps them
+    only where it returns them). Elsewhere (XLA's bounded dimensions, whose sizes the body may
+    change) the maps across iterations are not built."""
+    leaves = loop.shape.leaves()
+    if not any(x.is_dynamic for x in leaves):
+        return True
+    names = (loop.attributes.get("body"), loop.attributes.get("condition"))
+    if not all(isinstance(n, str) and n in module.computations for n in names):
+        return False
+    body, cond = (module.computation(str(n)) for n in names)
+    if len(body.parameters) != 1 or len(cond.parameters) != 1:
+        return False
+    ends = (body.parameters[0], cond.parameters[0], body.root)
+    for i, leaf in enumerate(leaves):
+        sizes = leaf_sizes(loop, i)
+        if leaf.is_dynamic and (sizes is None or any(
+                s is None for s, dyn in zip(sizes, leaf.dynamic) if dyn)):
+            return False
+        if any(leaf_sizes(end, i) != sizes for end in ends):
+            return False
+    return True
 
 
 def _compute(module: HloModule | None, computation: HloComputation, direction: str

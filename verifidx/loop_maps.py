@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from verifidx.dedup import MapSet
 from verifidx.expr import Dim, Expr, RtVar, Symbol, add, neg
+from verifidx.hlo.dynamic_dims import SymSize, restrict
 from verifidx.hlo.ops.loops import LoopAnalysis, is_iteration_of, passed_through
 from verifidx.hlo.runtime import OperandIndexing, drop_implied_constraints, remove_unused
 from verifidx.hlo.shape import Shape
@@ -47,22 +48,30 @@ PATH_LIMIT = 256
 
 Simplify = Callable[[OperandIndexing], OperandIndexing]
 
+LeafSizes = tuple[SymSize | None, ...] | None
+"""The symbolic sizes of a state leaf's dynamic dimensions (None: a static leaf)."""
+
 
 def loop_maps(analysis: LoopAnalysis, leaves: Sequence[Shape],
               body: Mapping[tuple[int, int], Sequence[OperandIndexing]], direction: str,
-              simplify: Simplify, control: Collection[int] = (), prove: bool = True
-              ) -> dict[tuple[int, int], list[OperandIndexing]]:
+              simplify: Simplify, control: Collection[int] = (), prove: bool = True,
+              sizes: Sequence[LeafSizes] = ()) -> dict[tuple[int, int], list[OperandIndexing]]:
     """`{(start leaf, end leaf): maps}`: output leaf -> operand leaf for "out2in" (with `body`
     the body's root leaf -> parameter leaf maps), operand leaf -> output leaf for "in2out"
     (with `body` the parameter leaf -> root leaf maps), keyed `(from, to)` in walk order.
 
     `control` lists the leaves the condition reads. When the trip count is unknown, how many
     times the body runs depends on them, so every leaf the body changes depends on every
-    element of what they read, at any iteration (the trip count is data here)."""
+    element of what they read, at any iteration (the trip count is data here).
+
+    `sizes` gives each leaf's dynamic sizes, the same in every iteration (the reader shows the
+    body keeps them); the maps this module makes itself (identities, every element to every
+    element) are cut to them."""
     n = len(leaves)
+    cuts: list[LeafSizes] = [*sizes, *([None] * (n - len(sizes)))]
     if analysis.trips == 0:
-        return {(a, a): [_identity(leaves[a])] for a in range(n)}
-    walk = _Walk(analysis, leaves, body, direction, simplify, prove)
+        return {(a, a): [OperandIndexing(_identity(leaves[a], cuts[a]))] for a in range(n)}
+    walk = _Walk(analysis, leaves, body, direction, simplify, prove, cuts)
     out: dict[tuple[int, int], list[OperandIndexing]] = {}
     for start in range(n):
         for end, maps in walk.from_leaf(start).items():
@@ -90,7 +99,7 @@ def _add_control(out: dict[tuple[int, int], list[OperandIndexing]], walk: _Walk,
         for p in sorted(deciding):
             a, b = (o, p) if direction == "out2in" else (p, o)
             out.setdefault((a, b), []).append(
-                OperandIndexing(_to_all(leaves[a], leaves[b]), notes=(note,)))
+                OperandIndexing(walk.to_all(a, b), notes=(note,)))
 
 
 def _reachable(succ: Mapping[int, Collection[int]], start: int) -> set[int]:
@@ -104,13 +113,16 @@ def _reachable(succ: Mapping[int, Collection[int]], start: int) -> set[int]:
     return seen
 
 
-def _identity(shape: Shape) -> OperandIndexing:
-    return OperandIndexing(IndexingMap.identity(shape.dims))
+def _identity(shape: Shape, sizes: LeafSizes) -> IndexingMap:
+    ident = IndexingMap.identity(shape.dims)
+    return restrict(OperandIndexing(ident), sizes, sizes).map if sizes else ident
 
 
-def _to_all(src: Shape, dst: Shape) -> IndexingMap:
-    return IndexingMap.build([Symbol(i) for i in range(dst.rank)],
-                             [(0, d - 1) for d in src.dims], [(0, d - 1) for d in dst.dims])
+def _to_all(src: Shape, dst: Shape, src_sizes: LeafSizes, dst_sizes: LeafSizes) -> IndexingMap:
+    m = IndexingMap.build([Symbol(i) for i in range(dst.rank)],
+                          [(0, d - 1) for d in src.dims], [(0, d - 1) for d in dst.dims])
+    return restrict(OperandIndexing(m), src_sizes, dst_sizes).map \
+        if src_sizes or dst_sizes else m
 
 
 def _within_identity(m: IndexingMap) -> bool:
@@ -131,7 +143,8 @@ class _Lifted:
             if is_iteration_of(rv, analysis.loop):
                 self.k = base + j
         lifted = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims,
-                             m.range_vars + m.rt_vars, (), {}, m.is_known_empty)
+                             m.range_vars + m.rt_vars, (), {}, m.is_known_empty,
+                             sizes=m.sizes)
         for e, iv in m.constraints.items():
             lifted = lifted.add_constraint(e.substitute(subst), iv)
         self.map = lifted
@@ -140,9 +153,10 @@ class _Lifted:
 class _Walk:
     def __init__(self, analysis: LoopAnalysis, leaves: Sequence[Shape],
                  body: Mapping[tuple[int, int], Sequence[OperandIndexing]], direction: str,
-                 simplify: Simplify, prove: bool) -> None:
+                 simplify: Simplify, prove: bool, sizes: Sequence[LeafSizes]) -> None:
         self.analysis = analysis
         self.leaves = leaves
+        self.sizes = sizes
         self.direction = direction
         self.simplify = simplify
         self.prove = prove
@@ -166,6 +180,10 @@ class _Walk:
         self._closures: dict[int, dict[tuple[int, int], list[tuple[IndexingMap, int]]]] = {}
         self.notes: list[str] = []
 
+    def to_all(self, a: int, b: int) -> IndexingMap:
+        """Every element of leaf `a` to every element of leaf `b`."""
+        return _to_all(self.leaves[a], self.leaves[b], self.sizes[a], self.sizes[b])
+
     # -- closures of strongly connected parts -------------------------------------------------
 
     def _compose(self, first: IndexingMap, second: IndexingMap) -> IndexingMap:
@@ -188,7 +206,7 @@ class _Walk:
             for a in members for b in members}
         steps: dict[tuple[int, int], dict[IndexingMap, int]] = {key: {} for key in sets}
         for a in members:
-            ident = IndexingMap.identity(self.leaves[a].dims)
+            ident = _identity(self.leaves[a], self.sizes[a])
             sets[(a, a)].add(ident, ident)
             steps[(a, a)][ident] = 0
         stable = False
@@ -218,7 +236,7 @@ class _Walk:
         else:
             self.notes.append(f"{self.analysis.loop.name}: a carry's maps did not close in "
                               f"{CLOSURE_ROUNDS} rounds; every element is assumed")
-            result = {(a, b): [(_to_all(self.leaves[a], self.leaves[b]), 0)]
+            result = {(a, b): [(self.to_all(a, b), 0)]
                       for a in members for b in members}
         self._closures[part] = result
         return result
@@ -233,11 +251,11 @@ class _Walk:
                     for b in reach}
         found: dict[int, MapSet[OperandIndexing]] = {}
         budget = [PATH_LIMIT]
-        ident = IndexingMap.identity(self.leaves[start].dims)
+        ident = _identity(self.leaves[start], self.sizes[start])
         if not self._step(start, ident, None, found, budget):
             self.notes.append(f"{self.analysis.loop.name}: over {PATH_LIMIT} paths from leaf "
                               f"{start}; every element is assumed")
-            return {b: [OperandIndexing(_to_all(self.leaves[start], self.leaves[b]))]
+            return {b: [OperandIndexing(self.to_all(start, b))]
                     for b in reach}
         return {b: s.values() for b, s in found.items()}
 

@@ -214,8 +214,10 @@ class _Function:
                          f"{user.name} in {self.name} {what}", line, column, self.conv.source)
 
     # -- types and sizes -------------------------------------------------------------------
-    def type_sizes(self, t: Any, what: str) -> tuple[str, tuple[Size, ...]]:
-        """Element type and per-dimension sizes; `?` dims get fresh size variables."""
+    def type_sizes(self, t: Any, what: str, parameter: int | None = None
+                   ) -> tuple[str, tuple[Size, ...]]:
+        """Element type and per-dimension sizes; `?` dims get fresh size variables, named
+        after the function's argument `parameter` when it is one."""
         ir = mlir()["ir"]
         if not isinstance(t, ir.RankedTensorType):
             return str(t), ()
@@ -235,10 +237,9 @@ class _Function:
             bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
             label = f"dimension {d} of {what} in {self.name}"
             factor = 1
-            if what.startswith("parameter("):
-                number = int(what[len("parameter("):-1])
-                key = f"{self.name}_arg{number}_d{d}"
-                named = self.conv.dim_names.get((number, d)) if self.conv.entry == self.name \
+            if parameter is not None:
+                key = f"{self.name}_arg{parameter}_d{d}"
+                named = self.conv.dim_names.get((parameter, d)) if self.conv.entry == self.name \
                     else None
                 if named is not None:
                     key, factor = named
@@ -291,6 +292,13 @@ def _normal(s: Size) -> Size:
     if isinstance(s, SymSize) and s.is_constant:
         return s.const
     return s
+
+
+def _per_leaf(sizes: Sequence[tuple[Size, ...]]) -> dict[str, Any]:
+    """The attributes that give a tuple's leaves their symbolic sizes (none when static)."""
+    per_leaf = tuple(tuple(s if isinstance(s, SymSize) else None for s in sz) for sz in sizes)
+    return {SIZES_ATTRIBUTE: per_leaf} if any(any(x is not None for x in leaf)
+                                              for leaf in per_leaf) else {}
 
 
 def _bound(s: Size) -> int:
@@ -369,14 +377,10 @@ class Converter:
     def block(self, body: _Function, block: Any,
               arg_sizes: Sequence[tuple[Size, ...]] | None,
               arg_ints: Sequence[tuple[SymSize, ...] | None] | None,
-              packed: bool = False,
               ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
         body.at = block.owner
-        if packed and len(block.arguments) > 1:
-            self.packed_arguments(body, block)
-            return self.finish(body, *self.operations(body, block))
         for i, arg in enumerate(block.arguments):
-            etype, sizes = body.type_sizes(arg.type, f"parameter({i})")
+            etype, sizes = body.type_sizes(arg.type, f"parameter({i})", i)
             if arg_sizes is not None and i < len(arg_sizes) and len(arg_sizes[i]) == len(sizes):
                 sizes = tuple(_normal(s) for s in arg_sizes[i])
             name = body.fresh(f"arg{i}")
@@ -399,17 +403,6 @@ class Converter:
                 continue
             OpConverter(self, body, op).run()
         return returned, terminator
-
-    def packed_arguments(self, body: _Function, block: Any) -> None:
-        """A `while` region's arguments as HLO has them: one tuple parameter, an element each."""
-        leaves = [body.type_sizes(arg.type, f"parameter(0) element {i}")
-                  for i, arg in enumerate(block.arguments)]
-        shape = Shape.tuple_of(*(body.shape_of(e, sz) for e, sz in leaves))
-        state = body.emit(body.fresh("arg_tuple"), "parameter", shape, parameter_number=0)
-        for i, (arg, (etype, sizes)) in enumerate(zip(block.arguments, leaves)):
-            name = body.emit(body.fresh(f"arg{i}"), "get-tuple-element",
-                             body.shape_of(etype, sizes), (state,), sizes, index=i)
-            body.define(arg, name, sizes)
 
     def finish(self, body: _Function, returned: list[Any], terminator: Any
                ) -> tuple[list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
@@ -460,14 +453,61 @@ class Converter:
         results, _ints = self.finish(body, *self.operations(body, region.blocks[0]))
         return name, results
 
-    def region(self, region: Any, around: _Function, packed: bool = False) -> str:
-        """A region (reduce body, comparator, ...) as a computation of its own; `packed`: its
-        arguments are one tuple parameter (a `while` condition or body)."""
+    def region(self, region: Any, around: _Function) -> str:
+        """A region (reduce body, comparator, ...) as a computation of its own."""
         self.region_count += 1
         name = f"{around.name}.region{self.region_count}"
         body = _Function(self, name, around)
-        self.block(body, region.blocks[0], None, None, packed)
+        self.block(body, region.blocks[0], None, None)
         return name
+
+    def loop_region(self, region: Any, around: _Function, state: Sequence[tuple[Any, str]],
+                    sizes: Sequence[tuple[Size, ...]],
+                    ints: Sequence[tuple[SymSize, ...] | None], carries: bool
+                    ) -> tuple[str, list[tuple[Size, ...]], list[tuple[SymSize, ...] | None]]:
+        """A `while` condition or body as HLO has it: one parameter holding the loop state
+        (value, name around: the region's arguments in order, then the values of the function
+        around that the regions use, which HLO's loop carries unchanged), a tuple of them
+        unless there is one, each with the given sizes and known integer contents. A body
+        (`carries`) returns the carried values after its own results. Gives the computation's
+        name and the sizes and integer contents it returns."""
+        self.region_count += 1
+        name = f"{around.name}.region{self.region_count}"
+        body = _Function(self, name, around)
+        block = region.blocks[0]
+        body.at = block.owner
+        shapes = [around.shapes[outer] for _v, outer in state]
+        if len(state) == 1:
+            inner = [body.emit(body.fresh("arg0"), "parameter", shapes[0], sizes=sizes[0],
+                               parameter_number=0)]
+        else:
+            whole = body.emit(body.fresh("arg_tuple"), "parameter", Shape.tuple_of(*shapes),
+                              parameter_number=0, **_per_leaf(sizes))
+            inner = [body.emit(body.fresh(f"arg{i}"), "get-tuple-element", shape, (whole,),
+                               sz, index=i) for i, (shape, sz) in enumerate(zip(shapes, sizes))]
+        n = len(block.arguments)
+        values = [*block.arguments, *(v for v, _outer in state[n:])]
+        for i, (value, name_inside) in enumerate(zip(values, inner)):
+            body.define(value, name_inside, sizes[i])
+            if ints[i] is not None:
+                body.ints[value] = ints[i]  # type: ignore[assignment]
+                body.record_value(name_inside, ints[i])  # type: ignore[arg-type]
+        returned, terminator = self.operations(body, block)
+        if carries:
+            returned = [*returned, *values[n:]]
+        out_sizes, out_ints = self.finish(body, returned, terminator)
+        return name, out_sizes, out_ints
+
+    def save(self) -> tuple[object, ...]:
+        """What converting a region adds to the module, to undo an attempt (`restore`)."""
+        return (dict(self.computations), dict(self.signatures), dict(self.copies),
+                self.region_count, self.opaque)
+
+    def restore(self, saved: tuple[object, ...]) -> None:
+        computations, signatures, copies, self.region_count, self.opaque = saved  # type: ignore
+        self.computations = computations  # type: ignore[assignment]
+        self.signatures = signatures  # type: ignore[assignment]
+        self.copies = copies  # type: ignore[assignment]
 
 
 _GENERATED = re.compile(r"(.*_arg\d+_d\d+|size\d+_d\d+)")
@@ -1107,15 +1147,55 @@ class OpConverter:
                    to_apply=body)
 
     def op_while(self) -> None:
-        """HLO's form: the state is one tuple operand (unless it is one value)."""
-        names = self.operands()
-        cond = self.conv.region(self.op.regions[0], self.fn, packed=True)
-        body = self.conv.region(self.op.regions[1], self.fn, packed=True)
-        state = names[0] if len(names) == 1 else self.fn.emit(
-            self.fn.fresh("while.state"), "tuple",
-            Shape.tuple_of(*(self.fn.shapes[n] for n in names)), names)
-        self.multi("while", (state,), [list(self.in_sizes(i)) for i in range(len(names))],
-                   condition=cond, body=body)
+        """HLO's form: the state is one tuple operand (unless it is one value), which also
+        carries, unchanged, the values of the function that the regions use (a StableHLO region
+        may use them, an HLO loop's computations only see the state; `jax.export` passes its
+        dimension variables so).
+
+        Every iteration's state has the initial state's sizes, and a known integer content,
+        when the body, converted with them, returns them (by induction over iterations); an
+        integer content the body changes (a counter) is dropped and the regions converted
+        again. When the body returns other sizes (one it cannot follow), the loop is not
+        converted: its maps are unknown ("unknown op stablehlo.while")."""
+        cond_region, body_region = self.op.regions[0], self.op.regions[1]
+        carried = list(dict.fromkeys([*_captured(cond_region), *_captured(body_region)]))
+        values = [*self.op.operands, *carried]
+        state = [(v, self.fn.operand(v, self.op.operation)) for v in values]
+        sizes = [tuple(_normal(s) for s in self.fn.sizes.get(v, ())) for v, _n in state]
+        ints = [self.fn.ints.get(v) for v in values]
+        n = len(self.op.operands)
+        while True:
+            saved = self.conv.save()
+            cond, _s, _i = self.conv.loop_region(cond_region, self.fn, state, sizes, ints, False)
+            body, out_sizes, out_ints = self.conv.loop_region(body_region, self.fn, state,
+                                                              sizes, ints, True)
+            if [tuple(_normal(s) for s in sz) for sz in out_sizes] != sizes:
+                self.conv.restore(saved)
+                self.generic(self.opname)
+                return
+            changed = [i for i in range(n) if ints[i] is not None and out_ints[i] != ints[i]]
+            if not changed:
+                break
+            self.conv.restore(saved)
+            for i in changed:
+                ints[i] = None
+        names = [name for _v, name in state]
+        shapes = [self.fn.shapes[name] for name in names]
+        if len(names) == 1:
+            self.single("while", names, list(sizes[0]), condition=cond, body=body)
+        else:
+            attrs = _per_leaf(sizes)
+            whole = self.fn.emit(self.fn.fresh("while.state"), "tuple", Shape.tuple_of(*shapes),
+                                 names, **attrs)
+            loop = self.fn.emit(self.fn.fresh(self.short), "while", Shape.tuple_of(*shapes),
+                                (whole,), condition=cond, body=body, **attrs)
+            for k, result in enumerate(self.op.results):
+                gte = self.fn.emit(self.fn.fresh(f"{loop}.{k}"), "get-tuple-element",
+                                   shapes[k], (loop,), sizes[k], index=k)
+                self.fn.define(result, gte, sizes[k])
+        for result, vals in zip(self.op.results, ints):
+            if vals is not None:
+                self.fn.ints[result] = vals
 
     def op_case(self) -> None:
         """HLO's `conditional`: operand 0 selects the branch (an index), operand k + 1 holds
