@@ -134,6 +134,14 @@ def _running_sum(x: jax.Array) -> jax.Array:
     return jax.lax.scan(lambda c, row: (c + row, c + row), jnp.zeros(x.shape[1:]), x)[1]
 
 
+def _halves(y: jax.Array, x: jax.Array) -> jax.Array:
+    return jnp.concatenate([y, 2 * y]) + x  # x: `2*b`, asserted twice y's `b`
+
+
+def _shared(x: jax.Array, y: jax.Array) -> jax.Array:
+    return x + jnp.flip(y, 0)  # y's dimensions are asserted equal to x's `b` and `s`
+
+
 @dataclass(frozen=True)
 class Program:
     """A function, its arguments' symbolic shapes, and concrete shapes at three sizes."""
@@ -186,6 +194,9 @@ PROGRAMS = {
                               constraints=("b >= c",), refined=True),
     "take": Program(_take, (("b, 4", F32), ("k", I32)),
                     ({"b": 1, "k": 2}, {"b": 3, "k": 1}, {"b": 4, "k": 3}), refined=True),
+    "halves": Program(_halves, (("b", F32), ("2*b", F32)), ({"b": 1}, {"b": 2}, {"b": 3})),
+    "shared": Program(_shared, (("b, s", F32), ("b, s", F32)),
+                      ({"b": 1, "s": 2}, {"b": 2, "s": 1}, {"b": 3, "s": 2})),
     "doubled_thrice": Program(_doubled_thrice, (("b, 4", F32),), ({"b": 1}, {"b": 2}, {"b": 5})),
     "running_sum": Program(_running_sum, (("b, 3", F32),), ({"b": 1}, {"b": 2}, {"b": 4}),
                            superset="the trip count is b, which the loop analysis does not "
@@ -410,3 +421,22 @@ def test_a_dimension_is_a_multiple_only_where_the_program_asserts_it(
     kept = [line for line in text.splitlines() if "@shape_assertion" not in line]
     assert len(kept) < len(text.splitlines())
     assert "b" not in size_names(parse_module("\n".join(kept)))
+
+
+def test_asserted_dimensions_share_the_sizes_and_their_bounds(
+        exported: dict[str, Exported]) -> None:
+    """jax.export asserts `y.shape == (b, s)` and `x.shape[0] == 2 * b`: those dimensions are
+    the sizes `b`, `s` and `2 * b`, not sizes of their own, and `b`'s interval is what every
+    dimension implies (`2 * b <= 2^31 - 1`). Without the assertions they are sizes of their
+    own."""
+    def sizes(module: HloModule) -> dict[str, tuple[int, int]]:
+        ci = computation_indexing(module, module.entry, "out2in")
+        return {z.name: (z.bounds.lo, z.bounds.hi)
+                for maps in ci.maps.values() for m in maps for z in m.map.sizes}
+
+    assert sizes(exported["halves"].dynamic) == {"b": (1, (2**31 - 1) // 2)}
+    assert set(sizes(exported["shared"].dynamic)) == {"b", "s"}
+    text = exported["shared"].text
+    kept = [line for line in text.splitlines() if "@shape_assertion" not in line]
+    assert len(kept) < len(text.splitlines())
+    assert "main_arg1_d0" in sizes(parse_module("\n".join(kept)))

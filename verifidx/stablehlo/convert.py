@@ -222,33 +222,23 @@ class _Function:
         if not isinstance(t, ir.RankedTensorType):
             return str(t), ()
         rt = ir.RankedTensorType(t)
-        bounds: list[int] = []
-        enc = rt.encoding
-        if enc is not None:
-            try:
-                bounds = list(mlir()["stablehlo"].TypeExtensions(enc).bounds)
-            except Exception:
-                bounds = []
         sizes: list[Size] = []
-        for d, n in enumerate(rt.shape):
+        for d, (n, bound) in enumerate(zip(rt.shape, _dim_bounds(rt))):
             if n != _DYNAMIC:
                 sizes.append(int(n))
                 continue
-            bound = bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
             label = f"dimension {d} of {what} in {self.name}"
-            factor = 1
             if parameter is not None:
+                exported = self.conv.dim_sizes.get((parameter, d)) \
+                    if self.conv.entry == self.name else None
+                if exported is not None:
+                    sizes.append(exported)
+                    continue
                 key = f"{self.name}_arg{parameter}_d{d}"
-                named = self.conv.dim_names.get((parameter, d)) if self.conv.entry == self.name \
-                    else None
-                if named is not None:
-                    key, factor = named
-                    label = f"{label} (jax.export dimension variable {key}" + \
-                        (f", the dimension {factor} * {key})" if factor != 1 else ")")
             else:  # every op result's `?` is its own size
                 self.conv.opaque += 1
                 key = f"size{self.conv.opaque}_d{d}"
-            sizes.append(SymSize.of(SizeVar(key, label, bound // factor)).times(factor))
+            sizes.append(SymSize.of(SizeVar(key, label, bound)))
         return element_type(str(rt.element_type)), tuple(sizes)
 
     @staticmethod
@@ -326,7 +316,7 @@ class Converter:
         self.region_count = 0
         self.opaque = 0
         self.entry = ""
-        self.dim_names: dict[tuple[int, int], tuple[str, int]] = {}
+        self.dim_sizes: dict[tuple[int, int], SymSize] = {}
         # one naming state for the module: value.get_name() alone renumbers the whole function
         # on every call
         self.asm = mlir()["ir"].AsmState(module.operation)
@@ -345,7 +335,7 @@ class Converter:
             (n for n, f in self.funcs.items() if _visibility(f) != "private"),
             list(self.funcs)[-1])
         self.entry = entry
-        self.dim_names = _export_dim_names(self.funcs, entry)
+        self.dim_sizes = _export_sizes(self.funcs, entry)
         self.function(entry, None, None)
         for fname in self.funcs:
             if not any(key[0] == fname for key in self.signatures):
@@ -553,6 +543,130 @@ def _export_dim_names(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int]
             if where is not None:
                 names.setdefault(where, (name, factor))
     return names
+
+
+def _dim_bounds(rt: Any) -> list[int]:
+    """Per dimension of a ranked tensor type, the largest size it may have: its
+    `#stablehlo.bounds` entry, else `UNBOUNDED_SIZE` (a static dimension: its size)."""
+    bounds: list[int] = []
+    if rt.encoding is not None:
+        try:
+            bounds = list(mlir()["stablehlo"].TypeExtensions(rt.encoding).bounds)
+        except Exception:
+            bounds = []
+    return [int(n) if n != _DYNAMIC else
+            bounds[d] if d < len(bounds) and bounds[d] != _DYNAMIC else UNBOUNDED_SIZE
+            for d, n in enumerate(rt.shape)]
+
+
+def _export_sizes(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], SymSize]:
+    """(argument, dimension) of the entry -> its size over `jax.export`'s dimension variables:
+    the dimensions that define a variable (`_export_dim_names`), and every other dimension
+    the entry asserts (`shape_assertion` of `compare EQ`) equal to an expression of them
+    (`_asserted_sizes`), so that `x: (b, s), y: (b, s)` share `b` and `s`. A variable's
+    interval is what every such dimension implies: `b` in `[1, bound // 2]` where a
+    dimension is `2 * b`."""
+    block = funcs[entry].regions[0].blocks[0]
+    args = list(block.arguments)
+    names = _export_dim_names(funcs, entry)
+    bounds: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for (a, d), (name, factor) in names.items():
+        bound = _dim_bounds(mlir()["ir"].RankedTensorType(args[a].type))[d]
+        bounds[name] = min(bounds.get(name, bound // factor), bound // factor)
+        labels[name] = f"dimension {d} of parameter({a}) in {entry} (jax.export dimension " \
+            f"variable {name}" + (f", the dimension {factor} * {name})" if factor != 1 else ")")
+
+    def variables() -> dict[str, SymSize]:
+        return {n: SymSize.of(SizeVar(n, labels[n], bounds[n])) for n in bounds}
+
+    known = {where: variables()[name].times(factor) for where, (name, factor) in names.items()}
+    equated: dict[tuple[int, int], Any] = {}  # dimension -> the value asserted equal to it
+    for where, value, width in _asserted_equal(block, args):
+        if where in known:
+            continue
+        size = _dimension_expression(value, args, known, funcs)
+        bound = _dim_bounds(mlir()["ir"].RankedTensorType(args[where[0]].type))[where[1]]
+        # the program compares modulo 2^width: inside these limits only `size` itself is
+        # congruent to a dimension in [1, bound]
+        if size is None or size.lo < 1 or size.hi > 2**width or size.lo <= bound - 2**width:
+            continue
+        single = [(m, c) for m, c in size.terms]
+        if len(single) == 1 and len(single[0][0]) == 1 and single[0][1] > 0 and \
+                isinstance(single[0][0][0], SizeVar) and single[0][0][0].key in bounds:
+            (((var,), c),) = single
+            # the dimension is at most `bound`, so the variable is at most this
+            bounds[var.key] = min(bounds[var.key], (bound - size.const) // c)
+        equated[where] = value
+        known = {w: _rebound(s, variables()) for w, s in known.items()}
+        known[where] = _rebound(size, variables())
+    return known
+
+
+def _rebound(size: SymSize, variables: dict[str, SymSize]) -> SymSize:
+    """`size` over `variables` (the same names, with their final intervals)."""
+    out = SymSize(size.const)
+    for mono, c in size.terms:
+        term = SymSize(c)
+        for atom in mono:
+            assert isinstance(atom, SizeVar)
+            term = term.mul(variables[atom.key])
+        out = out.plus(term)
+    return out
+
+
+def _asserted_equal(block: Any, args: list[Any]) -> list[tuple[tuple[int, int], Any, int]]:
+    """(dimension, value, bit width) for each `shape_assertion` of `compare EQ` of a measured
+    argument dimension with another value (either side), in order."""
+    found = []
+    for op in block.operations:
+        if op.operation.name != "stablehlo.custom_call" or \
+                str(op.attributes["call_target_name"]).strip('"') != "shape_assertion" or \
+                not len(op.operands):
+            continue
+        cmp = op.operands[0].owner
+        if getattr(cmp, "name", None) != "stablehlo.compare" or mlir()["stablehlo"]. \
+                ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value != "EQ":
+            continue
+        width = {"i32": 32, "i64": 64}.get(_element(cmp.operands[0].type))
+        if width is None:
+            continue
+        for a, b in ((0, 1), (1, 0)):
+            where = _measured(cmp.operands[a], args)
+            if where is not None:
+                found.append((where, cmp.operands[b], width))
+    return found
+
+
+def _dimension_expression(value: Any, args: list[Any], known: dict[tuple[int, int], SymSize],
+                          funcs: dict[str, Any]) -> SymSize | None:
+    """The value the entry computes, as a polynomial in the dimension variables, modulo the
+    integer type's 2^width (ring operations only: constants, measured dimensions whose size
+    is known, same-type converts, sums, differences and products), and `divmod`'s quotient
+    of a measured dimension by a constant that divides its size exactly (no wrap there: a
+    dimension is its value). None otherwise."""
+    owner = value.owner
+    name = getattr(owner, "name", None)
+    where = _measured(value, args)
+    if where is not None:
+        return known.get(where)
+    if name == "stablehlo.constant":
+        c = _int_constant(value)
+        return None if c is None else SymSize(c)
+    if name == "stablehlo.convert" and _element(owner.operands[0].type) == _element(value.type):
+        return _dimension_expression(owner.operands[0], args, known, funcs)
+    if name in _ARITH:
+        x, y = (_dimension_expression(v, args, known, funcs) for v in owner.operands)
+        return None if x is None or y is None else _arith(name, x, y)
+    if name == "func.call" and _callee(owner) == "divmod" and value.result_number == 0 and \
+            len(owner.operands) == 2:
+        where, k = _measured(owner.operands[0], args), _int_constant(owner.operands[1])
+        size = known.get(where) if where is not None else None
+        if size is None or k is None or k < 1 or size.const % k or \
+                any(c % k for _m, c in size.terms):
+            return None
+        return size.floordiv(k)
+    return None
 
 
 def _captured(region: Any) -> list[Any]:
