@@ -16,7 +16,8 @@ dimension is a size variable; sizes flow through ops, and integer shape values
 quotients by positive constants (derived sizes, `b floordiv 2`), and comparisons and
 selections decided for every size) are followed so that
 `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and `set_dimension_size` get the
-sizes their shape operands hold; a `4*b` argument dimension is `4 * b` (`_export_dim_names`).
+sizes their shape operands hold; a `4*b` argument dimension is `4 * b`, and one the entry
+asserts equal to an expression of the dimension variables is that expression (`_export_sizes`).
 A size that cannot be followed is a fresh, opaque size variable, which makes the maps that
 depend on it unknown, never wrong.
 Called functions are converted once per distinct call-site sizes (copies are suffixed `.1`, ...),
