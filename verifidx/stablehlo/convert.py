@@ -564,7 +564,7 @@ def _export_sizes(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], Sy
     """(argument, dimension) of the entry -> its size over `jax.export`'s dimension variables:
     the dimensions that define a variable (`_export_dim_names`), and every other dimension
     the entry asserts (`shape_assertion` of `compare EQ`) equal to an expression of them
-    (`_asserted_sizes`), so that `x: (b, s), y: (b, s)` share `b` and `s`. A variable's
+    (`_asserted_equal`), so that `x: (b, s), y: (b, s)` share `b` and `s`. A variable's
     interval is what every such dimension implies: `b` in `[1, bound // 2]` where a
     dimension is `2 * b`."""
     block = funcs[entry].regions[0].blocks[0]
@@ -582,11 +582,10 @@ def _export_sizes(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], Sy
         return {n: SymSize.of(SizeVar(n, labels[n], bounds[n])) for n in bounds}
 
     known = {where: variables()[name].times(factor) for where, (name, factor) in names.items()}
-    equated: dict[tuple[int, int], Any] = {}  # dimension -> the value asserted equal to it
     for where, value, width in _asserted_equal(block, args):
         if where in known:
             continue
-        size = _dimension_expression(value, args, known, funcs)
+        size = _dimension_expression(value, args, known)
         bound = _dim_bounds(mlir()["ir"].RankedTensorType(args[where[0]].type))[where[1]]
         # the program compares modulo 2^width: inside these limits only `size` itself is
         # congruent to a dimension in [1, bound]
@@ -597,8 +596,10 @@ def _export_sizes(funcs: dict[str, Any], entry: str) -> dict[tuple[int, int], Sy
                 isinstance(single[0][0][0], SizeVar) and single[0][0][0].key in bounds:
             (((var,), c),) = single
             # the dimension is at most `bound`, so the variable is at most this
-            bounds[var.key] = min(bounds[var.key], (bound - size.const) // c)
-        equated[where] = value
+            tight = (bound - size.const) // c
+            if tight < 1:
+                continue
+            bounds[var.key] = min(bounds[var.key], tight)
         known = {w: _rebound(s, variables()) for w, s in known.items()}
         known[where] = _rebound(size, variables())
     return known
@@ -639,8 +640,8 @@ def _asserted_equal(block: Any, args: list[Any]) -> list[tuple[tuple[int, int], 
     return found
 
 
-def _dimension_expression(value: Any, args: list[Any], known: dict[tuple[int, int], SymSize],
-                          funcs: dict[str, Any]) -> SymSize | None:
+def _dimension_expression(value: Any, args: list[Any], known: dict[tuple[int, int], SymSize]
+                          ) -> SymSize | None:
     """The value the entry computes, as a polynomial in the dimension variables, modulo the
     integer type's 2^width (ring operations only: constants, measured dimensions whose size
     is known, same-type converts, sums, differences and products), and `divmod`'s quotient
@@ -655,9 +656,9 @@ def _dimension_expression(value: Any, args: list[Any], known: dict[tuple[int, in
         c = _int_constant(value)
         return None if c is None else SymSize(c)
     if name == "stablehlo.convert" and _element(owner.operands[0].type) == _element(value.type):
-        return _dimension_expression(owner.operands[0], args, known, funcs)
+        return _dimension_expression(owner.operands[0], args, known)
     if name in _ARITH:
-        x, y = (_dimension_expression(v, args, known, funcs) for v in owner.operands)
+        x, y = (_dimension_expression(v, args, known) for v in owner.operands)
         return None if x is None or y is None else _arith(name, x, y)
     if name == "func.call" and _callee(owner) == "divmod" and value.result_number == 0 and \
             len(owner.operands) == 2:
@@ -698,9 +699,10 @@ def _callee(call: Any) -> str:
 
 def _measured(value: Any, args: list[Any]) -> tuple[int, int] | None:
     """(argument, dimension) when `value` is `get_dimension_size` of an entry argument (maybe
-    converted)."""
+    converted to another 32- or 64-bit integer, which holds a dimension exactly)."""
     source = value.owner
-    while getattr(source, "name", None) == "stablehlo.convert":
+    while getattr(source, "name", None) == "stablehlo.convert" and \
+            _element(source.results[0].type) in _WIDE - {"i1"}:
         source = source.operands[0].owner
     if getattr(source, "name", None) != "stablehlo.get_dimension_size":
         return None
