@@ -213,3 +213,22 @@ def test_dropping_locations_keeps_every_other_character_in_place() -> None:
     assert len(plain) == len(text) and plain.count("\n") == text.count("\n")
     assert "loc(" not in plain.replace("@loc(", "") and plain.startswith("func.func @loc(%a")
     assert parse_stablehlo(text).entry.name == "loc"
+
+
+def test_a_fori_loop_over_b_rows_is_converted_with_the_scatters_reason(
+        tmp_path: Path) -> None:
+    """`fori_loop(0, b, ...)` updating row `i` of a `(b, 3)` carry: the scatter's result has its
+    operand's size, so the body keeps the carry's size and the loop is converted (it used to
+    fail reading the packed arguments, then to stay an unknown `stablehlo.while`); its maps
+    are unknown for the scatter into a dynamic operand, the reason they name."""
+    from verifidx.computation_maps import computation_indexing
+    from verifidx.stablehlo import parse_module
+
+    path = exported(tmp_path, "fori", lambda x: jax.lax.fori_loop(
+        0, x.shape[0], lambda i, c: c.at[i].multiply(2.0), x), ((B, 3), jnp.float32))
+    module = parse_module(path.read_text())
+    ci = computation_indexing(module, module.entry, "out2in")
+    maps = list(ci.maps_for(0, 0))
+    assert maps and all(m.is_undefined for m in maps)
+    assert any("scatter into an operand of dynamic size" in n for n in ci.notes), ci.notes
+    assert not any("stablehlo.while" in n for n in ci.notes), ci.notes

@@ -1196,7 +1196,9 @@ class OpConverter:
         sd = mlir()["stablehlo"].ScatterDimensionNumbers(
             self.op.attributes["scatter_dimension_numbers"])
         body = self.conv.region(self.op.regions[0], self.fn)
-        self.multi("scatter", self.operands(), None,
+        # each result has its input's shape (StableHLO's scatter), so its sizes
+        self.multi("scatter", self.operands(),
+                   [list(self.in_sizes(i)) for i in range(len(self.op.results))],
                    update_window_dims=tuple(sd.update_window_dims),
                    inserted_window_dims=tuple(sd.inserted_window_dims),
                    scatter_dims_to_operand_dims=tuple(sd.scattered_dims_to_operand_dims),
