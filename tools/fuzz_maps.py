@@ -1,11 +1,15 @@
 """Differential fuzzing of verifidx's map layer, for long local runs.
 
-    .venv/bin/python tools/fuzz_maps.py --cases 200000 --seed 1 [--jobs 2] [--op simplify]
+    .venv/bin/python tools/fuzz_maps.py --cases 200000 --seed 1 [--sized 0.5] [--op simplify]
 
-Random maps (tests/fuzz/fuzz_cases.py) go through verifidx and through an independent oracle
+Random maps (tests/fuzz/fuzz_cases.py; with sizes, tests/fuzz/fuzz_sized.py, a `--sized`
+fraction of the cases) go through verifidx and through an independent oracle
 (tests/fuzz/fuzz_oracle.py: its own parser, evaluator and enumerator); every answer is compared
-by full enumeration. Prints the cases run, the count per operation, the wrong results and the
-crashes; exit 1 if there is any wrong result or crash.
+by full enumeration, maps with sizes at several assignments of their sizes. Prints progress and
+each wrong result as it is found, then the cases run, the count per operation, the wrong
+results and the crashes, and a last line `cases: N, wrong: W, crashes: C, unknown: U, seconds:
+S`; exit 1 if there is any wrong result or crash. `--jobs 1` (the default) runs in this
+process.
 """
 
 from __future__ import annotations
@@ -20,14 +24,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
 
 import fuzz_cases  # noqa: E402
+import fuzz_sized  # noqa: E402
 
 
-def _chunk(args: tuple[int, int, str | None]) -> fuzz_cases.Report:
-    seed, cases, op = args
+def _chunk(args: tuple[int, int, str | None, float]) -> fuzz_cases.Report:
+    seed, cases, op, sized = args
     report = fuzz_cases.Report()
     rng = random.Random(seed)
     for _ in range(cases):
-        fuzz_cases.check(rng, fuzz_cases.generate(rng), report, op)
+        if rng.random() < sized:
+            fuzz_sized.check(rng, fuzz_sized.generate(rng), report, op)
+        else:
+            fuzz_cases.check(rng, fuzz_cases.generate(rng), report, op)
     return report
 
 
@@ -36,23 +44,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--chunk", type=int, default=2_000, help="cases per work unit")
+    ap.add_argument("--chunk", type=int, default=1_000, help="cases per work unit")
     ap.add_argument("--op", choices=fuzz_cases.OPERATIONS, help="only this operation")
+    ap.add_argument("--sized", type=float, default=0.5,
+                    help="fraction of the cases that are maps with sizes (0 to 1)")
     args = ap.parse_args(argv)
     units = []
     left, k = args.cases, 0
     while left > 0:
         n = min(args.chunk, left)
-        units.append((args.seed * 1_000_003 + k, n, args.op))
+        units.append((args.seed * 1_000_003 + k, n, args.op, args.sized))
         left -= n
         k += 1
     total = fuzz_cases.Report()
     start = time.time()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for rep in pool.map(_chunk, units):
-            total.merge(rep)
-            print(f"{total.cases} cases, {len(total.wrong)} wrong, {len(total.crashes)} "
-                  f"crashes, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+    pool = ProcessPoolExecutor(max_workers=args.jobs) if args.jobs > 1 else None
+    reports = pool.map(_chunk, units) if pool else map(_chunk, units)
+    for rep in reports:
+        total.merge(rep)
+        for w in rep.wrong:
+            print("WRONG", w, file=sys.stderr, flush=True)
+        for c in rep.crashes:
+            print("CRASH", c, file=sys.stderr, flush=True)
+        print(f"{total.cases} cases, {len(total.wrong)} wrong, {len(total.crashes)} crashes, "
+              f"{total.unknown} unknown, {time.time() - start:.0f} s", file=sys.stderr,
+              flush=True)
+    if pool:
+        pool.shutdown()
     print(f"cases run: {total.cases}")
     print(f"wrong results: {len(total.wrong)}")
     print(f"crashes: {len(total.crashes)}")
@@ -62,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         print("WRONG", w)
     for c in total.crashes:
         print("CRASH", c)
+    print(f"cases: {total.cases}, wrong: {len(total.wrong)}, crashes: {len(total.crashes)}, "
+          f"unknown: {total.unknown}, seconds: {time.time() - start:.0f}")
     return 1 if total.wrong or total.crashes else 0
 
 

@@ -184,9 +184,12 @@ class Report:
     wrong: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    #: verdicts that are neither True nor False (allowed: never a claim)
+    unknown: int = 0
 
     def merge(self, other: Report) -> None:
         self.cases += other.cases
+        self.unknown += other.unknown
         self.wrong += other.wrong
         self.crashes += other.crashes
         self.counts.update(other.counts)
@@ -267,6 +270,7 @@ def _equal(rng: random.Random, text: str, m: vx.IndexingMap, rel: set, report: R
     report.counts[f"equal: {'same' if truth else 'different'} relations"] += 1
     if v.holds is None:
         report.counts["equal: unknown"] += 1
+        report.unknown += 1
     elif v.holds != truth:
         report.wrong.append(f"equal said {v.holds}, enumeration says {truth}: {text}\n"
                             f"  other: {other}\n  {v.message}")
@@ -278,6 +282,7 @@ def _is_empty(rng: random.Random, text: str, m: vx.IndexingMap, rel: set, report
     report.counts["is_empty: " + ("empty" if not rel else "not empty")] += 1
     if v.holds is None:
         report.counts["is_empty: unknown"] += 1
+        report.unknown += 1
     elif v.holds != (not rel):
         report.wrong.append(f"is_empty said {v.holds}, enumeration found {len(rel)} tuples: "
                             f"{text}")

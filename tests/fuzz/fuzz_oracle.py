@@ -6,6 +6,12 @@ the semantics alone (docs/semantics.md): `floordiv` rounds down, `ceildiv` round
 positive constant lies in [0, b-1]; intervals are inclusive; a map denotes the set of
 (runtime values, dimension values, results) over the points of its box that satisfy every
 constraint, range variables projected away.
+
+A map with sizes (`(d0)<N> -> ...`, docs/semantics.md, Sizes) is read as a family: `relation`
+takes one value per size and enumerates the static map at those values, so a claim for every
+size is checked size by size; `divisor_status` and `products_linear` read the grammar's rules
+for such maps (divisors over sizes only, positive on their naive intervals; index variables
+not multiplied together).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ class Undefined(Exception):
     """An operation without a value at a point (a divisor outside the contract)."""
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(->|[-+*/(),\[\]{}:]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(->|[-+*/(),\[\]{}:<>]))")
 _BINARY = {"+": 1, "-": 1, "*": 2, "floordiv": 2, "/": 2, "ceildiv": 2, "mod": 2}
 _OPNAME = {"+": "+", "-": "-", "*": "*", "floordiv": "fd", "/": "fd", "ceildiv": "cd",
            "mod": "mod"}
@@ -49,6 +55,9 @@ class OMap:
     dims: list[tuple[int, int]] = field(default_factory=list)
     syms: list[tuple[int, int]] = field(default_factory=list)
     rts: list[tuple[int, int]] = field(default_factory=list)
+    #: (name, lo, hi) per size, in the order of the header; their leaves follow the runtime
+    #: variables' (`("v", len(boxes) + k)`)
+    sizes: list[tuple[str, int, int]] = field(default_factory=list)
     results: list[Node] = field(default_factory=list)
     constraints: list[tuple[Node, int, int]] = field(default_factory=list)
     known_empty: bool = False
@@ -199,7 +208,13 @@ class _Reader:
         if self.peek() == "{":
             self.take()
             rts = self.names_list("}")
-        order = dims + syms + rts
+        size_names: list[str] = []
+        if self.peek() == "<":
+            self.take()
+            size_names = self.names_list(">")
+        order = dims + syms + rts + size_names
+        if len(set(order)) != len(order):
+            raise OracleError("a name is declared twice")
         self.names = {n: i for i, n in enumerate(order)}
         self.take("->")
         self.take("(")
@@ -237,8 +252,10 @@ class _Reader:
         if len(bounds) != len(order):
             raise OracleError("a variable has no bounds")
         boxes = [bounds[i] for i in range(len(order))]
-        nd, ns = len(dims), len(syms)
-        return OMap(boxes[:nd], boxes[nd:nd + ns], boxes[nd + ns:], results, constraints)
+        nd, ns, nr = len(dims), len(syms), len(rts)
+        sizes = [(n, *b) for n, b in zip(size_names, boxes[nd + ns + nr:])]
+        return OMap(boxes[:nd], boxes[nd:nd + ns], boxes[nd + ns:nd + ns + nr], sizes, results,
+                    constraints)
 
 
 def parse(text: str) -> OMap:
@@ -312,21 +329,31 @@ def compile_map(m: OMap):  # type: ignore[no-untyped-def]
     return scope["f"]
 
 
-def relation(m: OMap, limit: int = 50_000) -> set[tuple[tuple[int, ...], ...]] | None:
+def relation(m: OMap, limit: int = 50_000, sizes: dict[str, int] | None = None
+             ) -> set[tuple[tuple[int, ...], ...]] | None:
     """{(runtime values, dimension values, results)} by enumeration; None if the box is over
-    `limit` points. Raises Undefined if an operation is undefined at a point of the domain."""
+    `limit` points. Raises Undefined if an operation is undefined at a point of the domain. A
+    map with sizes needs a value for each in `sizes` (one member of the family; a value
+    outside the size's interval is an OracleError: the map says nothing there)."""
     if m.undefined:
         raise OracleError("UNDEFINED has no relation")
     if m.known_empty:
         return set()
+    fixed: list[int] = []
+    for name, lo, hi in m.sizes:
+        value = (sizes or {}).get(name)
+        if value is None or not lo <= value <= hi:
+            raise OracleError(f"size {name} = {value} is not in [{lo}, {hi}]")
+        fixed.append(value)
     if m.box_size() > limit:
         return None
     f = compile_map(m)
     nd, ns = len(m.dims), len(m.syms)
     bounds = [(lo, hi) for _e, lo, hi in m.constraints]
     out: set[tuple[tuple[int, ...], ...]] = set()
+    tail = tuple(fixed)
     for p in itertools.product(*[range(lo, hi + 1) for lo, hi in m.boxes]):
-        cons, res = f(p)
+        cons, res = f(p + tail)
         if all(lo <= c <= hi for c, (lo, hi) in zip(cons, bounds)):
             out.add((p[nd + ns:], p[:nd], res))
     return out
@@ -381,6 +408,123 @@ def divisors_valid(node: Node) -> bool:
             value = _constant_value(n[2])
             if value is None or value == 0 or (n[0] == "mod" and value < 0):
                 return False
+        if n[0] not in ("c", "v"):
+            stack.extend(n[1:])
+    return True
+
+
+# -- maps with sizes -----------------------------------------------------------------------------
+
+
+def _leaves(node: Node) -> set[int]:
+    out = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] == "v":
+            out.add(n[1])
+        elif n[0] != "c":
+            stack.extend(n[1:])
+    return out
+
+
+def _mentions_index(node: Node, m: OMap) -> bool:
+    return any(i < len(m.boxes) for i in _leaves(node))
+
+
+def _naive_interval(node: Node, m: OMap) -> tuple[int, int] | None:
+    """Interval arithmetic of a size expression from the sizes' intervals (+, -, *, min, max;
+    None for anything else), the bound the grammar asks of a divisor."""
+    kind = node[0]
+    if kind == "c":
+        return node[1], node[1]
+    if kind == "v":
+        k = node[1] - len(m.boxes)
+        return (m.sizes[k][1], m.sizes[k][2]) if k >= 0 else None
+    parts = [_naive_interval(k, m) for k in node[1:]]
+    if any(p is None for p in parts):
+        return None
+    if kind == "neg":
+        lo, hi = parts[0]  # type: ignore[misc]
+        return -hi, -lo
+    (a, b), (c, d) = parts  # type: ignore[misc]
+    if kind == "+":
+        return a + c, b + d
+    if kind == "-":
+        return a - d, b - c
+    if kind == "*":
+        corners = [a * c, a * d, b * c, b * d]
+        return min(corners), max(corners)
+    if kind == "min":
+        return min(a, c), min(b, d)
+    if kind == "max":
+        return max(a, c), max(b, d)
+    return None
+
+
+def size_points(m: OMap, limit: int) -> list[dict[str, int]] | None:
+    """Every assignment of the sizes within their intervals, or None if there are more than
+    `limit`."""
+    n = 1
+    for _name, lo, hi in m.sizes:
+        n *= max(0, hi - lo + 1)
+    if n > limit:
+        return None
+    names = [name for name, _lo, _hi in m.sizes]
+    return [dict(zip(names, values)) for values in
+            itertools.product(*[range(lo, hi + 1) for _n, lo, hi in m.sizes])]
+
+
+def _value_at(node: Node, m: OMap, sizes: dict[str, int]) -> int | None:
+    """A size expression's value at `sizes` (None if undefined there)."""
+    f = compile_map(OMap(results=[node]))
+    p = tuple([0] * len(m.boxes) + [sizes[name] for name, _lo, _hi in m.sizes])
+    try:
+        return int(f(p)[1][0])
+    except Undefined:
+        return None
+
+
+def divisor_status(m: OMap, samples: list[dict[str, int]]) -> str:
+    """For a map with sizes: "valid" when every divisor is a constant XLA accepts, or over
+    sizes and constants only and positive on its naive interval, so it must be accepted; "invalid"
+    when one mentions an index variable or is below 1 at one of `samples` (a size assignment;
+    the map would be undefined there), so it must be rejected; "unclear" otherwise (the
+    grammar's interval test may go either way)."""
+    status = "valid"
+    nodes = m.results + [e for e, _lo, _hi in m.constraints]
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n[0] in ("fd", "cd", "mod"):
+            d = n[2]
+            if _mentions_index(d, m):
+                return "invalid"
+            if not _leaves(d):  # a constant: XLA's rule (nonzero; positive for mod)
+                value = _constant_value(d)
+                if value is None or value == 0 or (n[0] == "mod" and value < 0):
+                    return "invalid"
+                stack.extend(n[1:])
+                continue
+            iv = _naive_interval(d, m)
+            if iv is None or iv[0] < 1:
+                values = [_value_at(d, m, at) for at in samples]
+                if any(v is None or v < 1 for v in values):
+                    return "invalid"
+                status = "unclear"  # positive at the samples, not on its naive interval
+        if n[0] not in ("c", "v"):
+            stack.extend(n[1:])
+    return status
+
+
+def products_linear(m: OMap) -> bool:
+    """No product of two factors that both mention an index variable (the grammar of maps
+    with sizes: linear in the index variables)."""
+    stack = m.results + [e for e, _lo, _hi in m.constraints]
+    while stack:
+        n = stack.pop()
+        if n[0] == "*" and _mentions_index(n[1], m) and _mentions_index(n[2], m):
+            return False
         if n[0] not in ("c", "v"):
             stack.extend(n[1:])
     return True
