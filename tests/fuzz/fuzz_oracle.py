@@ -62,6 +62,8 @@ class OMap:
     constraints: list[tuple[Node, int, int]] = field(default_factory=list)
     known_empty: bool = False
     undefined: bool = False
+    #: `member_function(self)`, compiled once
+    member: object = field(default=None, repr=False, compare=False)
 
     @property
     def boxes(self) -> list[tuple[int, int]]:
@@ -287,9 +289,11 @@ _PY = {"+": "{} + {}", "-": "{} - {}", "*": "{} * {}", "fd": "_fd({}, {})", "cd"
        "mod": "_md({}, {})", "min": "min({}, {})", "max": "max({}, {})"}
 
 
-def compile_map(m: OMap):  # type: ignore[no-untyped-def]
+def compile_map(m: OMap, member: bool = False):  # type: ignore[no-untyped-def]
     """A Python function of the flat point returning (constraint values, results). Each node
-    becomes one assignment (post-order, iterative), so deep expressions compile too."""
+    becomes one assignment (post-order, iterative), so deep expressions compile too.
+    `member`: instead, the results at a point that satisfies every constraint, else None
+    (each constraint tested as soon as it is computed; results only in the domain)."""
     lines: list[str] = []
     names: dict[int, str] = {}
 
@@ -318,11 +322,18 @@ def compile_map(m: OMap):  # type: ignore[no-untyped-def]
         return names[id(root)]
 
     keep = [m.results, m.constraints]  # node ids stay valid while compiling
-    cons = [emit(e) for e, _lo, _hi in m.constraints]
+    cons = []
+    for e, lo, hi in m.constraints:
+        cons.append(emit(e))
+        if member:
+            lines.append(f"    if not {lo} <= {cons[-1]} <= {hi}: return None")
     res = [emit(e) for e in m.results]
     body = "\n".join(lines) or "    pass"
-    src = (f"def f(p):\n{body}\n    return ({''.join(c + ', ' for c in cons)}), "
-           f"({''.join(r + ', ' for r in res)})\n")
+    if member:
+        src = f"def f(p):\n{body}\n    return ({''.join(r + ', ' for r in res)})\n"
+    else:
+        src = (f"def f(p):\n{body}\n    return ({''.join(c + ', ' for c in cons)}), "
+               f"({''.join(r + ', ' for r in res)})\n")
     scope = {"_fd": _fd, "_cd": _cd, "_md": _md}
     exec(src, scope)  # noqa: S102 - code generated from the parsed tree above
     del keep
@@ -347,15 +358,16 @@ def relation(m: OMap, limit: int = 50_000, sizes: dict[str, int] | None = None
         fixed.append(value)
     if m.box_size() > limit:
         return None
-    f = compile_map(m)
-    nd, ns = len(m.dims), len(m.syms)
-    bounds = [(lo, hi) for _e, lo, hi in m.constraints]
+    if m.member is None:
+        m.member = compile_map(m, member=True)
+    f = m.member
+    nd, ns, nv = len(m.dims), len(m.syms), len(m.boxes)
     out: set[tuple[tuple[int, ...], ...]] = set()
-    tail = tuple(fixed)
-    for p in itertools.product(*[range(lo, hi + 1) for lo, hi in m.boxes]):
-        cons, res = f(p + tail)
-        if all(lo <= c <= hi for c, (lo, hi) in zip(cons, bounds)):
-            out.add((p[nd + ns:], p[:nd], res))
+    for p in itertools.product(*[range(lo, hi + 1) for lo, hi in m.boxes],
+                               *[(v,) for v in fixed]):
+        res = f(p)  # type: ignore[operator]
+        if res is not None:
+            out.add((p[nd + ns:nv], p[:nd], res))
     return out
 
 

@@ -20,6 +20,7 @@ oracle sees the difference (or the point).
 
 from __future__ import annotations
 
+import functools
 import random
 import traceback
 
@@ -142,6 +143,26 @@ def _pattern(rng: random.Random, dims: list[str], sizes: Sizes
         [(f"{d1}", 0, c - 1)]
 
 
+def _mutated(rng: random.Random, results: list[str], constraints: list[tuple[str, int, int]],
+             sizes: Sizes) -> tuple[list[str], list[tuple[str, int, int]]]:
+    """The shape with one occurrence of a size replaced by another size or a constant, or
+    its bound by a size dropped (held at some sizes only, or at none)."""
+    if constraints and rng.random() < 0.3:
+        return results, []
+    texts = results + [e for e, _lo, _hi in constraints]
+    spots = [(i, j) for i, t in enumerate(texts) for j in range(len(t))
+             if t[j] in sizes and (j == 0 or not t[j - 1].isalnum())
+             and (j + 1 == len(t) or not t[j + 1].isalnum())]
+    if not spots:
+        return results, constraints
+    i, j = rng.choice(spots)
+    new = rng.choice([z for z in sizes if z != texts[i][j]] or ["2"]) if rng.random() < 0.6 \
+        else str(rng.choice([1, 2, 3, 4]))
+    texts[i] = texts[i][:j] + new + texts[i][j + 1:]
+    k = len(results)
+    return texts[:k], [(e, lo, hi) for e, (_e, lo, hi) in zip(texts[k:], constraints)]
+
+
 def generate(rng: random.Random, nd: int | None = None, clean: bool = False,
              sizes: Sizes | None = None) -> str:
     """A random map's text with one to three sizes (`clean`: inside the grammar; `sizes`: use
@@ -166,6 +187,8 @@ def generate(rng: random.Random, nd: int | None = None, clean: bool = False,
     constraints: list[tuple[str, int, int]] = []
     if nd and rng.random() < 0.45:
         results, constraints = _pattern(rng, names[:nd], sizes)
+        if rng.random() < 0.35:  # one size of the shape replaced: its rule's condition may
+            results, constraints = _mutated(rng, results, constraints, sizes)  # fail
         if rng.random() < 0.3:  # wrapped in one more operation
             i = rng.randrange(len(results))
             results[i] = rng.choice([f"({results[i]}) floordiv {_size_expr(rng, sizes)}",
@@ -255,6 +278,10 @@ class _Skip(Exception):
     pass
 
 
+#: The oracle's reading of a text, kept while a case checks it (its compiled form with it).
+_parse = functools.lru_cache(maxsize=64)(oracle.parse)
+
+
 class _Narrowed(Exception):
     """A map verifidx produced does not declare a size assignment its input covers."""
 
@@ -276,7 +303,7 @@ def _relation(om: oracle.OMap, at: dict[str, int]) -> set:  # type: ignore[type-
 
 
 def _rel_text(text: str, at: dict[str, int]) -> set:  # type: ignore[type-arg]
-    return _relation(oracle.parse(text), at)
+    return _relation(_parse(text), at)
 
 
 def check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str | None = None
@@ -296,7 +323,7 @@ def check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str | No
 
 
 def _check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str) -> None:
-    omap = oracle.parse(text)
+    omap = _parse(text)
     intervals = _intervals(omap)
     grid = oracle.size_points(omap, GRID_LIMIT)
     samples, every = assignments(rng, intervals)
@@ -326,7 +353,7 @@ def _check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str) ->
     printed = str(m)
     if vx.parse_map(printed) != m:
         report.wrong.append(f"sized: parse(print(m)) != m: {text}\n  printed: {printed}")
-    printed_map = oracle.parse(printed)
+    printed_map = _parse(printed)
     for at in samples:
         key = tuple(sorted(at.items()))
         rels[key] = _relation(omap, at)
@@ -335,7 +362,7 @@ def _check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str) ->
                                 f"  printed: {printed}")
             return
         fixed = m.with_sizes(at)
-        if fixed.sizes or oracle.relation(oracle.parse(str(fixed)), BOX_LIMIT * 8) != rels[key]:
+        if fixed.sizes or oracle.relation(_parse(str(fixed)), BOX_LIMIT * 8) != rels[key]:
             report.wrong.append(f"sized: with_sizes({at}) is wrong: {text}\n  got: {fixed}")
             return
     report.counts[f"sized: {op}"] += 1
@@ -349,7 +376,7 @@ def _key(at: dict[str, int]) -> tuple:  # type: ignore[type-arg]
 
 def _same_family(name: str, text: str, got: vx.IndexingMap, samples: list[dict[str, int]],
                  rels: dict, report: fuzz_cases.Report, drop_rt: bool = False) -> None:  # type: ignore[type-arg]
-    om = oracle.parse(str(got))
+    om = _parse(str(got))
     for at in samples:
         r = _relation(om, at)
         want = rels[_key(at)]
@@ -393,7 +420,7 @@ def _equal(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, ever
         return
     if rng.random() < 0.3:
         other = other.simplify()
-    oo = oracle.parse(str(other))
+    oo = _parse(str(other))
     shared = [at for at in samples if _covers(oo, at)]
     differ = []
     for at in shared:
@@ -484,7 +511,7 @@ def _compose(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, ev
             raise
         report.counts["sized: compose: refused: product of index variables"] += 1
         return
-    so = oracle.parse(second_text)
+    so = _parse(second_text)
     both = {n: (max(lo, theirs.get(n, (lo, hi))[0]), min(hi, theirs.get(n, (lo, hi))[1]))
             for n, (lo, hi) in mine.items()}
     declared = {z.name: (z.bounds.lo, z.bounds.hi) for z in composed.sizes}
@@ -492,8 +519,8 @@ def _compose(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, ev
         report.wrong.append(f"sized: compose declares sizes {declared}, not the intersection "
                             f"{both}: {text}\n  second {second_text}")
         return
-    co, simplified = oracle.parse(str(composed)), composed.simplify()
-    cs = oracle.parse(str(simplified))
+    co, simplified = _parse(str(composed)), composed.simplify()
+    cs = _parse(str(simplified))
     for at in samples:
         if not _covers(so, at):
             continue
