@@ -44,6 +44,10 @@ BIG = 2147483647
 OPERATIONS = fuzz_cases.OPERATIONS
 
 Sizes = dict[str, tuple[int, int]]
+Assignment = dict[str, int]
+Relation = set[tuple[tuple[int, ...], ...]]
+#: the input's relation per assignment (keyed by `_key`)
+Rels = dict[tuple[tuple[str, int], ...], Relation]
 
 
 # -- generation --------------------------------------------------------------------------------
@@ -59,7 +63,8 @@ def _size_expr(rng: random.Random, sizes: Sizes, positive: bool = True) -> str:
     n = _size_leaf(rng, sizes)
     lo = sizes[n][0]
     if not positive:
-        return rng.choice([f"({n} - {lo})", f"({n} - {lo + 1})", f"({n} - {_size_leaf(rng, sizes)})"])
+        return rng.choice([f"({n} - {lo})", f"({n} - {lo + 1})",
+                           f"({n} - {_size_leaf(rng, sizes)})"])
     kind = rng.choices(["n", "nc", "nm", "plus", "minus", "nn"], [6, 2, 2, 2, 1, 1])[0]
     if kind == "n":
         return n
@@ -308,7 +313,7 @@ def _intervals(om: oracle.OMap) -> Sizes:
     return {name: (lo, hi) for name, lo, hi in om.sizes}
 
 
-def _relation(om: oracle.OMap, at: dict[str, int]) -> set:  # type: ignore[type-arg]
+def _relation(om: oracle.OMap, at: Assignment) -> Relation:
     """The member of the family at `at` (restricted to the sizes `om` declares)."""
     mine = {name: at[name] for name, _lo, _hi in om.sizes if name in at}
     for name, lo, hi in om.sizes:
@@ -320,7 +325,7 @@ def _relation(om: oracle.OMap, at: dict[str, int]) -> set:  # type: ignore[type-
     return r
 
 
-def _rel_text(text: str, at: dict[str, int]) -> set:  # type: ignore[type-arg]
+def _rel_text(text: str, at: Assignment) -> Relation:
     return _relation(_parse(text), at)
 
 
@@ -367,7 +372,7 @@ def _check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str) ->
     if [(z.name, z.bounds.lo, z.bounds.hi) for z in m.sizes] != sorted(omap.sizes):
         report.wrong.append(f"sized: parse changed the sizes ({m.sizes}): {text}")
         return
-    rels = {}
+    rels: Rels = {}
     printed = str(m)
     if vx.parse_map(printed) != m:
         report.wrong.append(f"sized: parse(print(m)) != m: {text}\n  printed: {printed}")
@@ -388,12 +393,12 @@ def _check(rng: random.Random, text: str, report: fuzz_cases.Report, op: str) ->
     _OPS[op](rng, text, m, samples, every, rels, report)
 
 
-def _key(at: dict[str, int]) -> tuple:  # type: ignore[type-arg]
+def _key(at: Assignment) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(at.items()))
 
 
-def _same_family(name: str, text: str, got: vx.IndexingMap, samples: list[dict[str, int]],
-                 rels: dict, report: fuzz_cases.Report, drop_rt: bool = False) -> None:  # type: ignore[type-arg]
+def _same_family(name: str, text: str, got: vx.IndexingMap, samples: list[Assignment],
+                 rels: Rels, report: fuzz_cases.Report, drop_rt: bool = False) -> None:
     om = _parse(str(got))
     for at in samples:
         r = _relation(om, at)
@@ -406,8 +411,8 @@ def _same_family(name: str, text: str, got: vx.IndexingMap, samples: list[dict[s
             return
 
 
-def _simplify(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, every: bool,
-              rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _simplify(rng: random.Random, text: str, m: vx.IndexingMap, samples: list[Assignment],
+              every: bool, rels: Rels, report: fuzz_cases.Report) -> None:
     s = m.simplify()
     _same_family("simplify", text, s, samples, rels, report)
     if s != m:
@@ -428,8 +433,8 @@ def _variant(rng: random.Random, text: str, m: vx.IndexingMap) -> str:
     return fuzz_cases.variant(rng, text)
 
 
-def _equal(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, every: bool,
-           rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _equal(rng: random.Random, text: str, m: vx.IndexingMap, samples: list[Assignment],
+           every: bool, rels: Rels, report: fuzz_cases.Report) -> None:
     other_text = _variant(rng, text, m)
     try:
         other = vx.parse_map(other_text)
@@ -478,8 +483,8 @@ def _covers(om: oracle.OMap, at: dict[str, int]) -> bool:
     return all(name in at and lo <= at[name] <= hi for name, lo, hi in om.sizes)
 
 
-def _is_empty(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, every: bool,
-              rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _is_empty(rng: random.Random, text: str, m: vx.IndexingMap, samples: list[Assignment],
+              every: bool, rels: Rels, report: fuzz_cases.Report) -> None:
     v = vx.is_empty(m, fuzz_cases.TIMEOUT_MS)
     some = [at for at in samples if rels[_key(at)]]
     report.counts[f"sized: is_empty: {v.label}"] += 1
@@ -502,8 +507,8 @@ def _is_empty(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, e
                                 f"empty: {text}\n  {v.message}")
 
 
-def _compose(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, every: bool,
-             rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _compose(rng: random.Random, text: str, m: vx.IndexingMap, samples: list[Assignment],
+             every: bool, rels: Rels, report: fuzz_cases.Report) -> None:
     if not m.num_results or m.is_known_empty or m.is_undefined:
         report.counts["sized: compose: skipped"] += 1
         return
@@ -555,8 +560,8 @@ def _compose(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, ev
             return
 
 
-def _rescale(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, every: bool,
-             rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _rescale(rng: random.Random, text: str, m: vx.IndexingMap, samples: list[Assignment],
+             every: bool, rels: Rels, report: fuzz_cases.Report) -> None:
     try:
         r = m.rescale_symbols()
     except vx.DepthError:
@@ -565,8 +570,9 @@ def _rescale(rng: random.Random, text: str, m: vx.IndexingMap, samples: list, ev
     _same_family("rescale_symbols", text, r, samples, rels, report)
 
 
-def _remove_unused(rng: random.Random, text: str, m: vx.IndexingMap, samples: list,
-                   every: bool, rels: dict, report: fuzz_cases.Report) -> None:  # type: ignore[type-arg]
+def _remove_unused(rng: random.Random, text: str, m: vx.IndexingMap,
+                   samples: list[Assignment], every: bool, rels: Rels,
+                   report: fuzz_cases.Report) -> None:
     r = m.remove_unused_symbols()
     _same_family("remove_unused_symbols", text, r, samples, rels, report,
                  drop_rt=r.num_rt_vars != m.num_rt_vars)
