@@ -3,8 +3,9 @@ StableHLO's refinement passes chose (`verifidx.stablehlo.refine`), against the m
 refined static program.
 
 For each (output, parameter) of the entry computation, each map of one side must be proven equal
-(`vx.equal`, Z3) to a map of the other. A refutation comes with the solver's counterexample; an
-unknown answer, or unknown indexing on either side, is never reported as a proof.
+(`vx.equal`, Z3) to a map of the other, or, without runtime variables, the union of one side's
+maps to the other's (pieces cut differently). An unknown answer, or unknown indexing on either
+side, is never reported as a proof.
 
 Sizes of dynamic dimensions are sizes of the maps (docs/semantics.md, Sizes), instantiated by
 name at the refined values; a size the refinement does not fix (one the program computes) stays,
@@ -13,19 +14,26 @@ read at run time) independently, so the maps are compared as relations over one 
 variables, not position by position (`align`): a variable of one map is the same variable as one
 of the other only when both read the same value (same source value, the same element of it, the
 same interval); every other variable is quantified on its own. Equality proven so holds whatever
-values the unpaired variables take. A difference is reported (with a counterexample) when every
-variable is paired, or when one map reads an element the other never reads whatever values the
-unpaired ones take. Otherwise the answer is unknown, naming the variables without counterpart.
+values the unpaired variables take.
+
+A runtime variable holds one value at each point, which the maps do not know: a difference
+the solver finds at some values of them may be at values the program never computes. So a
+difference is reported only with a witness that needs no value (`_witness`): an output point
+where one program reads, for every value of its runtime variables, an element the other reads
+for none of its own; found by evaluating the maps, one point at a time. Without one the answer
+is unknown, naming the variables without counterpart.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from verifidx.computation_maps import computation_indexing
-from verifidx.expr import Add, Const, Expr, RtVar, Size, Symbol
+from verifidx.errors import EvaluationError
+from verifidx.expr import Add, Const, Expr, RtVar, Size
 from verifidx.hlo.dynamic_dims import (
     SIZES_ATTRIBUTE,
     VALUE_ATTRIBUTE,
@@ -37,7 +45,7 @@ from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, fold_point_runtime
 from verifidx.indexing_map import IndexingMap, Var
 from verifidx.interval import Interval
-from verifidx.smt import Verdict, equal, includes
+from verifidx.smt import Verdict, equal, equal_relations
 from verifidx.stablehlo.convert import LITERAL_KEPT
 
 
@@ -289,7 +297,10 @@ def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[str]]:
 
 def equal_as_relations(a: _Side, b: _Side) -> Verdict:
     """Whether the two maps denote the same relation; runtime variables paired by what they
-    read (`align`), never by position."""
+    read (`align`), never by position. False only for maps without runtime variables (the
+    solver's point is then a difference of the two maps); with them a difference the solver
+    finds may be at values the program never computes (a runtime variable holds one value at
+    each point, unknown to the maps), so it is unknown, its point kept for `_witness`."""
     x, y, unpaired = align(a, b)
     v = equal(x.simplify(), y.simplify())
     if v.holds is not False:
@@ -298,44 +309,107 @@ def equal_as_relations(a: _Side, b: _Side) -> Verdict:
     if left:  # the program holds one value of each; the difference may be at another
         return Verdict(None, message="the maps differ for some values of sizes the refinement "
                                      "does not fix (" + "; ".join(left) + "): not decided")
-    if not unpaired:
+    if not x.num_rt_vars:
         return v
-    # every unpaired variable is data: each of its values is a run of the program
-    keep = x.num_rt_vars - len(unpaired)
-    for first, second, which in ((x, y, "parametric"), (y, x, "refined")):
-        w = includes(_existential(first, keep), _existential(second, keep))
-        if w.holds is False:
-            return Verdict(False, w.counterexample, message=(
-                f"the {which} map reads an element the other never reads, whatever "
-                f"values their unpaired runtime variables take"))
-    return Verdict(None, message="the maps differ for some values of runtime variables "
-                                 "that have no counterpart in the other program ("
-                   + "; ".join(unpaired) + "): not decided")
+    if unpaired:
+        return Verdict(None, v.counterexample, message=(
+            "the maps differ for some values of runtime variables that have no counterpart "
+            "in the other program (" + "; ".join(unpaired) + "): not decided"))
+    return Verdict(None, v.counterexample, message=(
+        "the maps differ for some values of their runtime variables, which the program may "
+        "never compute: not decided"))
 
 
-def _existential(m: IndexingMap, keep: int) -> IndexingMap:
-    """`m` with its runtime variables from `keep` on made range variables (existential): the
-    relation of everything `m` may read, whatever values those take."""
-    nr = m.num_range_vars
-    subst: dict[Expr, Expr] = {RtVar(k): Symbol(nr + k - keep)
-                               for k in range(keep, m.num_rt_vars)}
-    out = IndexingMap(tuple(r.substitute(subst) for r in m.results), m.dims,
-                      m.range_vars + m.rt_vars[keep:], m.rt_vars[:keep], {}, m.is_known_empty,
-                      sizes=m.sizes)
-    for e, iv in m.constraints.items():
-        out = out.add_constraint(e.substitute(subst), iv)
-    return out
-
-
-def _find_equal(m: _Side, others: Sequence[_Side]) -> Verdict:
-    last = Verdict(None, message="no map to compare with")
+def _find_equal(m: _Side, others: Sequence[_Side]) -> tuple[Verdict, list[dict[str, int]]]:
+    """The first proof that `m` equals one of `others`, else the reason it is not decided
+    (an unknown's reason before a difference of two maps, which may be two pieces of a union
+    cut differently); with the points where the solver saw `m` differ."""
+    found: list[Verdict] = []
     for o in others:
         v = equal_as_relations(m, o)
         if v.holds:
-            return v
-        if v.holds is False or last.holds is None:
-            last = v
-    return last
+            return v, []
+        found.append(v)
+    if not found:
+        return Verdict(None, message="no map to compare with"), []
+    unknown = [v for v in found if v.holds is None]
+    return (unknown or found)[0], [v.counterexample for v in found if v.counterexample]
+
+
+# -- a difference, shown -------------------------------------------------------------------------
+
+_WITNESS_BUDGET = 200_000
+"""Evaluations `_witness` spends at most (points of runtime and range variables)."""
+
+_SMALL_BOX = 256
+"""Output boxes up to this many points are searched whole for a witness."""
+
+
+def _witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
+             candidates: Sequence[Mapping[str, int] | None]) -> tuple[dict[str, int], str] | None:
+    """An output point where one program surely reads an element the other cannot read, found
+    by brute force, and which side reads it ("first" for `xs`, "second"). Surely: some map of
+    that side reads, for every value of its runtime variables within their bounds, an element
+    outside everything the other side's maps read at the point for any values of theirs. The
+    programs' actual values are among those, so the programs differ there; no value is assumed.
+    The candidates' points first, then the whole box when small; None when none is found
+    within the budget (or a map has sizes left, or no relation)."""
+    maps = (*xs, *ys)
+    if not maps or any(m.is_undefined or m.sizes or m.num_dims != maps[0].num_dims
+                       for m in maps):
+        return None
+    nd = maps[0].num_dims
+    boxes = [range(min(m.dims[i].bounds.lo for m in maps), max(m.dims[i].bounds.hi
+                                                                for m in maps) + 1)
+             for i in range(nd)]
+    points = [tuple(c[f"d{i}"] for i in range(nd)) for c in candidates
+              if c is not None and all(f"d{i}" in c for i in range(nd))]
+    if _count(boxes) <= _SMALL_BOX:
+        points.extend(itertools.product(*boxes))
+    cost = sum(_count(_ranges(m.rt_vars)) * _count(_ranges(m.range_vars)) for m in maps)
+    budget = _WITNESS_BUDGET
+    seen: set[tuple[int, ...]] = set()
+    for point in points:
+        if point in seen:
+            continue
+        seen.add(point)
+        budget -= 2 * cost
+        if budget < 0:
+            return None
+        try:
+            for mine, theirs, which in ((xs, ys, "first"), (ys, xs, "second")):
+                may = set().union(*(_reads_at(m, point, rts) for m in theirs
+                                    for rts in itertools.product(*_ranges(m.rt_vars))))
+                if any(all(_reads_at(m, point, rts) - may
+                           for rts in itertools.product(*_ranges(m.rt_vars))) for m in mine):
+                    return {f"d{i}": c for i, c in enumerate(point)}, which
+        except EvaluationError:
+            continue  # undefined somewhere at this point: no witness here
+    return None
+
+
+def _ranges(vs: Sequence[Var]) -> list[range]:
+    return [range(v.bounds.lo, v.bounds.hi + 1) for v in vs]
+
+
+def _count(ranges: Sequence[range]) -> int:
+    n = 1
+    for r in ranges:
+        n *= len(r)
+    return n
+
+
+def _reads_at(m: IndexingMap, point: tuple[int, ...], rts: tuple[int, ...]
+              ) -> set[tuple[int, ...]]:
+    """The elements `m` reads at output `point` with its runtime variables at `rts`."""
+    if m.is_known_empty or any(c not in d.bounds for c, d in zip(point, m.dims)):
+        return set()
+    out = set()
+    for s in itertools.product(*_ranges(m.range_vars)):
+        env: dict[Expr, int] = dict(zip(m.variables, (*point, *s, *rts)))
+        if all(e.evaluate(env) in iv for e, iv in m.constraints.items()):
+            out.add(tuple(r.evaluate(env) for r in m.results))
+    return out
 
 
 def _within(ind: OperandIndexing, dims: Sequence[int] | None) -> OperandIndexing:
@@ -385,9 +459,11 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))
             continue
         verdict: Verdict | None = None
+        points: list[dict[str, int]] = []
         for xs, ys in ((a, b), (b, a)):
             for x in xs:
-                v = _find_equal(x, ys)
+                v, seen = _find_equal(x, ys)
+                points.extend(seen)
                 if not v.holds:
                     verdict = v
                     break
@@ -395,6 +471,26 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
                 break
         if verdict is None:
             checks.append(Check(o, p, True, "equal"))
+            continue
+        xs_, ys_ = [s.indexing.map for s in a], [s.indexing.map for s in b]
+        if not any(m.num_rt_vars or m.sizes for m in (*xs_, *ys_)):
+            union = equal_relations(xs_, ys_)
+            if union.holds:  # the pieces are cut differently
+                checks.append(Check(o, p, True, "equal as unions of maps"))
+                continue
+            if union.counterexample is not None:
+                points.append(union.counterexample)
+        found = _witness(xs_, ys_, points)
+        if found is not None:
+            point, which = found
+            first, second = ("parametric", "refined") if which == "first" else \
+                ("refined", "parametric")
+            checks.append(Check(o, p, False, (
+                f"at this point the {first} program reads an element the {second} program "
+                f"does not, whatever values the runtime variables take"), point))
         else:
-            checks.append(Check(o, p, verdict.holds, verdict.message, verdict.counterexample))
+            message = verdict.message if verdict.holds is None else \
+                "no map of the other program equals it, and no point shows a difference: " \
+                "not decided"
+            checks.append(Check(o, p, None, message))
     return checks
