@@ -338,8 +338,9 @@ def _find_equal(m: _Side, others: Sequence[_Side]) -> tuple[Verdict, list[dict[s
 
 # -- a difference, shown -------------------------------------------------------------------------
 
-_WITNESS_BUDGET = 200_000
-"""Evaluations `_witness` spends at most (points of runtime and range variables)."""
+_WITNESS_BUDGET = 30_000
+"""Evaluations `_witness` spends at most (points of runtime and range variables): about a
+second in pure Python, spent only where no proof was found."""
 
 _SMALL_BOX = 256
 """Output boxes up to this many points are searched whole for a witness."""
