@@ -379,8 +379,10 @@ def _witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
             return None
         try:
             for mine, theirs, which in ((xs, ys, "first"), (ys, xs, "second")):
-                may = set().union(*(_reads_at(m, point, rts) for m in theirs
-                                    for rts in itertools.product(*_ranges(m.rt_vars))))
+                may: set[tuple[int, ...]] = set()
+                for m in theirs:
+                    for rts in itertools.product(*_ranges(m.rt_vars)):
+                        may |= _reads_at(m, point, rts)
                 if any(all(_reads_at(m, point, rts) - may
                            for rts in itertools.product(*_ranges(m.rt_vars))) for m in mine):
                     return {f"d{i}": c for i, c in enumerate(point)}, which
