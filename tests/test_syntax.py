@@ -158,6 +158,32 @@ def test_divisor_errors_say_what_was_expected(text: str, expected: str) -> None:
     assert str(info.value) == "<string>:" + expected
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("(d0) -> (d1), domain: d0 in [0, 3]",
+     "1:10: unknown variable 'd1': not in the variable lists (declared: d0)"),
+    ("(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 1], d1 in [0, 2]",
+     "1:55: unknown variable 'd1': not in the variable lists (declared: d0, s0)"),
+    ("() -> (x)", "1:8: unknown variable 'x': not in the variable lists (declared: none)"),
+    ("(d0)<N> -> (d0 * M), domain: d0 in [0, 15]",
+     "1:18: unknown variable 'M': not in the variable lists (declared: d0, N)"),
+])
+def test_an_undeclared_variable_is_named_once_with_the_declared_ones(text: str,
+                                                                     expected: str) -> None:
+    # the name is what was found; what was expected is one of the declared names
+    with pytest.raises(ParseError) as info:
+        parse_map(text)
+    assert str(info.value) == "<string>:" + expected
+
+
+def test_an_expression_names_the_variables_it_accepts() -> None:
+    from verifidx.syntax import parse_expr
+
+    with pytest.raises(ParseError) as info:
+        parse_expr("d0 + x")
+    assert str(info.value) == ("<string>:1:6: unknown variable 'x': variables are d<k>, s<k> "
+                               "and rt<k>")
+
+
 # -- the fast reader (`syntax._MapReader`) and the full parser (`syntax._Parser`) agree ----------
 # parse_map reads well-formed text with the fast reader and hands anything else to the full
 # parser (which reports errors): wherever the fast reader gives a map, it must be the full

@@ -149,6 +149,21 @@ class _Parser:
         found = "end of input" if t.kind == "end" else repr(t.text)
         return ParseError(f"{message}, found {found}", line, col, self.source)
 
+    def fail(self, message: str, tok: Token) -> ParseError:
+        """An error at `tok` whose message already says what was found."""
+        line, col = locate(self.text, tok.offset)
+        return ParseError(message, line, col, self.source)
+
+    def undeclared(self, t: Token) -> ParseError:
+        """A name that is no variable: say which names are (the name itself is what was
+        found)."""
+        if self.pattern_name is _default_variable:
+            return self.fail(f"unknown variable {t.text!r}: variables are d<k>, s<k> and rt<k>",
+                             t)
+        declared = ", ".join(self.names) or "none"
+        return self.fail(f"unknown variable {t.text!r}: not in the variable lists "
+                         f"(declared: {declared})", t)
+
     def at(self, text: str) -> bool:
         return self.tok.text == text and self.tok.kind != "end"
 
@@ -309,7 +324,7 @@ class _Parser:
                     return hit
             v = self.names.get(t.text)
             if v is None:
-                raise self.error(f"unknown variable {t.text!r}", t)
+                raise self.undeclared(t)
             return v
         raise self.error("expected an expression")
 

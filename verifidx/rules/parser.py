@@ -238,10 +238,6 @@ class _RuleParser(_Parser):
         return parts[0] if len(parts) == 1 else BoolOp("and", tuple(parts))
 
     # -- static checks ------------------------------------------------------------------------
-    def fail(self, message: str, tok: Token) -> ParseError:
-        line, col = locate(self.text, tok.offset)
-        return ParseError(message, line, col, self.source)
-
     def validate(self, lhs: Expr | Membership, lhs_tok: Token, rhs: Expr | Membership,
                  rhs_tok: Token, conditions: Sequence[tuple[Condition, Token]]) -> None:
         """A matcher must be able to instantiate everything from the left side alone."""
