@@ -169,3 +169,19 @@ def test_the_load_independent_solver_answers_each_kind_of_query_the_layers_ask()
     assert r == z3.sat
     m = s.model()
     assert (m.eval(x).as_long(), m.eval(y).as_long()) == (17, 23)
+
+
+def test_equal_names_a_pairing_of_range_variables_only_where_one_was_used() -> None:
+    # products are beyond isl, so Z3's check under a pairing decides these
+    f = parse_map("(d0, d1) -> (d0 * d1 + d0), domain: d0 in [0, 300], d1 in [0, 300]")
+    g = parse_map("(d0, d1) -> (d0 * (d1 + 1)), domain: d0 in [0, 300], d1 in [0, 300]")
+    v = equal(f, g)
+    assert v.holds is True
+    assert "range variable" not in v.message and "pairing" not in v.message, v.message
+    f = parse_map("(d0)[s0, s1] -> (d0 * s0 * s1), domain: d0 in [0, 3], s0 in [0, 300], "
+                  "s1 in [0, 3]")
+    g = parse_map("(d0)[s0, s1] -> (d0 * s1 * s0), domain: d0 in [0, 3], s0 in [0, 3], "
+                  "s1 in [0, 300]")
+    v = equal(f, g)
+    assert v.holds is True
+    assert v.message.endswith("the first map's range variables s0, s1 as the second's s1, s0")

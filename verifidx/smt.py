@@ -445,8 +445,11 @@ def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], ti
     s.add(z3.Or(ef.member != eg.member, z3.And(ef.member, differ)))
     r = s.check()
     if r == z3.unsat:
-        return Verdict(True, message="equal under a pairing of range variables",
-                       query=s.sexpr)
+        how = ("the same domain and results at every point" if not perm else
+               "the same domain and results with the first map's range variables "
+               + ", ".join(f"s{i}" for i in range(len(perm))) + " as the second's "
+               + ", ".join(f"s{j}" for j in perm))
+        return Verdict(True, message=how, query=s.sexpr)
     return Verdict(None)
 
 
