@@ -305,7 +305,8 @@ def test_hlo_that_is_not_utf8_names_the_position(tmp_path: Path,
     hlo = tmp_path / "t.hlo"
     hlo.write_bytes(b"HloModule m\nENTRY e {\n  p = f32[4] par\xe9meter(0)\n}\n")
     assert main(["indexing", str(hlo)]) == 2
-    assert capsys.readouterr().err.strip() == f"error: {hlo}:3:17: not UTF-8 text (byte 0xe9)"
+    assert capsys.readouterr().err.strip() == (
+        f"error: {hlo}:3:17: expected UTF-8 text, found byte 0xe9 (byte offset 38)")
 
 
 def test_every_opcode_of_the_conformance_corpus_is_known() -> None:

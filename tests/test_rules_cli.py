@@ -278,7 +278,32 @@ def test_a_map_file_that_is_not_utf8_is_one_line_with_its_position(tmp_path: Pat
     bad.write_bytes(b"(d0) -> (d0),\n domain: d0 in [0, \xff9]")
     code, out, err = run(["map", "print", str(bad)], capsys)
     assert code == 2 and out == ""
-    assert err.strip() == f"error: {bad}:2:20: not UTF-8 text (byte 0xff)"
+    assert err.strip() == (f"error: {bad}:2:20: expected UTF-8 text, found byte 0xff "
+                           "(byte offset 33)")
+
+
+@pytest.mark.parametrize("command,name", [(["prove"], "bad.rules"), (["check"], "bad.rules"),
+                                          (["check"], "bad.subst")])
+def test_a_rule_or_substitution_file_that_is_not_utf8_is_one_line_with_its_position(  # type: ignore[no-untyped-def]
+        tmp_path: Path, capsys, command: list[str], name: str) -> None:
+    # the column counts characters (é is one) and the offset bytes, as an editor and `xxd` do
+    bad = tmp_path / name
+    bad.write_bytes(b"# x\nr\xc3\xa9 \xff")
+    code, out, err = run([*command, str(bad) if command == ["prove"] else str(tmp_path)], capsys)
+    assert code == 2
+    assert err.strip() == f"error: {bad}:2:4: expected UTF-8 text, found byte 0xff (byte offset 8)"
+
+
+def test_stdin_that_is_not_utf8_is_one_line_with_its_position(  # type: ignore[no-untyped-def]
+        monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"(d0) -> (d0)\n\x89PNG")))
+    code, out, err = run(["map", "print", "-"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: <stdin>:2:1: expected UTF-8 text, found byte 0x89 "
+                           "(byte offset 13)")
 
 
 def test_own_rule_directories_on_top_of_or_instead_of_the_bundled_base(  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ from .computation_maps import (
     reported_computations,
     set_proven_dedup,
 )
-from .errors import ParseError, UnsupportedError, VerifidxError
+from .errors import ParseError, UnsupportedError, VerifidxError, decode_text
 from .hlo.indexing import output_to_input
 from .hlo.module import HloModule
 from .hlo.runtime import OperandIndexing
@@ -241,7 +241,7 @@ def expand(paths: Sequence[str]) -> list[str]:
     for arg in paths:
         if arg.startswith("@"):
             try:
-                lines = Path(arg[1:]).read_text(encoding="utf-8").splitlines()
+                lines = decode_text(Path(arg[1:]).read_bytes(), arg[1:]).splitlines()
             except OSError as err:
                 raise UnsupportedError(f"cannot read the list {arg[1:]}: {err.strerror}"
                                        ) from None

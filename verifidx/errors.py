@@ -59,6 +59,19 @@ class MissingDependencyError(VerifidxError):
     """An optional extra is not installed; the message names the `pip install` line."""
 
 
+def decode_text(data: bytes, source: str) -> str:
+    """A file's bytes as UTF-8 text, or a ParseError at the first byte that is not UTF-8 (its
+    line, its column counted in characters as for every other error, and its byte offset)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        start = data.rfind(b"\n", 0, err.start) + 1
+        line = data.count(b"\n", 0, err.start) + 1
+        column = len(data[start:err.start].decode("utf-8")) + 1  # valid up to the bad byte
+        raise ParseError(f"expected UTF-8 text, found byte 0x{data[err.start]:02x} (byte "
+                         f"offset {err.start})", line, column, source) from None
+
+
 def locate(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a character offset in `text`."""
     line = text.count("\n", 0, offset) + 1

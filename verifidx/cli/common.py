@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..batch import expand, file_key, index_item, read_records, summarize, unknown_record
-from ..errors import ParseError, VerifidxError
+from ..errors import ParseError, VerifidxError, decode_text
 from ..hlo.module import HloModule
 from ..hlo.parser import parse_hlo
 from ..indexing_map import IndexingMap
@@ -61,37 +61,32 @@ def read_text(arg: str | None, what: str = "map") -> tuple[str, str]:
     if arg is None or arg == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError(f"no {what} given (pass it as an argument or on stdin)")
-        return sys.stdin.read(), "<stdin>"
+        return read_stdin(), "<stdin>"
     path = arg[1:] if arg.startswith("@") else arg
     if arg.startswith("@") or ("\n" not in arg and len(arg) < 4096 and os.path.isfile(path)):
         try:
             with open(path, "rb") as fh:
-                return decode_utf8(fh.read(), path), path
+                return decode_text(fh.read(), path), path
         except OSError as err:
             raise UsageError(f"cannot read {path}: {err.strerror}") from None
     return arg, "<argument>"
 
 
+def read_stdin() -> str:
+    """stdin as UTF-8 text whatever the locale (its bytes, where there are bytes to read)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    return decode_text(raw.read(), "<stdin>") if raw is not None else sys.stdin.read()
+
+
 def read_file(path: str) -> tuple[str, str]:
     """A whole input file (`-` is stdin) as UTF-8 text, with the name errors should cite."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return read_stdin(), "<stdin>"
     try:
         with open(path, "rb") as fh:
-            return decode_utf8(fh.read(), path), path
+            return decode_text(fh.read(), path), path
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
-
-
-def decode_utf8(data: bytes, source: str) -> str:
-    """UTF-8 text, or a ParseError at the line and column of the first byte that is not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise ParseError(f"not UTF-8 text (byte 0x{data[err.start]:02x})", line, column,
-                         source) from None
 
 
 def load_map(arg: str | None, args: argparse.Namespace | None = None) -> IndexingMap:
@@ -257,7 +252,7 @@ def run_batch(args: argparse.Namespace, paths: list[str], options: dict[str, obj
             reused += 1
             continue
         try:
-            text = decode_utf8(data, f)
+            text = decode_text(data, f)
         except ParseError as err:
             lines.append(json.dumps({"file": f, "key": key, "status": "error", "error": {
                 "message": err.message, "line": err.line, "column": err.column}},

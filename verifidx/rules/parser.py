@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from ..errors import ParseError, locate
+from ..errors import ParseError, decode_text, locate
 from ..expr import Const, Expr, Mul
 from ..syntax import Token, _Parser, tokenize
 from .model import (
@@ -324,10 +324,10 @@ def parse_rule(text: str, source: str = "<string>") -> Rule:
 def load_rule_file(path: str | Path) -> list[Rule]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ParseError(f"cannot read rule file: {err}", 1, 1, str(path)) from None
-    return parse_rules(text, str(path))
+        data = p.read_bytes()
+    except OSError as err:
+        raise ParseError(f"cannot read rule file: {err.strerror}", 1, 1, str(path)) from None
+    return parse_rules(decode_text(data, str(path)), str(path))
 
 
 def rule_files(paths: Sequence[str | Path]) -> list[Path]:

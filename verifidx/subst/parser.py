@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from verifidx.errors import ParseError
+from verifidx.errors import ParseError, decode_text
 from verifidx.subst.model import (
     OPS,
     AttrValue,
@@ -336,10 +336,10 @@ def parse_graph(text: str, source: str = "<string>") -> Node:
 def load_substitution_file(path: str | Path) -> list[Substitution]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as err:
         raise ParseError(f"cannot read: {err.strerror}", 1, 1, str(p)) from None
-    return parse_substitutions(text, str(p))
+    return parse_substitutions(decode_text(data, str(p)), str(p))
 
 
 def substitution_files(paths: Sequence[str | Path]) -> list[Path]:
