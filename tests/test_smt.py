@@ -185,3 +185,25 @@ def test_equal_names_a_pairing_of_range_variables_only_where_one_was_used() -> N
     v = equal(f, g)
     assert v.holds is True
     assert v.message.endswith("the first map's range variables s0, s1 as the second's s1, s0")
+
+
+def test_counterexamples_print_in_the_tools_notation(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    import json
+    import re
+
+    from verifidx.cli import main
+
+    f = "(d0, d1) -> (d0 * 4 + d1), domain: d0 in [0, 7], d1 in [0, 3]"
+    g = "(d0, d1) -> (d0 * 4 + d1 mod 3), domain: d0 in [0, 7], d1 in [0, 3]"
+    assert main(["map", "equal", f, g]) == 1
+    out = capsys.readouterr().out
+    assert "{" not in out and "'" not in out, out  # no Python dict or tuple
+    at = re.search(r"^  at d0 = (\d+), d1 = (\d+)$", out, re.M)
+    assert at is not None, out
+    d0, d1 = map(int, at.groups())
+    assert d0 * 4 + d1 != d0 * 4 + d1 % 3  # the printed point is a counterexample
+    assert f"relates d0 = {d0}, d1 = {d1} to ({d0 * 4 + d1}); " in out, out
+    assert f"(gives ({d0 * 4 + d1 % 3}))" in out, out
+    assert main(["map", "equal", "--json", f, g]) == 1
+    assert json.loads(capsys.readouterr().out)["counterexample"] == {"d0": d0, "d1": d1}

@@ -28,6 +28,7 @@ from .indexing_map import IndexingMap, merged_constraints
 from .smt import DEFAULT_TIMEOUT_MS, Verdict, refutation
 from .smt import equal as smt_equal
 from .smt import quick_equal as smt_quick_equal
+from .syntax import print_point, print_values, variable_names
 from .vectorised import evaluate as _evaluate
 
 #: Largest box (points per map) decided by enumeration: range-free maps are compared point by
@@ -123,14 +124,13 @@ def _pointwise(f: IndexingMap, g: IndexingMap) -> Verdict:
     nd = f.num_dims
     dims, rts = values[:nd], values[nd:]
     result = f.evaluate(dims, rts)
-    from .syntax import variable_names
-
     names = variable_names(f)
     point = dict(zip((names[v] for v in f.variables), values))
     other = g.evaluate(dims, rts)
     return Verdict(False, point, lhs_value=result, rhs_value=other,
-                   message=f"the first map relates {point} to {result}; the second map does "
-                           f"not (gives {other})")
+                   message=f"the first map relates {print_point(point)} to "
+                           f"{print_values(result)}; the second map does not (gives "
+                           f"{print_values(other)})")
 
 
 def _box(m: IndexingMap) -> tuple[dict[Expr, np.ndarray], int]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UnsupportedError, VerifidxError
+from .syntax import print_point
 from .validation import PROVED, REFUTED, UNSUPPORTED, Validation, validate_sympy
 
 TESTED_TORCH = ("2.13.0",)
@@ -41,7 +42,8 @@ class SimplificationRefuted(VerifidxError):
         self.expr, self.result, self.validation = expr, result, validation
         super().__init__(
             f"Inductor simplified {expr} to {result}, which differs at "
-            f"{validation.counterexample}: {validation.expr_value} != {validation.result_value}")
+            f"{print_point(validation.counterexample or {})}: {validation.expr_value} != "
+            f"{validation.result_value}")
 
 
 @dataclass

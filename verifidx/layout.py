@@ -64,6 +64,7 @@ from .expr import (
 from .indexing_map import IndexingMap, compose
 from .interval import Interval
 from .simplifier import default_simplifier
+from .syntax import print_point, print_values
 
 if TYPE_CHECKING:  # Z3 loads only when a layout question goes to the solver
     from .smt import Verdict
@@ -886,7 +887,8 @@ def map_within(m: IndexingMap, lo: int, hi: int, timeout_ms: int = 2000) -> Verd
                 return smt.Verdict(False, v.counterexample, lhs_value=v.lhs_value,
                                    seconds=seconds,
                                    message=f"a result is {side} [{lo}, {hi}] at "
-                                           f"{v.counterexample}: {v.lhs_value}")
+                                           f"{print_point(v.counterexample or {})}: "
+                                           f"{print_values(v.lhs_value or ())}")
     return smt.Verdict(True, message=f"every result in [{lo}, {hi}]", seconds=seconds)
 
 

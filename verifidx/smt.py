@@ -42,6 +42,7 @@ from .expr import (
 from .indexing_map import IndexingMap, merge_sizes
 from .interval import Interval
 from .smt_terms import RLIMIT_PER_MS
+from .syntax import print_point, print_values, variable_names
 
 if TYPE_CHECKING:
     from .presburger import Difference
@@ -170,8 +171,6 @@ def _value(model: z3.ModelRef, x: z3.ArithRef) -> int:
 
 def _named_point(m: IndexingMap, model: z3.ModelRef, env: Mapping[Expr, z3.ArithRef]
                  ) -> dict[str, int]:
-    from .syntax import variable_names
-
     names = variable_names(m)
     return {names[v]: _value(model, env[v]) for v in m.variables}
 
@@ -408,8 +407,6 @@ def refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
                 result: tuple[int, ...]) -> Verdict:
     """The verdict for a checked tuple: `a` relates the point `values` (all of a's variables)
     to `result`, `b` relates its dims and runtime values to no such result."""
-    from .syntax import variable_names
-
     names = variable_names(a)
     point = {names[v]: x for v, x in zip(a.variables, values)}
     nd, nr = a.num_dims, a.num_range_vars
@@ -420,13 +417,13 @@ def refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
             b.constraints_satisfied(dims, rts):
         b_value = b.evaluate(dims, rts)
     other = "second" if which == "first" else "first"
-    where = (f"gives {b_value}" if b_value is not None else
+    where = (f"gives {print_values(b_value)}" if b_value is not None else
              "no value of its range variables gives it" if b.num_range_vars else
              "outside its domain")
     lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
     return Verdict(False, point, lhs_value=lhs, rhs_value=rhs,
-                   message=f"the {which} map relates {point} to {result}; the {other} map "
-                           f"does not ({where})")
+                   message=f"the {which} map relates {print_point(point)} to "
+                           f"{print_values(result)}; the {other} map does not ({where})")
 
 
 def _equal_under_pairing(f: IndexingMap, g: IndexingMap, perm: Sequence[int], timeout_ms: int
@@ -537,15 +534,14 @@ def _cheap_counterexample(a: IndexingMap, b: IndexingMap, which: str, timeout_ms
         s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
         if s.check() != z3.unsat:
             continue
-        from .syntax import variable_names
-
-        names = variable_names(a)
+            names = variable_names(a)
         named = {names[v]: x for v, x in zip(a.variables, point)}
         other = "second" if which == "first" else "first"
         lhs, rhs = (result, None) if which == "first" else (None, result)
         return Verdict(False, named, lhs_value=lhs, rhs_value=rhs,
-                       message=f"the {which} map relates {named} to {result}; the {other} "
-                               f"map does not (checked at that point)")
+                       message=f"the {which} map relates {print_point(named)} to "
+                               f"{print_values(result)}; the {other} map does not (checked "
+                               "at that point)")
     return None
 
 
@@ -578,9 +574,9 @@ def _counterexample(a: IndexingMap, b: IndexingMap, which: str, model: z3.ModelR
                 except EvaluationError:
                     continue
     other = "second" if which == "first" else "first"
-    where = "outside its domain" if b_value is None else f"gives {b_value}"
-    msg = (f"the {which} map relates {point} to {result}; the {other} map does not "
-           f"({where})")
+    where = "outside its domain" if b_value is None else f"gives {print_values(b_value)}"
+    msg = (f"the {which} map relates {print_point(point)} to {print_values(result)}; the "
+           f"{other} map does not ({where})")
     lhs, rhs = (result, b_value) if which == "first" else (b_value, result)
     return Verdict(False, point, lhs_value=lhs, rhs_value=rhs, message=msg)
 
@@ -655,16 +651,14 @@ def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], t
                 related = False
             if related is not False:
                 return None  # isl's tuple did not check out: Z3 decides
-        from .syntax import variable_names
-
-        names = variable_names(a)
+            names = variable_names(a)
         point = {names[v]: x for v, x in zip(a.variables, [*dims, *witness, *rts])}
         other = "rhs" if side == "lhs" else "lhs"
         value = tuple(result)
         return Verdict(False, point, lhs_value=value if side == "lhs" else None,
                        rhs_value=value if side == "rhs" else None,
-                       message=f"{side}[{i}] relates {point} to {value}; no map of the {other} "
-                               f"does")
+                       message=f"{side}[{i}] relates {print_point(point)} to "
+                               f"{print_values(value)}; no map of the {other} does")
     return None
 
 
@@ -728,7 +722,8 @@ def _included_in_union(a: IndexingMap, bs: Sequence[IndexingMap], which: str, ti
     other = "rhs" if which.startswith("lhs") else "lhs"
     return Verdict(False, point, lhs_value=result if which.startswith("lhs") else None,
                    rhs_value=result if which.startswith("rhs") else None,
-                   message=f"{which} relates {point} to {result}; no map of the {other} does")
+                   message=f"{which} relates {print_point(point)} to {print_values(result)}; "
+                           f"no map of the {other} does")
 
 
 # -- maps with sizes (docs/semantics.md, Sizes) ---------------------------------------------------
@@ -787,7 +782,7 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
         at, values = found
         point = _checked_point(m.with_sizes(at), values)
         if point is not None:
-            return Verdict(False, {**at, **point}, message=f"at sizes {at}: the domain has a "
+            return Verdict(False, {**at, **point}, message=f"at sizes {print_point(at)}: the domain has a "
                                                             f"point")
     sizes = _size_env(m)
     env = _vars(m, "", sizes)
@@ -803,8 +798,8 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
     if static.holds is False:
         return Verdict(False, {**at, **(static.counterexample or {})},
                        lhs_value=static.lhs_value,
-                       message=f"at sizes {at}: {static.message}")
-    return Verdict(None, message=f"the solver found sizes {at} where the domain may have a point; "
+                       message=f"at sizes {print_point(at)}: {static.message}")
+    return Verdict(None, message=f"the solver found sizes {print_point(at)} where the domain may have a point; "
                                  f"not confirmed at those sizes ({static.label})")
 
 
@@ -820,8 +815,6 @@ def _checked_point(m: IndexingMap, values: Sequence[int]) -> dict[str, int] | No
             return None
     except EvaluationError:
         return None
-    from .syntax import variable_names
-
     names = variable_names(m)
     return {names[v]: x for v, x in zip(m.variables, values)}
 
@@ -880,7 +873,7 @@ def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
         if static.holds is False:
             return Verdict(False, {**at, **(static.counterexample or {})},
                            lhs_value=static.lhs_value, rhs_value=static.rhs_value,
-                           message=f"at sizes {at}: {static.message}")
+                           message=f"at sizes {print_point(at)}: {static.message}")
     sizes = _size_env(f)
     for a, b, which in ((f, g, "first"), (g, f, "second")):
         v = _included_with_sizes(a, b, sizes)
@@ -893,8 +886,8 @@ def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
         if static.holds is False:
             return Verdict(False, {**at, **(static.counterexample or {})},
                            lhs_value=static.lhs_value, rhs_value=static.rhs_value,
-                           message=f"at sizes {at}: {static.message}")
-        return Verdict(None, message=f"the solver found sizes {at} where the {which} map may "
+                           message=f"at sizes {print_point(at)}: {static.message}")
+        return Verdict(None, message=f"the solver found sizes {print_point(at)} where the {which} map may "
                                      f"relate a tuple the other does not; not confirmed at "
                                      f"those sizes ({static.label})")
     return Verdict(True, message="equal for every size in its interval")

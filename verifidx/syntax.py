@@ -1116,6 +1116,17 @@ def variable_names(m: IndexingMap) -> dict[Variable, str]:
     return names
 
 
+def print_point(point: Mapping[str, object]) -> str:
+    """A point as the tool writes one, `d0 = 3, s0 = 1`, in the point's own order (a JSON
+    document keeps the object)."""
+    return ", ".join(f"{name} = {value}" for name, value in point.items())
+
+
+def print_values(values: Sequence[object]) -> str:
+    """A map's results at a point as map text writes them: `(3, 1)`, `(3)`, `()`."""
+    return "(" + ", ".join(map(str, values)) + ")"
+
+
 def print_expr(e: Expr, names: Mapping[Variable, str] | None = None,
                div: str = "floordiv") -> str:
     return _Printer(names or {}, div).top(e)
@@ -1211,5 +1222,5 @@ register_map_printer(print_map)
 
 __all__: Sequence[str] = [
     "parse_map", "parse_expr", "parse_affine_map", "print_map", "print_expr",
-    "print_affine_map", "same_text", "Token", "tokenize",
+    "print_affine_map", "print_point", "print_values", "same_text", "Token", "tokenize",
 ]

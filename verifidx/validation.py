@@ -46,7 +46,7 @@ from .sympy_bridge import (
     symbol_name,
     to_sympy,
 )
-from .syntax import parse_map
+from .syntax import parse_map, print_point, variable_names
 
 PROVED, REFUTED, UNKNOWN, UNSUPPORTED = "proved", "refuted", "unknown", "unsupported"
 #: a malformed record (bad JSON, bad expression text, a symbol without a range)
@@ -295,7 +295,7 @@ def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any
                 not 0 <= point[n] < e for n, e in zip(names, extents)):
             raise UnsupportedError("not a loop point")
     except (KeyError, UnsupportedError, ParseError) as err:
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {found} is not a point: {err}"
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(found)} is not a point: {err}"
         out.counterexample = None
         return
     try:
@@ -305,7 +305,7 @@ def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any
         return
     if a == b:
         out.verdict = UNKNOWN
-        out.reason = f"the counterexample {point} did not reproduce (both give {a})"
+        out.reason = f"the counterexample {print_point(point)} did not reproduce (both give {a})"
         out.counterexample = None
         return
     out.counterexample = {n: point[n] for n in (*sizes, *names)}
@@ -348,18 +348,16 @@ def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
     """Maps of dimensions (and sizes) only: the point (at sizes in their intervals) is inside
     one domain, and the other map is outside its domain there or gives another value (the
     solver path re-checks maps with range variables itself)."""
-    from .syntax import variable_names
-
     names = variable_names(f)
     point = out.counterexample or {}
     try:
         dims = [point[names[v]] for v in f.variables]
         sizes = {z.name: point[z.name] for z in f.sizes}
     except KeyError:
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} names no point"
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(point)} names no point"
         return
     if not all(sizes[z.name] in z.bounds for z in f.sizes):
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {point} is outside the sizes"
+        out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(point)} is outside the sizes"
         out.counterexample = None
         return
 
@@ -376,7 +374,7 @@ def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
     a, b = value(f), value(g)
     if a == b:
         out.verdict = UNKNOWN
-        out.reason = f"the counterexample {point} did not reproduce"
+        out.reason = f"the counterexample {print_point(point)} did not reproduce"
         out.counterexample = None
         return
     out.expr_value = list(a) if a is not None else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..syntax import print_affine_map, print_map
+from ..syntax import print_affine_map, print_map, print_point
 from .common import (
     Parser,
     Subparsers,
@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
             # counterexample, the point and each result expression with its value
             print(f"({', '.join(map(str, values))})" + ("" if inside else "  # outside domain"))
             if point:
-                print("  at " + ", ".join(f"{k} = {v}" for k, v in point.items()))
+                print(f"  at {print_point(point)}")
             for i, (e, v) in enumerate(zip(m.results, values)):
                 print(f"  result {i}: {print_expr(e, names)} = {v}")
         return 0
@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         label = {True: word[0], False: word[1], None: "unknown"}[verdict.holds]
         print(label + (f": {verdict.message}" if verdict.message else ""))
         if verdict.counterexample and verdict.holds is False:
-            print(f"  at {verdict.counterexample}")
+            print(f"  at {print_point(verdict.counterexample)}")
     return verdicts_exit([verdict.holds])
 
 

@@ -28,6 +28,7 @@ from ..rules.store import (
     summary,
 )
 from ..rules.suggest import suggest
+from ..syntax import print_point
 from ..work import echo, shared, show_progress
 from .common import (
     EXIT_FAILED,
@@ -307,8 +308,7 @@ def _github(r: ProofResult, why: str) -> str:
     title = github_escape(f"verifidx: {r.name} {why}", prop=True)
     body = f"rule {r.name} {why}" + (f": {r.message}" if r.message else "")
     if r.counterexample:
-        body += "\ncounterexample: " + ", ".join(f"{k} = {v}"
-                                                  for k, v in r.counterexample.items())
+        body += f"\ncounterexample: {print_point(r.counterexample)}"
     if r.reproducer:
         body += f"\nreproduce: {r.reproducer}"
     return (f"::error file={github_escape(r.file, True)},line={r.line},title={title}::"

@@ -15,6 +15,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+from ..syntax import print_point, print_values
 from ..validation import (
     ERROR,
     PROVED,
@@ -90,8 +91,13 @@ def _summary_line(rows: list[tuple[int, Validation]]) -> str:
 
 
 def _point(v: Validation) -> str:
-    cex = ", ".join(f"{k} = {x}" for k, x in (v.counterexample or {}).items())
-    return f"{cex}: input gives {v.expr_value}, result gives {v.result_value}"
+    def value(x: object) -> str:  # a map's results are a tuple, an expression's one number
+        if x is None:  # a map outside its domain
+            return "nothing (outside its domain)"
+        return print_values(x) if isinstance(x, (list, tuple)) else str(x)
+
+    return (f"{print_point(v.counterexample or {})}: input gives {value(v.expr_value)}, "
+            f"result gives {value(v.result_value)}")
 
 
 def _where(n: int, v: Validation, source: str) -> str:

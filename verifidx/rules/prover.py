@@ -44,7 +44,7 @@ from ..errors import DivisorError, EvaluationError
 from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..smt import Encoder
 from ..smt_terms import safety_net_ms
-from ..syntax import print_expr
+from ..syntax import print_expr, print_point
 from .model import (
     BoolOp,
     Call,
@@ -533,7 +533,7 @@ def recheck(rule: Rule, values: Mapping[str, int]) -> _Report | None:
         message = f"the {'left' if lv is None else 'right'} side is undefined: {lwhy or rwhy}"
     else:
         message = differ
-    at = ", ".join(f"{k} = {v}" for k, v in values.items())
+    at = print_point(values)
     # a map cannot show an undefined value: `verifidx map eval` would only fail on it
     reproducer = _reproducer(rule, env) if lv is not None and rv is not None else None
     return _Report(lv, rv, f"{message} (at {at})" if at else message,
@@ -909,8 +909,8 @@ def prove_rule(rule: Rule, config: ProverConfig | None = None) -> ProofResult:
         report = recheck(rule, outcome.values)
         if report is None:
             result.verdict, result.strength = UNKNOWN, None
-            result.message = (f"Z3's counterexample {outcome.values} did not survive "
-                              "re-evaluation; not reporting it")
+            result.message = (f"Z3's counterexample {print_point(outcome.values)} did not "
+                              "survive re-evaluation; not reporting it")
         else:
             result.counterexample = outcome.values
             result.lhs_value, result.rhs_value = report.lhs, report.rhs

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VerifidxError
+from ..syntax import print_point
 from ..version import __version__
 from ..work import Engine, Progress
 from .model import Rule
@@ -242,8 +243,7 @@ def result_text(r: ProofResult, failure: str | None = None) -> str:
         lines.append(f"    {r.message}")
     if r.verdict == REFUTED:
         if r.counterexample:
-            cx = ", ".join(f"{k} = {v}" for k, v in r.counterexample.items())
-            lines.append(f"    counterexample: {cx}")
+            lines.append(f"    counterexample: {print_point(r.counterexample)}")
         if r.subterms:
             subs = ", ".join(f"{k} = {_show(v)}" for k, v in r.subterms.items())
             lines.append(f"    subterms: {subs}")
