@@ -63,3 +63,42 @@ def test_each_path_answers() -> None:
                           "domain: d0 in [0, 4095], d1 in [0, 1023]")
     v = equal(big_f, big_wrong)
     assert v.holds is False and v.counterexample is not None
+
+
+def test_sampling_refutes_a_difference_at_one_point_in_nine() -> None:
+    # beyond isl (a product) and Z3 (nonlinear mod) by default; 4 samples missed it
+    f = parse_map("(d0, d1) -> ((d0 * d1) mod 3), domain: d0 in [0, 300], d1 in [0, 300]")
+    g = parse_map("(d0, d1) -> ((d0 mod 3) * (d1 mod 3)), domain: d0 in [0, 300], "
+                  "d1 in [0, 300]")
+    for decide in (equal, smt_equal):
+        v = decide(f, g)
+        assert v.holds is False, v.message
+        d0, d1 = v.counterexample["d0"], v.counterexample["d1"]
+        assert 0 <= d0 <= 300 and 0 <= d1 <= 300
+        assert (d0 * d1) % 3 != (d0 % 3) * (d1 % 3)  # the point differs, by plain arithmetic
+        assert (v.lhs_value, v.rhs_value) == (((d0 * d1) % 3,), ((d0 % 3) * (d1 % 3),))
+
+
+@given(map_pairs(max_syms=2, max_rts=1))
+def test_a_sampled_counterexample_is_a_real_one(pair) -> None:
+    from verifidx.smt import _sampled_counterexample
+
+    f, g = pair
+    for quick in (True, False):
+        v = _sampled_counterexample(f, g, quick=quick)
+        if v is not None:
+            assert v.holds is False
+            _check_counterexample(v, f, g)  # against both relations, enumerated
+
+
+def test_sampling_never_refutes_through_int64_overflow() -> None:
+    # at d0 = 2^62, d0 * 8 wraps around in int64: the maps are equal all the same
+    from verifidx.smt import _sampled_counterexample
+
+    for hi in (1 << 60, 1 << 62, (1 << 63) - 1):
+        f = parse_map(f"(d0, d1) -> ((d0 * 8) floordiv 8 + d1), domain: d0 in [0, {hi}], "
+                      "d1 in [0, 3]")
+        g = parse_map(f"(d0, d1) -> (d0 + d1), domain: d0 in [0, {hi}], d1 in [0, 3]")
+        assert _sampled_counterexample(f, g) is None
+        assert _sampled_counterexample(f, g, quick=True) is None
+        assert equal(f, g).holds is not False

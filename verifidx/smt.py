@@ -272,10 +272,11 @@ def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOU
     by evaluation. None when neither decides (maps isl cannot express, isl's budget spent), or
     when the maps are UNDEFINED or differ in shape (`equal` answers those).
 
-    Sampling comes first, as far as it is cheap: a few points of one map checked against the
-    other when that one has no range variables (plain evaluation), and against a map with
-    range variables only the two corners and only for a range box up to QUICK_BOX points (a
-    numpy pass over the box per check, which equal pairs pay for nothing). Then isl, whose
+    Sampling comes first, as far as it is cheap: SAMPLED_POINTS points of one map (corners,
+    then seeded uniform points, one numpy pass) checked against the other when that one has no
+    range variables, and against a map with range variables only the two corners and only for
+    a range box up to QUICK_BOX points (a numpy pass over the box per check, which equal pairs
+    pay for nothing). Then isl, whose
     "differ" brings a tuple of the difference (with isl's range values for the map that has
     it) that one evaluation checks. When isl cannot decide, the remaining samples are tried."""
     if f.is_undefined or g.is_undefined or _shape_mismatch(f, g):
@@ -290,15 +291,21 @@ def quick_equal(f: IndexingMap, g: IndexingMap, timeout_ms: int = DEFAULT_TIMEOU
     return found
 
 
-#: Points of each map tried by `_sampled_counterexample` (corners first, then seeded random).
-SAMPLED_POINTS = 4
+#: Points of each map tried by `_sampled_counterexample` against a map without range
+#: variables: the two corners, then seeded uniform points, all in one numpy pass over both maps.
+SAMPLED_POINTS = 256
+#: Against a map with range variables each point costs a pass over that map's range box: the
+#: points are this budget over the box (at least 4, at most SAMPLED_POINTS).
+SAMPLED_RANGE_BUDGET = 1 << 14
 #: Largest range box that `quick_equal` checks sampled corners against before asking isl.
 QUICK_BOX = 2048
+#: Points tried, in exact Python integers, where int64 is not exact for a map's box.
+SAMPLED_POINTS_EXACT = 4
 
 
 def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
-    """Up to `count` points of m's box: all variables at their lower ends, at their upper
-    ends, then seeded random points (the same points on every run)."""
+    """Up to `count` points of m's box in Python integers: all variables at their lower ends,
+    at their upper ends, then seeded random points (the same points on every run)."""
     import random
 
     boxes = [info.bounds for info in m.all_vars]
@@ -310,32 +317,74 @@ def _sample_points(m: IndexingMap, count: int) -> list[tuple[int, ...]]:
 
 def _sampled_counterexample(f: IndexingMap, g: IndexingMap, quick: bool = False
                             ) -> Verdict | None:
-    """A tuple that one map relates and the other does not, found by evaluating one map at a
-    few points and checking the other by exact evaluation over its range box (all samples in
-    one vectorised pass); None when the samples find nothing (or cannot be checked).
-    `quick=True` limits the checks against a map with range variables as `quick_equal` says."""
-    from .vectorised import relates_many
+    """A tuple that one map relates and the other does not, found at sampled points of the
+    one (`_unrelated_samples`) and confirmed exactly: the one map evaluated in Python integers
+    gives the tuple, and the other relates it to nothing (evaluated in Python integers, or,
+    with range variables, at every point of its range box where int64 is exact). None when the
+    samples find nothing (or cannot be checked). `quick=True` limits the checks against a map
+    with range variables as `quick_equal` says."""
+    from .vectorised import relates
 
-    for a, b, which in ((f, g, "first"), (g, f, "second")):
+    # without range variables, on one box and one domain, the first map's points cover both
+    # directions: a point of that domain where the results differ is one either way
+    same = f.num_range_vars == g.num_range_vars == 0 and f.all_vars == g.all_vars and \
+        f.constraints == g.constraints
+    for a, b, which in ((f, g, "first"), (g, f, "second"))[:1 if same else 2]:
         if a.is_known_empty or any(info.bounds.is_empty for info in a.all_vars):
             continue
-        count = SAMPLED_POINTS
-        if quick and b.num_range_vars:
+        if not all(e.is_total for e in (*a.results, *a.constraints)):
+            return None
+        if b.num_range_vars == 0:
+            count = SAMPLED_POINTS
+        elif quick:
             if _box_size(b) > QUICK_BOX:
                 continue
             count = 2
-        if not all(e.is_total for e in (*a.results, *a.constraints)):
-            return None
+        else:
+            count = min(SAMPLED_POINTS, max(4, SAMPLED_RANGE_BUDGET // max(_box_size(b), 1)))
         nd, nr = a.num_dims, a.num_range_vars
-        points = [p for p in _sample_points(a, count)
-                  if a.constraints_satisfied(p[:nd], p[nd:])]
-        results = [a.evaluate(p[:nd], p[nd:]) for p in points]
-        answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(points, results)],
-                               witness=False)
-        for point, result, answer in zip(points, results, answers):
-            if answer is False:
-                return refutation(a, b, which, list(point), result)
+        for values, sampled in _unrelated_samples(a, b, count):
+            dims, syms, rts = values[:nd], values[nd:], values[nd + nr:]
+            if not (all(x in info.bounds for x, info in zip(values, a.all_vars))
+                    and a.constraints_satisfied(dims, syms)):
+                continue
+            result = tuple(a.evaluate(dims, syms))
+            if result != tuple(sampled):
+                continue
+            if b.num_range_vars == 0 and relates(b, dims, rts, result) is not False:
+                continue
+            return refutation(a, b, which, values, result)
     return None
+
+
+def _unrelated_samples(a: IndexingMap, b: IndexingMap, count: int
+                       ) -> list[tuple[list[int], list[int]]]:
+    """Sampled points of a's domain (all of a's variables) with a's results there, where b
+    relates (dims, runtime values, results) to nothing; at most three, for the caller to
+    confirm. `count` points evaluated by numpy where int64 is exact over a's box, else (or
+    for so few) SAMPLED_POINTS_EXACT points in Python integers."""
+    import numpy as np
+
+    from .vectorised import relates_many, sample, unrelated
+
+    nd, nr = a.num_dims, a.num_range_vars
+    drawn = sample(a, count) if count > SAMPLED_POINTS_EXACT else None
+    if drawn is None:  # a few points: Python integers cost less than numpy's setup
+        kept = [list(p) for p in _sample_points(a, min(count, SAMPLED_POINTS_EXACT))
+                if a.constraints_satisfied(p[:nd], p[nd:])]
+        values = [list(a.evaluate(p[:nd], p[nd:])) for p in kept]
+    else:
+        points, keep, results = drawn
+        if b.num_range_vars == 0:
+            miss = unrelated(b, points[:, :nd], points[:, nd + nr:], results)
+            if miss is not None:
+                rows = np.flatnonzero(keep & miss)[:3]
+                return list(zip(points[rows].tolist(), results[rows].tolist()))
+        rows = np.flatnonzero(keep)
+        kept, values = points[rows].tolist(), results[rows].tolist()
+    answers = relates_many(b, [(p[:nd], p[nd + nr:], r) for p, r in zip(kept, values)],
+                           witness=False)
+    return [(p, r) for p, r, answer in zip(kept, values, answers) if answer is False][:3]
 
 
 def _box_size(m: IndexingMap) -> int:

@@ -77,6 +77,79 @@ def _magnitude(e: Expr, bound: dict[Expr, int]) -> int:
     return max(a, b)  # mod (in [0, b - 1]), min, max
 
 
+#: Fractions of each variable's interval behind every sample: a row of 0 (the lower corner), a
+#: row of 1 (the upper corner, clamped to the upper end), then seeded uniform draws in [0, 1)
+#: (seeded once: the same points on every run).
+_DRAWS: list[np.ndarray] = []
+
+
+def sample(m: IndexingMap, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`count` points of m's box, one row of all m's variables each: every variable at its
+    lower end, at its upper end, then seeded uniform points; with the mask of the rows in m's
+    domain and m's results at each row (one column per result). None when int64 is not
+    exact for m over its box, or an expression is partial."""
+    boxes = [info.bounds for info in m.all_vars]
+    if m.is_undefined or m.is_known_empty or any(iv.is_empty for iv in boxes) or \
+            not exact_over_box(m):
+        return None
+    if not _DRAWS or _DRAWS[0].shape[0] < count or _DRAWS[0].shape[1] < len(boxes):
+        draws = np.random.default_rng(0).random((max(count, 512), max(len(boxes), 8)))
+        draws[0], draws[1] = 0.0, 1.0
+        _DRAWS[:] = [draws]
+    lo = np.array([iv.lo for iv in boxes], dtype=np.int64)
+    hi = np.array([iv.hi for iv in boxes], dtype=np.int64)
+    # |lo|, |hi| < 2^62 (`exact_over_box`): the float stays in int64 before the clamp
+    points = np.minimum(lo + (_DRAWS[0][:count, :len(boxes)] * (hi - lo + 1.0)).astype(np.int64),
+                        hi)
+    env = {v: points[:, i] for i, v in enumerate(m.variables)}
+    n = len(points)
+    keep = np.ones(n, dtype=bool)
+    for e, iv in m.constraints.items():
+        value = evaluate(e, env, n)
+        keep &= (value >= iv.lo) & (value <= iv.hi)
+    results = np.empty((n, m.num_results), dtype=np.int64)
+    for j, r in enumerate(m.results):
+        results[:, j] = evaluate(r, env, n)
+    return points, keep, results
+
+
+def unrelated(m: IndexingMap, dims: np.ndarray, rts: np.ndarray, results: np.ndarray
+              ) -> np.ndarray | None:
+    """For a map without range variables: the mask of rows (dims, rts, results) that m does
+    not relate (outside its box or domain, or other results); None when that is not exact.
+    A row outside m's box is in the mask whatever int64 makes of it, so exactness over the
+    box is enough."""
+    n = len(results)
+    if m.num_range_vars or m.is_undefined:
+        return None
+    if m.is_known_empty:
+        return np.ones(n, dtype=bool)
+    if not exact_over_box(m):
+        return None
+    columns = [*dims.T, *rts.T]
+    env = dict(zip(m.variables, columns))
+    inside = np.ones(n, dtype=bool)
+    for c, info in zip(columns, m.all_vars):
+        inside &= (c >= info.bounds.lo) & (c <= info.bounds.hi)
+    for e, iv in m.constraints.items():
+        value = evaluate(e, env, n)
+        inside &= (value >= iv.lo) & (value <= iv.hi)
+    for j, e in enumerate(m.results):
+        inside &= evaluate(e, env, n) == results[:, j]
+    return ~inside
+
+
+def exact_over_box(m: IndexingMap) -> bool:
+    """Every expression of m is total and its int64 evaluation exact over m's whole box."""
+    exprs = (*m.results, *m.constraints)
+    if not all(e.is_total for e in exprs):
+        return False
+    bound = {v: max(abs(info.bounds.lo), abs(info.bounds.hi))
+             for v, info in zip(m.variables, m.all_vars)}
+    return all(x < _SAFE for x in bound.values()) and \
+        all(_magnitude(e, bound) < _SAFE for e in exprs)
+
+
 def relates(m: IndexingMap, dims: Sequence[int], rts: Sequence[int],
             result: Sequence[int]) -> list[int] | bool | None:
     """Whether `m` relates (`dims`, `rts`) to `result`: a list of range-variable values that
