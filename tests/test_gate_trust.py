@@ -177,7 +177,36 @@ def test_a_dropped_cache_entry_does_not_stand_in_for_a_proof(work: Path, capsys)
         assert "proof cache" not in out.split("fd_mul")[1].split("\n")[0]
     # what the cache does hold is the user's own re-checks, which a warm check reuses
     code, out, _ = _run(["check", "rules"], capsys)
-    assert "my_twice: proved (all), reducing (re-checked before: proof cache)" in out
+    assert ("my_twice: proved (all), reducing, not re-run (the proof cache holds unsat for "
+            "this exact query)") in out
+
+
+def test_check_says_what_a_proof_cache_hit_stands_in_for(work: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (work / "rules" / "mine.rules").write_text(GOOD_MOD)
+    assert _run(["prove", "--rules", "rules"], capsys)[0] == 0
+    cold = _run(["check", "rules"], capsys)[1]  # the prover's runs are not the gate's
+    assert "my_twice: proved (all), reducing, re-checked" in cold and "note:" not in cold, cold
+    code, warm, _ = _run(["check", "rules"], capsys)
+    assert code == 0
+    line = next(x for x in warm.splitlines() if "my_twice" in x)
+    assert line.endswith("not re-run (the proof cache holds unsat for this exact query)"), line
+    note = next(x for x in warm.splitlines() if x.startswith("note:"))
+    # what was still done now, what the record is, where it is and what it is keyed on
+    for part in ("1 query was not run again", "rebuilt from its rule's or substitution's text "
+                 "and matched its certificate in this run", f"({work / 'cache'})",
+                 "an earlier run holding that secret", "(when is not recorded)",
+                 "the query, that text, the resource limit and the Z3 and verifidx versions",
+                 "--no-cache runs them"):
+        assert part in note, note
+    uncached = _run(["check", "--no-cache", "rules"], capsys)[1]
+    assert "note:" not in uncached and "proof cache" not in uncached, uncached
+
+
+def test_the_readme_claims_no_more_trust_than_the_gate_has() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "trusts no stored verdict" not in " ".join(readme.split())
+    gate = " ".join(readme.split("## The two commands")[1].split("```")[0].split())
+    assert "proof cache" in gate and "--no-cache" in gate, gate
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes")

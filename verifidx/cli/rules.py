@@ -226,8 +226,24 @@ def _run_check(args: argparse.Namespace) -> int:
         for r in results:
             if not args.quiet or id(r) in failures:
                 print(result_text(r, failures.get(id(r))))
+        from_cache = sum(1 for r in results if r.recheck == "cache")
+        if from_cache and cache is not None and not args.quiet:
+            print(_cache_note(from_cache, cache))
         print(_summary_line(groups, failures))
     return EXIT_FAILED if failures else EXIT_OK
+
+
+def _cache_note(count: int, cache: ProofCache) -> str:
+    """What a proof cache hit stands in for (docs/contracts.md, the proof cache): Z3's run of
+    a query that was still rebuilt and compared with its certificate in this run."""
+    queries = "1 query was" if count == 1 else f"{count} queries were"
+    return (f"note: {queries} not run again. Each was rebuilt from its rule's or "
+            "substitution's text and matched its certificate in this run; in place of running "
+            f"it, the proof cache ({cache.root.parent}) holds a record, signed with the "
+            "cache's secret, that an earlier run holding that secret (when is not recorded) saw "
+            "Z3 answer unsat at every check (and a substitution's enumerations find no "
+            "difference), keyed by the sha256 of the query, that text, the resource limit and "
+            "the Z3 and verifidx versions. --no-cache runs them.")
 
 
 # -- output --------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""The proof cache: which certificate queries this user has already seen Z3 answer `unsat`.
+"""The proof cache: which certificate queries a run holding the cache's secret (this user's,
+or any that shares the directory) has already seen Z3 answer `unsat`.
 
-`verifidx check` trusts nothing in the repository: it rebuilds each rule's query from the rule's
-text, and runs it. To keep a warm check fast it remembers, outside the repository, the queries
-that re-checked, keyed by the sha256 of everything the answer depends on: the exact query text,
-the rule's text, the resource limit, and the Z3 and verifidx versions. Only `unsat` answers are
-remembered; anything else is re-run next time. The directory is `$VERIFIDX_CACHE_DIR`, else
+`verifidx check` takes no verdict from the repository: it rebuilds each rule's query from the
+rule's text, compares it with the certificate, and runs it. A cache entry stands in for that
+run, and only for it: to keep a warm check fast it remembers, outside the repository, the
+queries that re-checked, keyed by the sha256 of everything the answer depends on: the exact
+query text, the rule's text, the resource limit, and the Z3 and verifidx versions (no date).
+Only `unsat` answers are remembered; anything else is re-run next time. The directory is `$VERIFIDX_CACHE_DIR`, else
 `$XDG_CACHE_HOME/verifidx`, else `~/.cache/verifidx`; deleting it is always safe.
 
 A key is public (anyone can compute the sha256 of a query), so an entry is not its file's

@@ -351,8 +351,9 @@ def check_files(files: Sequence[RuleFile], config: ProverConfig, jobs: int = 1,
                 reprove: bool = False, cache: ProofCache | None = None,
                 engine: Engine | None = None, progress: bool = False) -> list[ProofResult]:
     """`verifidx check`: a rule passes only when its certificate is current and its query,
-    rebuilt from the rule's text, answers `unsat` again now (or did on this machine before, as
-    the proof cache remembers). With `reprove`, the whole proof search runs again instead."""
+    rebuilt from the rule's text, answers `unsat` again now (or the proof cache records that an
+    earlier run holding its secret saw it do so). With `reprove`, the whole proof search runs
+    again instead."""
     if reprove:
         from .items import prove_on
 

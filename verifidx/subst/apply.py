@@ -432,8 +432,9 @@ class OptimizeResult:
 
 def load_proven(paths: Sequence[str | Path], unused: list[str] | None = None
                 ) -> list[Substitution]:
-    """The substitutions of `paths` whose certificate is current and proves again now (or did on
-    this machine before, as the proof cache remembers): a certificate is evidence to re-check,
+    """The substitutions of `paths` whose certificate is current and proves again now (or whose
+    rebuilt queries the proof cache records as proved by an earlier run holding its secret): a
+    certificate is evidence to re-check,
     never a verdict to believe, whether it came with verifidx or from the user. Each one left
     out is described in `unused`, with its file, line and verdict."""
     from verifidx.rules.proof_cache import ProofCache

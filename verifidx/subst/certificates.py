@@ -11,7 +11,8 @@ it rebuilds every instance and query from the substitution's text, requires them
 certificate's and the stated strength to be what they prove, runs the queries again with the
 `z3` executable, each under the resource limit that proved it (so the answers are the prover's,
 on any machine and under any load), and the enumerations in this process, and remembers what
-re-checked in the proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries. Missing,
+re-checked in the proof cache (`$VERIFIDX_CACHE_DIR`), like the rules' queries: a later check
+rebuilds and compares them again but does not re-run what the cache records. Missing,
 stale, tampered, refuted or unknown fails CI exactly like a rule would.
 """
 
@@ -282,7 +283,8 @@ def check_files(paths: Sequence[str | Path], proofs: str | Path | None = None,
                 engine: Engine | None = None, progress: bool = False) -> list[SubstProof]:
     """Every substitution must have a current certificate saying `proved`. With `recheck` (the
     gate), its queries and enumerations, rebuilt from the substitution's text, must prove it
-    again now (or did on this machine before, as the proof cache remembers), `jobs` at a time
+    again now (or the proof cache records that an earlier run holding its secret saw them do
+    so), `jobs` at a time
     here or on `engine` when it is a Dask cluster; with `reprove`, the whole proof runs again
     instead."""
     results: list[SubstProof] = []
