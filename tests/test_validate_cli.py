@@ -314,3 +314,20 @@ def test_bad_input_is_an_error_record_not_the_end(tmp_path: Path,
     line_no, column = where.split(":")
     assert (doc["records"][1]["line"], doc["records"][1]["column"]) == (2, int(column))
     assert doc["summary"]["error"] == 1
+
+
+def test_a_refuted_map_record_prints_its_point_and_results_as_map_text(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    path = tmp_path / "maps.jsonl"
+    path.write_text(json.dumps({"input": "(d0) -> (d0 mod 8), domain: d0 in [0, 15]",
+                                "output": "(d0) -> (d0), domain: d0 in [0, 15]"}) + "\n")
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "{" not in out and "[" not in out.split("verifidx:")[0], out  # no dict, no list
+    found = re.search(r"counterexample: d0 = (\d+): input gives \((\d+)\), result gives "
+                      r"\((\d+)\)", out)
+    assert found is not None, out
+    d0, given, result = map(int, found.groups())
+    assert (given, result) == (d0 % 8, d0) and given != result

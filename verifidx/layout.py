@@ -888,8 +888,12 @@ def map_within(m: IndexingMap, lo: int, hi: int, timeout_ms: int = 2000) -> Verd
                                    seconds=seconds,
                                    message=f"a result is {side} [{lo}, {hi}] at "
                                            f"{print_point(v.counterexample or {})}: "
-                                           f"{print_values(v.lhs_value or ())}")
+                                           f"{_results(v.lhs_value)}")
     return smt.Verdict(True, message=f"every result in [{lo}, {hi}]", seconds=seconds)
+
+
+def _results(value: object) -> str:
+    return print_values(value) if isinstance(value, tuple) else str(value)
 
 
 def prove_injective(shape: str | TiledShape | Any, timeout_ms: int = 2000,

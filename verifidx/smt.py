@@ -460,7 +460,7 @@ def refutation(a: IndexingMap, b: IndexingMap, which: str, values: list[int],
     point = {names[v]: x for v, x in zip(a.variables, values)}
     nd, nr = a.num_dims, a.num_range_vars
     dims, rts = values[:nd], values[nd + nr:]
-    b_value: object = None
+    b_value: tuple[int, ...] | None = None
     if b.num_range_vars == 0 and not b.is_known_empty and all(
             x in info.bounds for x, info in zip([*dims, *rts], b.all_vars)) and \
             b.constraints_satisfied(dims, rts):
@@ -603,7 +603,7 @@ def _counterexample(a: IndexingMap, b: IndexingMap, which: str, model: z3.ModelR
     result = a.evaluate(dims, syms)
     point = _named_point(a, model, env_a)
     # Re-check with the evaluator: the tuple must be absent from b (when b's range box is small).
-    b_value: object = None
+    b_value: tuple[int, ...] | None = None
     box = 1
     for info in b.range_vars:
         box *= info.bounds.size
