@@ -831,8 +831,8 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
         at, values = found
         point = _checked_point(m.with_sizes(at), values)
         if point is not None:
-            return Verdict(False, {**at, **point}, message=f"at sizes {print_point(at)}: the domain has a "
-                                                            f"point")
+            return Verdict(False, {**at, **point},
+                           message=f"at sizes {print_point(at)}: the domain has a point")
     sizes = _size_env(m)
     env = _vars(m, "", sizes)
     s = _sized_solver(m, sizes)
@@ -848,8 +848,9 @@ def _is_empty_with_sizes(m: IndexingMap, timeout_ms: int) -> Verdict:
         return Verdict(False, {**at, **(static.counterexample or {})},
                        lhs_value=static.lhs_value,
                        message=f"at sizes {print_point(at)}: {static.message}")
-    return Verdict(None, message=f"the solver found sizes {print_point(at)} where the domain may have a point; "
-                                 f"not confirmed at those sizes ({static.label})")
+    return Verdict(None, message=f"the solver found sizes {print_point(at)} where the domain "
+                                 f"may have a point; not confirmed at those sizes "
+                                 f"({static.label})")
 
 
 def _checked_point(m: IndexingMap, values: Sequence[int]) -> dict[str, int] | None:
@@ -936,9 +937,9 @@ def _equal_with_sizes(f: IndexingMap, g: IndexingMap, timeout_ms: int) -> Verdic
             return Verdict(False, {**at, **(static.counterexample or {})},
                            lhs_value=static.lhs_value, rhs_value=static.rhs_value,
                            message=f"at sizes {print_point(at)}: {static.message}")
-        return Verdict(None, message=f"the solver found sizes {print_point(at)} where the {which} map may "
-                                     f"relate a tuple the other does not; not confirmed at "
-                                     f"those sizes ({static.label})")
+        return Verdict(None, message=f"the solver found sizes {print_point(at)} where the "
+                                     f"{which} map may relate a tuple the other does not; not "
+                                     f"confirmed at those sizes ({static.label})")
     return Verdict(True, message="equal for every size in its interval")
 
 

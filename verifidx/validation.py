@@ -295,7 +295,8 @@ def _reevaluate(out: Validation, expr: Any, result: Any, var_ranges: Mapping[Any
                 not 0 <= point[n] < e for n, e in zip(names, extents)):
             raise UnsupportedError("not a loop point")
     except (KeyError, UnsupportedError, ParseError) as err:
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(found)} is not a point: {err}"
+        out.verdict = UNKNOWN
+        out.reason = f"the counterexample {print_point(found)} is not a point: {err}"
         out.counterexample = None
         return
     try:
@@ -357,7 +358,8 @@ def _reevaluate_maps(out: Validation, f: IndexingMap, g: IndexingMap) -> None:
         out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(point)} names no point"
         return
     if not all(sizes[z.name] in z.bounds for z in f.sizes):
-        out.verdict, out.reason = UNKNOWN, f"the counterexample {print_point(point)} is outside the sizes"
+        out.verdict = UNKNOWN
+        out.reason = f"the counterexample {print_point(point)} is outside the sizes"
         out.counterexample = None
         return
 

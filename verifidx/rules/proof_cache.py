@@ -6,8 +6,9 @@ rule's text, compares it with the certificate, and runs it. A cache entry stands
 run, and only for it: to keep a warm check fast it remembers, outside the repository, the
 queries that re-checked, keyed by the sha256 of everything the answer depends on: the exact
 query text, the rule's text, the resource limit, and the Z3 and verifidx versions (no date).
-Only `unsat` answers are remembered; anything else is re-run next time. The directory is `$VERIFIDX_CACHE_DIR`, else
-`$XDG_CACHE_HOME/verifidx`, else `~/.cache/verifidx`; deleting it is always safe.
+Only `unsat` answers are remembered; anything else is re-run next time. The directory is
+`$VERIFIDX_CACHE_DIR`, else `$XDG_CACHE_HOME/verifidx`, else `~/.cache/verifidx`; deleting it
+is always safe.
 
 A key is public (anyone can compute the sha256 of a query), so an entry is not its file's
 existence: it holds an HMAC of the key under a secret of the cache's owner (`secret`, 32
