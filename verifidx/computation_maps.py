@@ -31,7 +31,7 @@ import heapq
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from verifidx.dedup import MapSet, Merge
 from verifidx.hlo.dynamic_dims import has_dynamic_sizes, leaf_sizes, start_indexing
@@ -562,7 +562,7 @@ def _roles(module: HloModule) -> dict[str, str]:
                 value = inst.attributes.get(key)
                 names = (value,) if isinstance(value, str) else \
                     value if isinstance(value, tuple) else ()
-                for name in names:
+                for name in cast("tuple[str, ...]", names):
                     roles.setdefault(name, _ROLE_OF_ATTRIBUTE.get(key, inst.opcode))
     roles[module.entry.name] = "entry"
     _ROLES[id(module)] = (weakref.ref(module, _forget(_ROLES, id(module))), roles)

@@ -39,7 +39,7 @@ from typing import Any
 
 from . import presburger, smt, smt_terms
 from .errors import EvaluationError
-from .expr import Dim, Expr, Size, add, floordiv, mul
+from .expr import Dim, Expr, Size, Variable, add, floordiv, mul
 from .indexing_map import IndexingMap
 from .interval import Interval, range_of
 
@@ -69,7 +69,7 @@ def parameters(m: IndexingMap, given: Parameters | None = None) -> dict[str, Int
     return out
 
 
-def _leaf(name: str) -> Expr:
+def _leaf(name: str) -> Variable:
     """The expression leaf a parameter stands for in results and constraints: a size. (Value
     symbols, issue 36, give theirs here; presburger translates a leaf of `parameters` to the isl
     parameter of that name, and `IndexingMap.evaluate(sizes=...)` / `with_sizes` bind it.)"""
@@ -253,7 +253,7 @@ def _check(m: IndexingMap) -> None:
 
 def _enclosures(m: IndexingMap, ps: Parameters) -> list[Interval]:
     """Interval arithmetic's sound range of each result (constraints unused)."""
-    bounds = dict(m.bounds)
+    bounds: dict[Variable, Interval] = dict(m.bounds)
     bounds.update({_leaf(name): iv for name, iv in ps.items()})
     cache: dict[Expr, Interval] = {}
     return [range_of(r, bounds, cache) for r in m.results]
@@ -415,7 +415,7 @@ def _isl_overflow(m: IndexingMap, ps: Parameters, i: int, target: Interval) -> D
                 return "not quasi-affine"
             p = rel.params()
             found = p if found is None else found.union(p)
-        if found.is_empty():
+        if found is None or found.is_empty():
             return "empty"
         n = found.dim(isl.dim_type.param)
         flat = found.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n)

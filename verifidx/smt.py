@@ -583,7 +583,7 @@ def _cheap_counterexample(a: IndexingMap, b: IndexingMap, which: str, timeout_ms
         s.add(eb.member, *[x == y for x, y in zip(eb.results, result)])
         if s.check() != z3.unsat:
             continue
-            names = variable_names(a)
+        names = variable_names(a)
         named = {names[v]: x for v, x in zip(a.variables, point)}
         other = "second" if which == "first" else "first"
         lhs, rhs = (result, None) if which == "first" else (None, result)
@@ -700,7 +700,7 @@ def _presburger_unions(lhs: Sequence[IndexingMap], rhs: Sequence[IndexingMap], t
                 related = False
             if related is not False:
                 return None  # isl's tuple did not check out: Z3 decides
-            names = variable_names(a)
+        names = variable_names(a)
         point = {names[v]: x for v, x in zip(a.variables, [*dims, *witness, *rts])}
         other = "rhs" if side == "lhs" else "lhs"
         value = tuple(result)

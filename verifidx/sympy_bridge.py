@@ -159,12 +159,13 @@ def from_sympy(expr: Sym, var_ranges: Mapping[Any, Any],
         reader.constraints = domain.constraints
     else:
         key = _domain_key(var_ranges, size_ranges)
-        domain = _DOMAINS.get(key)
-        if domain is None:
-            domain = _read_domain(var_ranges, size_ranges)
+        cached = _DOMAINS.get(key)
+        if cached is None:
+            cached = _read_domain(var_ranges, size_ranges)
             if len(_DOMAINS) > _DOMAIN_LIMIT:
                 _DOMAINS.clear()
-            _DOMAINS[key] = domain
+            _DOMAINS[key] = cached
+        domain = cached
         reader = domain.reader()
     result = reader.read(expr)
     for name in declare:

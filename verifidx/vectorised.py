@@ -101,7 +101,7 @@ def sample(m: IndexingMap, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     # |lo|, |hi| < 2^62 (`exact_over_box`): the float stays in int64 before the clamp
     points = np.minimum(lo + (_DRAWS[0][:count, :len(boxes)] * (hi - lo + 1.0)).astype(np.int64),
                         hi)
-    env = {v: points[:, i] for i, v in enumerate(m.variables)}
+    env: dict[Expr, np.ndarray] = {v: points[:, i] for i, v in enumerate(m.variables)}
     n = len(points)
     keep = np.ones(n, dtype=bool)
     for e, iv in m.constraints.items():
@@ -127,7 +127,7 @@ def unrelated(m: IndexingMap, dims: np.ndarray, rts: np.ndarray, results: np.nda
     if not exact_over_box(m):
         return None
     columns = [*dims.T, *rts.T]
-    env = dict(zip(m.variables, columns))
+    env: dict[Expr, np.ndarray] = dict(zip(m.variables, columns))
     inside = np.ones(n, dtype=bool)
     for c, info in zip(columns, m.all_vars):
         inside &= (c >= info.bounds.lo) & (c <= info.bounds.hi)
@@ -144,8 +144,8 @@ def exact_over_box(m: IndexingMap) -> bool:
     exprs = (*m.results, *m.constraints)
     if not all(e.is_total for e in exprs):
         return False
-    bound = {v: max(abs(info.bounds.lo), abs(info.bounds.hi))
-             for v, info in zip(m.variables, m.all_vars)}
+    bound: dict[Expr, int] = {v: max(abs(info.bounds.lo), abs(info.bounds.hi))
+                              for v, info in zip(m.variables, m.all_vars)}
     return all(x < _SAFE for x in bound.values()) and \
         all(_magnitude(e, bound) < _SAFE for e in exprs)
 
