@@ -63,16 +63,19 @@ ISSUE_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize(("name", "rows"), [
-    ("reverse", 5), ("odd_rows", 6), ("row_sum_of_reversed", 5), ("strided_both", 1),
-    ("strided_both", 4), ("strided_both", 7), ("concatenate_reversed", 5), ("last_row", 5)])
+@pytest.mark.parametrize(("name", "rows", "expected"), [
+    ("reverse", 5, 0), ("odd_rows", 6, 0), ("row_sum_of_reversed", 5, 0),
+    ("strided_both", 1, 3), ("strided_both", 4, 3), ("strided_both", 7, 3),
+    ("concatenate_reversed", 5, 0), ("last_row", 5, 3)])
 def test_refining_a_program_with_a_computed_index_is_never_refuted(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, rows: int) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, rows: int,
+        expected: int) -> None:
     """Each exited 1 (REFUTED) before; the refined program is the parametric one at `rows`, so
-    the answer is a proof or unknown (exit 3, naming the variables without counterpart)."""
+    the answer is a proof (the refined program's index computed from an iota, folded) or
+    unknown (exit 3, naming the variables without counterpart)."""
     code, doc, err = refine_cli(capsys, tmp_path, exported_text(ISSUE_PROGRAMS[name]), rows)
     checks = doc["refinement"]["checks"]
-    assert code in (0, 3) and "REFUTED" not in err, (code, err)
+    assert code == expected and "REFUTED" not in err, (code, err)
     assert checks and all(c["holds"] is not False for c in checks), checks
     assert code == 0 or any("not decided" in c["message"] for c in checks), checks
 
@@ -82,6 +85,42 @@ def test_even_rows_stays_unknown(capsys: pytest.CaptureFixture[str], tmp_path: P
     code, doc, err = refine_cli(capsys, tmp_path, exported_text(lambda x: x[::2]), 6)
     assert code == 3, err
     assert [c["holds"] for c in doc["refinement"]["checks"]] == [None]
+
+
+GATHER_AT_IOTA_PLUS = """func.func @main(%x: tensor<5x8xf32>) -> tensor<5x8xf32> {
+  %k = stablehlo.constant dense<SHIFT> : tensor<i32>
+  %c = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<i32>) -> tensor<5xi32>
+  %0 = stablehlo.iota dim = 0 : tensor<5xi32>
+  %1 = stablehlo.add %0, %c : tensor<5xi32>
+  %2 = stablehlo.broadcast_in_dim %1, dims = [0] : (tensor<5xi32>) -> tensor<5x1xi32>
+  %3 = "stablehlo.gather"(%x, %2) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], \
+collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = \
+true, slice_sizes = array<i64: 1, 8>}> : (tensor<5x8xf32>, tensor<5x1xi32>) -> tensor<5x8xf32>
+  return %3 : tensor<5x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("shift", [0, 2])
+def test_a_computed_index_is_folded_only_where_the_clamp_does_nothing(shift: int) -> None:
+    """Gather rows `iota + shift` of 5: the start is clamped to [0, 4], so the row read at d0 is
+    min(d0 + shift, 4) (jax's evaluation below). At shift 0 the index is folded to d0; at
+    shift 2 the clamp acts and `d0 + 2` would read past the end, so it stays data."""
+    from verifidx.computation_maps import computation_indexing
+    from verifidx.refinement import ValueKeys, _computed
+
+    text = GATHER_AT_IOTA_PLUS.replace("SHIFT", str(shift))
+    module = parse_stablehlo(text)
+    (ind,) = computation_indexing(module, module.entry, "out2in").maps_for(0, 0)
+    folded = _computed(ind, ValueKeys(module, {}, {}), {}).map
+    x = np.arange(40, dtype=np.float32).reshape(5, 8)
+    rows = np.asarray(jax.jit(lambda x: x[jnp.minimum(jnp.arange(5) + shift, 4)])(x))[:, 0] // 8
+    if shift == 0:
+        assert folded.num_rt_vars == 0
+        assert {d: res for d, _s, _r, res in folded.points()} == \
+            {(d0, d1): (int(rows[d0]), d1) for d0 in range(5) for d1 in range(8)}
+    else:
+        assert folded.num_rt_vars == 1 and folded == ind.map
 
 
 # -- a true difference is still refuted, with a point jax confirms ---------------------------

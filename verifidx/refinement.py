@@ -33,7 +33,7 @@ from typing import cast
 
 from verifidx.computation_maps import computation_indexing
 from verifidx.errors import EvaluationError
-from verifidx.expr import Add, Const, Expr, RtVar, Size
+from verifidx.expr import Add, Const, Expr, RtVar, Size, Symbol
 from verifidx.hlo.dynamic_dims import (
     SIZES_ATTRIBUTE,
     VALUE_ATTRIBUTE,
@@ -41,10 +41,11 @@ from verifidx.hlo.dynamic_dims import (
     instantiate_sizes,
     leaf_sizes,
 )
+from verifidx.hlo.index_values import value_at
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
-from verifidx.hlo.runtime import OperandIndexing, fold_point_runtime
+from verifidx.hlo.runtime import OperandIndexing, fold_point_runtime, substitute_runtime
 from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
+from verifidx.interval import Interval, range_of
 from verifidx.smt import Verdict, equal, equal_relations
 from verifidx.stablehlo.convert import LITERAL_KEPT
 
@@ -227,6 +228,44 @@ def _clamped(ind: OperandIndexing, values: Mapping[str, int]) -> OperandIndexing
                 for k in range(m.num_rt_vars))
     return fold_point_runtime(OperandIndexing(m.replace(rt_vars=rts), ind.runtime, ind.replica,
                                               ind.notes))
+
+
+def _computed(ind: OperandIndexing, keys: ValueKeys, values: Mapping[str, int]
+              ) -> OperandIndexing:
+    """`ind` with each runtime variable whose value the program computes from iotas, constants
+    and sizes (`verifidx.hlo.index_values`, sizes at `values`) replaced by that value, where the
+    solver shows it inside the variable's interval at every point: the refined `x[::-1]` keeps
+    its gather index `4 - d0` as data; folded, its map is the parametric one at b = 5. Inside
+    the interval the op's clamp does nothing (`verifidx.hlo.runtime`), so the map is unchanged
+    at the program's values."""
+    from verifidx.smt import is_empty
+
+    m = ind.map
+    if m.is_undefined or m.sizes or not ind.runtime:
+        return ind
+    known: dict[int, Expr] = {}
+    sizes: dict[Expr, Expr] = {Size(n): Const(v) for n, v in values.items()}
+    for k, rv in enumerate(ind.runtime):
+        p, comp = rv.map, keys.home.get(id(rv.source))
+        if comp is None or p.is_undefined or p.num_rt_vars or p.num_range_vars or \
+                p.constraints or p.num_dims != m.num_dims:
+            continue
+        value = value_at(rv.source, p.results, comp, used=[])
+        if value is None:
+            continue
+        value = value.substitute(sizes)
+        if any(isinstance(v, (Size, RtVar, Symbol)) for v in value.variables()):
+            continue
+        iv = m.rt_vars[k].bounds
+        r = range_of(value, m.bounds)
+        if r.lo < -(2**31) or r.hi >= 2**31:
+            continue  # the program's arithmetic may wrap (`verifidx.hlo.index_values`)
+        below = m.add_constraint(value, (min(r.lo, iv.lo - 1), iv.lo - 1))
+        above = m.add_constraint(value, (iv.hi + 1, max(r.hi, iv.hi + 1)))
+        if (r.lo >= iv.lo or is_empty(below).holds is True) and \
+                (r.hi <= iv.hi or is_empty(above).holds is True):
+            known[k] = value
+    return substitute_runtime(ind, known)
 
 
 def _shifted(e: Expr, v: RtVar) -> int | None:
@@ -464,9 +503,11 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
     loose = {True: _has_loop(dynamic), False: _has_loop(static)}
     checks: list[Check] = []
     for o, p in keys:
-        a = [_Side(_within(_clamped(m, values), dyn_dims.get(p)), dyn_keys)
+        a = [_Side(_within(_computed(_clamped(m, values), dyn_keys, values), dyn_dims.get(p)),
+                       dyn_keys)
              for m in dyn.maps_for(o, p)]
-        b = [_Side(_within(m, sta_dims.get(p)), sta_keys) for m in sta.maps_for(o, p)]
+        b = [_Side(_within(_computed(m, sta_keys, {}), sta_dims.get(p)), sta_keys)
+             for m in sta.maps_for(o, p)]
         if any(s.indexing.is_undefined for s in (*a, *b)):
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))
             continue
