@@ -617,9 +617,8 @@ def _rebound(size: SymSize, variables: dict[str, SymSize]) -> SymSize:
     return out
 
 
-def _asserted_equal(block: Any, args: list[Any]) -> list[tuple[tuple[int, int], Any, int]]:
-    """(dimension, value, bit width) for each `shape_assertion` of `compare EQ` of a measured
-    argument dimension with another value (either side), in order."""
+def _equality_assertions(block: Any) -> list[Any]:
+    """The `compare EQ` ops that the block's `shape_assertion` custom calls assert, in order."""
     found = []
     for op in block.operations:
         if op.operation.name != "stablehlo.custom_call" or \
@@ -627,9 +626,17 @@ def _asserted_equal(block: Any, args: list[Any]) -> list[tuple[tuple[int, int], 
                 not len(op.operands):
             continue
         cmp = op.operands[0].owner
-        if getattr(cmp, "name", None) != "stablehlo.compare" or mlir()["stablehlo"]. \
-                ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value != "EQ":
-            continue
+        if getattr(cmp, "name", None) == "stablehlo.compare" and mlir()["stablehlo"]. \
+                ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value == "EQ":
+            found.append(cmp)
+    return found
+
+
+def _asserted_equal(block: Any, args: list[Any]) -> list[tuple[tuple[int, int], Any, int]]:
+    """(dimension, value, bit width) for each `shape_assertion` of `compare EQ` of a measured
+    argument dimension with another value (either side), in order."""
+    found = []
+    for cmp in _equality_assertions(block):
         width = {"i32": 32, "i64": 64}.get(_element(cmp.operands[0].type))
         if width is None:
             continue
@@ -724,15 +731,7 @@ def _asserted_divisible(block: Any) -> list[Any]:
     """The `divmod` calls whose remainder (result 1) the block asserts to be 0: a
     `shape_assertion` custom call of `compare EQ` of it with the constant 0."""
     found = []
-    for op in block.operations:
-        if op.operation.name != "stablehlo.custom_call" or \
-                str(op.attributes["call_target_name"]).strip('"') != "shape_assertion" or \
-                not len(op.operands):
-            continue
-        cmp = op.operands[0].owner
-        if getattr(cmp, "name", None) != "stablehlo.compare" or mlir()["stablehlo"]. \
-                ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value != "EQ":
-            continue
+    for cmp in _equality_assertions(block):
         for a, b in ((0, 1), (1, 0)):
             rem, zero = cmp.operands[a], cmp.operands[b]
             call = rem.owner
