@@ -3,7 +3,7 @@ time, about twice as fast on first sight (benchmarks/bench_simplify.py). `VERIFI
 at install time skips the compilation (no C compiler needed). The build writes
 `verifidx/_build.json`, the hash of every compiled source, so that the package can tell at import
 whether the compiled modules still match their sources and runs the sources when they do not
-(verifidx/native.py)."""
+(verifidx/core/native.py)."""
 
 from __future__ import annotations
 
@@ -19,21 +19,21 @@ from setuptools.command.build_ext import build_ext
 # The core that every simplification runs through; a module compiled here must compile as a
 # whole group (the compiled classes call each other natively, so it is all of them or none).
 COMPILED = [
-    "verifidx/expr.py",
-    "verifidx/interval.py",
-    "verifidx/laws.py",
-    "verifidx/canonical.py",
-    "verifidx/implied_bounds.py",
-    "verifidx/indexing_map.py",
-    "verifidx/syntax.py",
+    "verifidx/core/expr.py",
+    "verifidx/core/interval.py",
+    "verifidx/core/laws.py",
+    "verifidx/core/canonical.py",
+    "verifidx/core/implied_bounds.py",
+    "verifidx/core/indexing_map.py",
+    "verifidx/core/syntax.py",
     "verifidx/rules/model.py",
     "verifidx/rules/guard.py",
     "verifidx/rules/matcher.py",
     # subclasses syntax's parser: an interpreted class cannot inherit from a compiled one
     "verifidx/rules/parser.py",
-    "verifidx/simplifier.py",
+    "verifidx/simplifier/engine.py",
     # walks every sympy tree Inductor hands over (sympy stays untyped, imported lazily)
-    "verifidx/sympy_bridge.py",
+    "verifidx/clients/sympy_bridge.py",
 ]
 
 PURE = os.environ.get("VERIFIDX_PURE_PYTHON", "") not in ("", "0")

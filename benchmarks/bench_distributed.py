@@ -1,4 +1,4 @@
-"""The cost and the gain of running work items on Dask (`verifidx.work`).
+"""The cost and the gain of running work items on Dask (`verifidx.core.work`).
 
     python benchmarks/bench_distributed.py [--rules N] [--workers 1,2] [--subst-groups N]
 
@@ -32,15 +32,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 
-from verifidx.batch import file_key, index_item, options_of
+from verifidx.analysis.subst.items import run_group
+from verifidx.cli.batch import file_key, index_item, options_of
+from verifidx.core.work import Engine, run
 from verifidx.rules.items import prove_item, recheck_item, rule_item
 from verifidx.rules.parser import default_rule_dir
 from verifidx.rules.prover import PROVED, ProverConfig, recheck_query_for
 from verifidx.rules.results import budgeted
 from verifidx.rules.store import load_files, result_from_entry
-from verifidx.smt_terms import safety_net_ms
-from verifidx.subst.items import run_group
-from verifidx.work import Engine, run
+from verifidx.solve.smt_terms import safety_net_ms
 
 REPO = Path(__file__).resolve().parents[1]
 Task = Callable[[str], str]
@@ -110,14 +110,14 @@ def index_items() -> list[str]:
 def subst_groups(n: int) -> tuple[list[str], int, int]:
     """The first `n` depth-2 groups (rank 2) as work items, and the number of groups at depth 2
     and 3 (ranks 1-3)."""
-    from verifidx.subst.generalize import GROUP_PROOFS, skeleton
-    from verifidx.subst.generate import (
+    from verifidx.analysis.subst.generalize import GROUP_PROOFS, skeleton
+    from verifidx.analysis.subst.generate import (
         DEFAULT_OPS,
         GENERATION_ENUM_BOUND,
         Generated,
         candidate_pairs,
     )
-    from verifidx.subst.items import group_item
+    from verifidx.analysis.subst.items import group_item
 
     def groups(depth: int, rank: int) -> list[tuple[list, int, str]]:
         found: dict[tuple[str, str], list] = {}

@@ -26,8 +26,8 @@ from common import fmt_us  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
 from verifidx import parse_map  # noqa: E402
-from verifidx.equality import equal as vx_equal  # noqa: E402
-from verifidx.indexing_map import IndexingMap  # noqa: E402
+from verifidx.core.indexing_map import IndexingMap  # noqa: E402
+from verifidx.simplifier.equality import equal as vx_equal  # noqa: E402
 
 Pair = tuple[IndexingMap, IndexingMap, bool]
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import print_table  # noqa: E402
 
-from verifidx import computation_maps as cm  # noqa: E402
+from verifidx.analysis import computation_maps as cm  # noqa: E402
 from verifidx.hlo import parse_hlo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def jax_rows(prove: bool) -> list[list[str]]:
 
 
 def main() -> None:
-    from verifidx.simplifier import default_simplifier
+    from verifidx.simplifier.engine import default_simplifier
 
     default_simplifier()
     rows = []

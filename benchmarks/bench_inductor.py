@@ -5,8 +5,8 @@ For each distinct record of the corpus: Inductor's `SizeVarAllocator._simplify_w
 the expression rebuilt with torch's classes (a fresh allocator each time, so its cache is
 cold) against verifidx's first sight of it (read the sympy tree, simplify with proven rules),
 each timed in wall and CPU time (this thread); divisions left by each side; every read record
-validated (`verifidx.validation`). Records over size symbols are reported apart: Inductor sees
-each size symbol with its range in the allocator's shape environment.
+validated (`verifidx.clients.validation`). Records over size symbols are reported apart: Inductor
+sees each size symbol with its range in the allocator's shape environment.
 
 The corpus: `--log FILE` (tools/capture_inductor.py writes it); by default the corpora
 committed in benchmarks/data/ (captured with torch 2.13.0 CPU from the capture tool's seven
@@ -14,7 +14,7 @@ models, one compile each: `inductor_static.jsonl`, or `inductor_dynamic.jsonl` w
 `--dynamic`, the capture under torch.compile(dynamic=True)), so that a run needs no compile;
 `--capture` compiles the built-in models (one module) and uses what they give instead.
 `--compile` also times the whole compile of the built-in models (one module; dynamic=True with
-`--dynamic`) with stock Inductor and with `verifidx.inductor.install("simplify")`.
+`--dynamic`) with stock Inductor and with `verifidx.clients.inductor.install("simplify")`.
 
 Run: .venv/bin/python benchmarks/bench_inductor.py [--dynamic] [--log FILE | --capture]
      [--compile]
@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import fmt_us, print_table  # noqa: E402
 
-from verifidx.errors import UnsupportedError  # noqa: E402
-from verifidx.native import build  # noqa: E402
-from verifidx.sympy_bridge import count_divisions, from_sympy, parse_text  # noqa: E402
-from verifidx.validation import validate_record  # noqa: E402
+from verifidx.clients.sympy_bridge import count_divisions, from_sympy, parse_text  # noqa: E402
+from verifidx.clients.validation import validate_record  # noqa: E402
+from verifidx.core.errors import UnsupportedError  # noqa: E402
+from verifidx.core.native import build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The committed corpora, by --dynamic (regenerate: tools/capture_inductor.py [--dynamic]).
@@ -245,7 +245,7 @@ def _allocator(size_ranges: dict[str, list[str]], symbols: dict[str, Any]) -> An
 def _compiles(tool: Any, dynamic: bool) -> None:
     import torch
 
-    from verifidx import inductor
+    from verifidx.clients import inductor
 
     times = {}
     for mode in ("stock", "simplify", "stock again"):

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 
-from verifidx.layout import TiledShape, check_layout, parse_shape  # noqa: E402
+from verifidx.hlo.layout import TiledShape, check_layout, parse_shape  # noqa: E402
 
 SHAPES = [
     "f32[3,5]{1,0:T(2,2)}",

@@ -26,10 +26,10 @@ from common import Timing, fmt_us, interleaved  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
 from verifidx import ParseError, compose, parse_map  # noqa: E402
-from verifidx.equality import equal as vx_equal  # noqa: E402
-from verifidx.expr import Add, Const, Mul  # noqa: E402
-from verifidx.smt import equal  # noqa: E402
-from verifidx.syntax import print_map  # noqa: E402
+from verifidx.core.expr import Add, Const, Mul  # noqa: E402
+from verifidx.core.syntax import print_map  # noqa: E402
+from verifidx.simplifier.equality import equal as vx_equal  # noqa: E402
+from verifidx.solve.smt import equal  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

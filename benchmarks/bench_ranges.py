@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 import islpy as isl  # noqa: E402
 
 import verifidx as vx  # noqa: E402
-from verifidx import presburger  # noqa: E402
-from verifidx.ranges import parameters, result_range  # noqa: E402
+from verifidx.analysis.ranges import parameters, result_range  # noqa: E402
+from verifidx.solve import presburger  # noqa: E402
 
 MAPS = {
     "gather [N<=262144, 8960]": (

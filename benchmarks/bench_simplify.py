@@ -31,11 +31,11 @@ from families import corpus as family_corpus  # noqa: E402
 from isl_peer import isl, isl_text  # noqa: E402
 
 from verifidx import compose, parse_map  # noqa: E402
-from verifidx.expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Mul, Symbol  # noqa: E402
-from verifidx.indexing_map import IndexingMap  # noqa: E402
-from verifidx.native import build  # noqa: E402
-from verifidx.simplifier import default_simplifier  # noqa: E402
-from verifidx.syntax import print_map, same_text  # noqa: E402
+from verifidx.core.expr import Add, CeilDiv, Const, Dim, Expr, FloorDiv, Mod, Mul, Symbol  # noqa: E402
+from verifidx.core.indexing_map import IndexingMap  # noqa: E402
+from verifidx.core.native import build  # noqa: E402
+from verifidx.core.syntax import print_map, same_text  # noqa: E402
+from verifidx.simplifier.engine import default_simplifier  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -235,7 +235,7 @@ def measure(name: str, fn, corpus, exact_check) -> list[str]:  # type: ignore[no
 
 def validate(corpus) -> str:  # type: ignore[no-untyped-def]
     """Translation validation of every verifidx result (outside the timings)."""
-    from verifidx.smt import equal
+    from verifidx.solve.smt import equal
 
     counts = {True: 0, False: 0, None: 0}
     for text, _expected in corpus:
@@ -262,7 +262,7 @@ def check_by_enumeration(before: IndexingMap, after: IndexingMap) -> bool | None
     try:
         return before.relation(limit=50_000) == after.relation(limit=50_000)
     except ValueError:
-        from verifidx.smt import equal
+        from verifidx.solve.smt import equal
 
         return equal(before, after, timeout_ms=3000).holds
 

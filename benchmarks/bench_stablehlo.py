@@ -80,8 +80,8 @@ def transformer_texts(layers: int = LAYERS) -> tuple[str, str, str]:
 
 def indexing_seconds(path: str) -> tuple[float, int]:
     """Median seconds of `verifidx indexing PATH --json` in-process, and the JSON's size."""
-    from verifidx import computation_maps as cm
-    from verifidx import dedup
+    from verifidx.analysis import computation_maps as cm
+    from verifidx.analysis import dedup
     from verifidx.cli import main
 
     times, size = [], 0

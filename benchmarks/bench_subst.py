@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from common import print_table  # noqa: E402
 from hlo_gen import random_module  # noqa: E402
 
-from verifidx.subst.apply import load_proven, optimize  # noqa: E402
-from verifidx.subst.certificates import prove_files  # noqa: E402
+from verifidx.analysis.subst.apply import load_proven, optimize  # noqa: E402
+from verifidx.analysis.subst.certificates import prove_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +53,8 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.generate_only:
-        from verifidx.subst.generate import DEFAULT_OPS, generate, report
-        from verifidx.work import Engine
+        from verifidx.analysis.subst.generate import DEFAULT_OPS, generate, report
+        from verifidx.core.work import Engine
 
         g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"],
                      engine=Engine(processes=args.jobs))
@@ -71,8 +71,8 @@ def main() -> None:
     subs = load_proven([ROOT / "rules"])
 
     if not args.no_generate:
-        from verifidx.subst.generate import DEFAULT_OPS, generate, report
-        from verifidx.work import Engine
+        from verifidx.analysis.subst.generate import DEFAULT_OPS, generate, report
+        from verifidx.core.work import Engine
 
         g = generate(DEFAULT_OPS, 2, compare=[ROOT / "rules"],
                      engine=Engine(processes=args.jobs))

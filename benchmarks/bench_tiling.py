@@ -25,10 +25,10 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from common import print_table  # noqa: E402
 
+from verifidx.analysis.tiling import proof  # noqa: E402
+from verifidx.analysis.tiling.coalescing import outer_fusions  # noqa: E402
+from verifidx.analysis.tiling.propagation import TilingError, analyze, propagate  # noqa: E402
 from verifidx.hlo import parse_hlo  # noqa: E402
-from verifidx.tiling import proof  # noqa: E402
-from verifidx.tiling.coalescing import outer_fusions  # noqa: E402
-from verifidx.tiling.propagation import TilingError, analyze, propagate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "benchmarks" / "data" / "transformer12.opt.hlo"

@@ -5,7 +5,7 @@ Optional: every benchmark runs without islpy and says so in its table.
 
 from __future__ import annotations
 
-from verifidx.expr import (
+from verifidx.core.expr import (
     Add,
     CeilDiv,
     Const,
@@ -19,7 +19,7 @@ from verifidx.expr import (
     RtVar,
     Symbol,
 )
-from verifidx.indexing_map import IndexingMap
+from verifidx.core.indexing_map import IndexingMap
 
 try:
     import islpy as isl

@@ -5,7 +5,7 @@ computation's parameters that the element's value depends on, by following the H
 op by op backwards from the root. It is the ground truth that verifidx's indexing maps are checked
 against ("no read missed; extra reads reported"), so it is written independently of the map code:
 it imports only the HLO parser and data model (`verifidx.hlo`), never `verifidx.hlo.indexing`,
-`computation_maps` or `runtime`, and nothing from `verifidx.indexing_map`.
+`computation_maps` or `runtime`, and nothing from `verifidx.core.indexing_map`.
 
 API
 ---

@@ -14,7 +14,7 @@ look at buffers instead:
   caller's shows up as other values, as it would in memory).
 
 Written from XLA's documentation of layouts and of the ops with numpy; it shares nothing with
-`verifidx.layout` or verifidx's indexing maps, only the parsed module's structure
+`verifidx.hlo.layout` or verifidx's indexing maps, only the parsed module's structure
 (`verifidx.hlo.parse_hlo`). Tiled layouts, tuples and ops not listed raise `Unsupported`.
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from verifidx.expr import Dim, Expr, RtVar, Symbol, add, floordiv, maximum, minimum, mod, mul
-from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
+from verifidx.core.expr import Dim, Expr, RtVar, Symbol, add, floordiv, maximum, minimum, mod, mul
+from verifidx.core.indexing_map import IndexingMap, Var
+from verifidx.core.interval import Interval
 
 
 def expressions(num_dims: int = 2, num_syms: int = 1, num_rts: int = 0, max_leaves: int = 12,

@@ -1,8 +1,8 @@
 """An independent numpy evaluator of substitution graphs (test oracle).
 
 Inputs are arrays of unique integer ids, so an output element names the input element it came
-from. Written from HLO's op definitions with numpy, sharing nothing with verifidx.subst except
-the parsed graph; every shape rule is checked explicitly (numpy would clamp a bad slice).
+from. Written from HLO's op definitions with numpy, sharing nothing with verifidx.analysis.subst
+except the parsed graph; every shape rule is checked explicitly (numpy would clamp a bad slice).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from verifidx.subst.model import Node, SizeList, evaluate
+from verifidx.analysis.subst.model import Node, SizeList, evaluate
 
 
 class OracleIllFormed(Exception):

@@ -51,18 +51,19 @@ def _copy_with(tmp_path: Path, module: str, extra: str) -> Path:
 def test_lint_imports_keeps_the_layers_contract() -> None:
     run = _lint_imports(ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "2 kept, 0 broken" in run.stdout
+    assert "5 kept, 0 broken" in run.stdout
 
 
 def test_an_upward_import_breaks_the_contract_and_is_named(tmp_path: Path) -> None:
     # a function-level import from the core values up to the simplifier: exactly what the
     # seams replace, and what a lazy import would hide from a reader
-    root = _copy_with(tmp_path, "expr.py",
-                      "\n\ndef _upward() -> None:\n    from verifidx.simplifier import simplify\n")
+    root = _copy_with(tmp_path, "core/expr.py",
+                      "\n\ndef _upward() -> None:\n"
+                      "    from verifidx.simplifier.engine import simplify\n")
     run = _lint_imports(tmp_path, pythonpath=root)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "BROKEN" in run.stdout
-    assert "verifidx.expr -> verifidx.simplifier" in run.stdout
+    assert "verifidx.core.expr -> verifidx.simplifier.engine" in run.stdout
 
 
 def test_a_new_module_outside_the_layers_breaks_the_contract(tmp_path: Path) -> None:
@@ -77,7 +78,8 @@ def test_a_new_module_outside_the_layers_breaks_the_contract(tmp_path: Path) -> 
 # -- z3 only in the solver layer and the rule prover --------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["subst/prove.py", "tiling/proof.py", "hlo/indexing.py"])
+@pytest.mark.parametrize("module", ["analysis/subst/prove.py", "analysis/tiling/proof.py",
+                                    "hlo/indexing.py"])
 def test_importing_z3_outside_the_solver_layer_breaks_the_contract(tmp_path: Path,
                                                                    module: str) -> None:
     # a function-level import: as invisible to a reader as it is visible to the contract
@@ -92,11 +94,11 @@ def test_importing_z3_outside_the_solver_layer_breaks_the_contract(tmp_path: Pat
 
 def test_the_substitution_package_reaches_z3_only_through_the_solver_layer() -> None:
     graph = grimp.build_graph("verifidx", include_external_packages=True, cache_dir=None)
-    subst = {m for m in graph.modules if m.startswith("verifidx.subst")}
-    assert "verifidx.subst.prove" in subst
+    subst = {m for m in graph.modules if m.startswith("verifidx.analysis.subst")}
+    assert "verifidx.analysis.subst.prove" in subst
     assert not [m for m in subst if graph.direct_import_exists(importer=m, imported="z3")]
-    assert graph.direct_import_exists(importer="verifidx.subst.semantics",
-                                      imported="verifidx.smt_terms")
+    assert graph.direct_import_exists(importer="verifidx.analysis.subst.semantics",
+                                      imported="verifidx.solve.smt_terms")
 
 
 # -- no cycles -----------------------------------------------------------------------------------
@@ -133,10 +135,11 @@ def test_no_import_cycle_among_verifidx_modules() -> None:
 
 
 def test_the_cycle_check_finds_a_lazy_cycle(tmp_path: Path) -> None:
-    root = _copy_with(tmp_path, "indexing_map.py",
-                      "\n\ndef _lazy() -> None:\n    from verifidx import syntax\n")
+    root = _copy_with(tmp_path, "core/indexing_map.py",
+                      "\n\ndef _lazy() -> None:\n    from verifidx.core import syntax\n")
     cycles = _cycles_in(root)
-    assert any({"verifidx.indexing_map", "verifidx.syntax"} <= set(c) for c in cycles), cycles
+    assert any({"verifidx.core.indexing_map", "verifidx.core.syntax"} <= set(c)
+               for c in cycles), cycles
 
 
 # -- seams ---------------------------------------------------------------------------------------
@@ -150,16 +153,16 @@ def test_seams_are_wired_after_import_verifidx() -> None:
 
 
 def test_an_unregistered_printer_or_simplifier_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    import verifidx.expr
-    import verifidx.indexing_map
+    import verifidx.core.expr
+    import verifidx.core.indexing_map
 
     m = IndexingMap.build([Dim(0)], [(0, 3)])
-    monkeypatch.setattr(verifidx.expr, "_printer", None)
-    monkeypatch.setattr(verifidx.indexing_map, "_printer", None)
-    monkeypatch.setattr(verifidx.indexing_map, "_simplifier", None)
-    with pytest.raises(UnsupportedError, match="verifidx.syntax"):
+    monkeypatch.setattr(verifidx.core.expr, "_printer", None)
+    monkeypatch.setattr(verifidx.core.indexing_map, "_printer", None)
+    monkeypatch.setattr(verifidx.core.indexing_map, "_simplifier", None)
+    with pytest.raises(UnsupportedError, match="verifidx.core.syntax"):
         str(Dim(0) + 1)
-    with pytest.raises(UnsupportedError, match="verifidx.syntax"):
+    with pytest.raises(UnsupportedError, match="verifidx.core.syntax"):
         str(m)
     with pytest.raises(UnsupportedError, match="simplifier"):
         m.simplify()
@@ -191,14 +194,14 @@ def test_called_computations_reach_the_analysis_through_their_seam(
     monkeypatch.setattr(verifidx.hlo.ops.called, "_called", {})
     unknown = output_to_input("f", module)
     assert unknown[0][0].is_undefined
-    assert any("verifidx.computation_maps" in n for n in unknown.notes)
+    assert any("verifidx.analysis.computation_maps" in n for n in unknown.notes)
 
 
 # -- the command line ----------------------------------------------------------------------------
 
 
 def test_every_cli_module_is_a_registered_subcommand() -> None:
-    shared = {"common", "__main__"}
+    shared = {"common", "batch", "__main__"}
     modules = {m.name for m in pkgutil.iter_modules(verifidx.cli.__path__)} - shared
     registered = {m.__name__.rsplit(".", 1)[1] for m in verifidx.cli.SUBCOMMANDS}
     assert modules == registered

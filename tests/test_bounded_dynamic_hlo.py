@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifidx.computation_maps import computation_indexing
+from verifidx.analysis.computation_maps import computation_indexing
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.dynamic_dims import SIZES_ATTRIBUTE, instantiate_sizes
 from verifidx.hlo.indexing import input_to_output, output_to_input
@@ -298,7 +298,7 @@ def test_a_size_flows_through_a_chain_and_composes(bound_n: tuple[int, int]) -> 
 def test_coalescing_reads_a_bounded_fusion_at_its_bound() -> None:
     """Coalescing evaluates maps at points: the sizes of dynamic dimensions sit at their bound
     (the buffer as allocated), as if static; it used to stop at a size without a value."""
-    from verifidx.tiling.coalescing import fusion_coalescing
+    from verifidx.analysis.tiling.coalescing import fusion_coalescing
 
     def fusion(shape: str) -> str:
         return ("HloModule m\n\nfused {\n  p = " + shape + " parameter(0)\n"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import verifidx as vx
-from verifidx import expr
+from verifidx.core import expr
 
 
 def _distinct_maps(start: int, count: int) -> Iterator[str]:

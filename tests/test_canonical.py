@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import expressions
 
-from verifidx import canonical
-from verifidx.canonical import (
+from verifidx.core import canonical
+from verifidx.core.canonical import (
     _already_canonical,
     canon,
     canonical_product,
@@ -17,7 +17,7 @@ from verifidx.canonical import (
     from_linear,
     linear_form,
 )
-from verifidx.expr import Add, Const, Dim, Expr, Mul, Symbol, add, mul
+from verifidx.core.expr import Add, Const, Dim, Expr, Mul, Symbol, add, mul
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
 

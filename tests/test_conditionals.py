@@ -31,7 +31,7 @@ xla = pytest.importorskip("xla_runner")
 from test_op_oracle import hlo, shp  # noqa: E402
 from test_op_oracle_xla import Change, against_xla, run  # noqa: E402
 
-from verifidx.computation_maps import (  # noqa: E402
+from verifidx.analysis.computation_maps import (  # noqa: E402
     input_to_output,
     output_to_input,
     reported_computations,

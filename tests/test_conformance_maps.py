@@ -15,9 +15,9 @@ import pytest
 from conformance import CORPORA, NON_CONSTANT_DIVISOR_CASES, cases_of, load, map_texts
 
 from verifidx import ParseError, compose, parse_expr, parse_map
-from verifidx.interval import Interval
-from verifidx.smt import equal
-from verifidx.syntax import names_for, same_text
+from verifidx.core.interval import Interval
+from verifidx.core.syntax import names_for, same_text
+from verifidx.solve.smt import equal
 
 
 def _report(title: str, counts: Counter[str]) -> None:
@@ -191,7 +191,7 @@ def test_known_empty_property(shared) -> None:
 
 def test_verify_messages_and_undefined(shared) -> None:
     from verifidx import AffineMap, IndexingMap
-    from verifidx.expr import Dim
+    from verifidx.core.expr import Dim
 
     for case in cases_of("other"):
         if case.get("check") == ["Verify (message)"]:

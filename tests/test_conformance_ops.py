@@ -26,15 +26,15 @@ from typing import Any
 import pytest
 from conformance import cases_of, load
 
-from verifidx import smt
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.core.syntax import parse_map, print_map, same_text
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
-from verifidx.syntax import parse_map, print_map, same_text
+from verifidx.solve import smt
 
 try:  # physical-layout cases need the layout module (another work item)
-    from verifidx import layout as _layout  # noqa: F401
+    from verifidx.hlo import layout as _layout  # noqa: F401
 
     HAVE_LAYOUT = hasattr(_layout, "physical_mode_map")
 except ImportError:  # pragma: no cover - depends on the tree
@@ -166,7 +166,7 @@ OP_KINDS = ("op_output_to_input", "op_input_to_output")
 
 def _skip_reason(case: dict[str, Any]) -> str | None:
     if case["target"].get("use_physical_layout") and not HAVE_LAYOUT:
-        return "use_physical_layout needs verifidx.layout.physical_mode_map (not in this tree)"
+        return "use_physical_layout needs verifidx.hlo.layout.physical_mode_map (not in this tree)"
     return None
 
 

@@ -13,9 +13,9 @@ from collections import Counter
 from conformance import cases_of
 
 from verifidx import compose, parse_map
-from verifidx.simplifier import default_simplifier
-from verifidx.smt import equal
-from verifidx.syntax import same_text
+from verifidx.core.syntax import same_text
+from verifidx.simplifier.engine import default_simplifier
+from verifidx.solve.smt import equal
 
 #: Where XLA's expectation is not what a sound, exact simplifier gives, and why.
 XLA_DIFFERS = {
@@ -100,7 +100,7 @@ def test_simplify_cases_match_xla(shared) -> None:
 
 def test_head_corpus_simplify_cases(shared) -> None:
     """cases_head.json (XLA prints `/` there) adds min/max simplifications; same checks."""
-    from verifidx.syntax import print_map
+    from verifidx.core.syntax import print_map
 
     counts: Counter[str] = Counter()
     for case in cases_of("simplify", "cases_head.json"):

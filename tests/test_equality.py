@@ -9,8 +9,8 @@ from test_smt import _check_counterexample
 
 import verifidx as vx
 from verifidx import parse_map
-from verifidx.equality import equal
-from verifidx.smt import equal as smt_equal
+from verifidx.simplifier.equality import equal
+from verifidx.solve.smt import equal as smt_equal
 
 
 def test_vx_equal_is_the_cheap_first_decision() -> None:
@@ -81,7 +81,7 @@ def test_sampling_refutes_a_difference_at_one_point_in_nine() -> None:
 
 @given(map_pairs(max_syms=2, max_rts=1))
 def test_a_sampled_counterexample_is_a_real_one(pair) -> None:
-    from verifidx.smt import _sampled_counterexample
+    from verifidx.solve.smt import _sampled_counterexample
 
     f, g = pair
     for quick in (True, False):
@@ -93,7 +93,7 @@ def test_a_sampled_counterexample_is_a_real_one(pair) -> None:
 
 def test_sampling_never_refutes_through_int64_overflow() -> None:
     # at d0 = 2^62, d0 * 8 wraps around in int64: the maps are equal all the same
-    from verifidx.smt import _sampled_counterexample
+    from verifidx.solve.smt import _sampled_counterexample
 
     for hi in (1 << 60, 1 << 62, (1 << 63) - 1):
         f = parse_map(f"(d0, d1) -> ((d0 * 8) floordiv 8 + d1), domain: d0 in [0, {hi}], "

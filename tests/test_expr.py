@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import expressions
 
-from verifidx.errors import DepthError, DivisorError, EvaluationError
-from verifidx.expr import (
+from verifidx.core.errors import DepthError, DivisorError, EvaluationError
+from verifidx.core.expr import (
     Add,
     CeilDiv,
     Const,
@@ -197,7 +197,7 @@ def test_maps_divide_by_constants_only(build) -> None:
     """A variable divisor is an expression (XLA's tile constraints have them), never part of a
     map: with constant divisors every term of a map is defined everywhere, so no law or rule
     can erase an undefined point."""
-    from verifidx.indexing_map import IndexingMap
+    from verifidx.core.indexing_map import IndexingMap
 
     e = build()
     with pytest.raises(DivisorError, match="must be an integer constant"):
@@ -234,7 +234,7 @@ def test_add_fold_is_the_term_by_term_sum(terms: list[Expr]) -> None:
 @given(_FOLD_TERMS, st.sets(st.sampled_from(["add_assoc", "fold_add", "add_comm", "add_zero"])))
 def test_add_fold_is_the_term_by_term_sum_whichever_laws_hold(terms: list[Expr],
                                                               off: set[str]) -> None:
-    from verifidx import laws
+    from verifidx.core import laws
 
     before = laws.ON.enabled()
     laws.set_enabled(before - off)
@@ -279,7 +279,7 @@ def test_binary_nodes_take_expressions_only(lhs: object, rhs: object) -> None:
 
 
 def test_negation_and_divisions_fold_as_before() -> None:
-    from verifidx.expr import neg
+    from verifidx.core.expr import neg
 
     assert neg(Const(4)) is Const(-4) and neg(4) is Const(-4) and neg(mul(d0, -3)) is mul(d0, 3)
     assert neg(d0) is Mul(d0, Const(-1))

@@ -10,9 +10,9 @@ from typing import Any
 from conformance import cases_of
 from test_conformance_ops import FUSION_DIFFERENCES, ExpectedMap, _same_map, parse_expected
 
-from verifidx import computation_maps, smt
-from verifidx.computation_maps import set_proven_dedup
-from verifidx.fusion import (
+from verifidx.analysis import computation_maps
+from verifidx.analysis.computation_maps import set_proven_dedup
+from verifidx.analysis.fusion import (
     computation_graph,
     epilogue_input_to_output,
     fusion_output_to_input,
@@ -20,11 +20,12 @@ from verifidx.fusion import (
     grouped_output_to_input,
     to_dot,
 )
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.core.syntax import parse_map, same_text
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import output_to_input
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
-from verifidx.syntax import parse_map, same_text
+from verifidx.solve import smt
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -60,7 +61,7 @@ def test_seed_softmax_has_its_two_maps() -> None:
 
 def test_proof_merges_maps_that_simplification_leaves_different() -> None:
     """Shifted range variables: different text, one relation."""
-    from verifidx.dedup import MapSet
+    from verifidx.analysis.dedup import MapSet
 
     a = parse_map("(d0)[s0] -> (d0 + s0), domain: d0 in [0, 9], s0 in [0, 4]")
     b = parse_map("(d0)[s0] -> (d0 + s0 - 1), domain: d0 in [0, 9], s0 in [1, 5]")
@@ -72,7 +73,7 @@ def test_proof_merges_maps_that_simplification_leaves_different() -> None:
 
 
 def test_contained_members_are_dropped_only_where_asked() -> None:
-    from verifidx.dedup import MapSet
+    from verifidx.analysis.dedup import MapSet
 
     row = parse_map("(d0)[s0] -> (s0), domain: d0 in [0, 9], s0 in [0, 9]")
     one = parse_map("(d0) -> (d0), domain: d0 in [0, 9]")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from fusion_oracle import Unsupported, all_reads, sample_points
 
-from verifidx.computation_maps import computation_indexing, reported_computations
+from verifidx.analysis.computation_maps import computation_indexing, reported_computations
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo import parse_hlo
-from verifidx.indexing_map import IndexingMap
 
 DATA = Path(__file__).resolve().parent / "data" / "jax"
 FILES = sorted(DATA.glob("*.hlo"))

@@ -133,7 +133,7 @@ def test_a_user_rule_with_a_forged_certificate_is_never_applied(work: Path, bund
     assert err == ("warning: rules/mine.rules:1: rule fd_mul is not used by the simplifier: "
                    "refuted (the certificate says proved, but Z3 finds its query satisfiable: "
                    "the rule does not hold; run verifidx prove for a counterexample)\n"), err
-    from verifidx import simplifier
+    from verifidx.simplifier import engine as simplifier
 
     simplifier._CUSTOM.clear()  # a process warns once per rule set: forget the CLI's
     with pytest.warns(UnprovenRuleWarning, match="fd_mul is not used"):
@@ -264,10 +264,10 @@ def _loaded_cpu(busy: int = 3) -> Iterator[None]:
 def _prover_steps() -> list[tuple[str, list[str], int]]:
     """The substitution prover's Z3 step on two instances of `reshape_reshape` (one answered
     near its resource limit) and the rule prover on two rules: answers and resource counts."""
+    from verifidx.analysis.subst.parser import load_substitution_file
+    from verifidx.analysis.subst.prove import DEFAULT_RLIMIT, instances, obligation_query
     from verifidx.rules.parser import parse_rules
     from verifidx.rules.prover import ScriptRun, prove_rule
-    from verifidx.subst.parser import load_substitution_file
-    from verifidx.subst.prove import DEFAULT_RLIMIT, instances, obligation_query
 
     sub = {s.name: s for s in load_substitution_file(REPO / "rules" / "data_movement.subst")
            }["reshape_reshape"]

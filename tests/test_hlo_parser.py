@@ -11,7 +11,7 @@ from conftest import shared_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verifidx.errors import ParseError
+from verifidx.core.errors import ParseError
 from verifidx.hlo import (
     ELEMENT_TYPE_BITS,
     UNBOUNDED,

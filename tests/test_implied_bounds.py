@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import intervals, quasi_affine
 
-from verifidx import implied_bounds as ib
-from verifidx.expr import Const, Dim, Expr, Symbol, Variable
-from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
-from verifidx.simplifier import simplify
-from verifidx.syntax import parse_map
+from verifidx.core import implied_bounds as ib
+from verifidx.core.expr import Const, Dim, Expr, Symbol, Variable
+from verifidx.core.indexing_map import IndexingMap, Var
+from verifidx.core.interval import Interval
+from verifidx.core.syntax import parse_map
+from verifidx.simplifier.engine import simplify
 
 VARS: list[Variable] = [Dim(0), Dim(1), Symbol(0)]
 

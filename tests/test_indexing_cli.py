@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from verifidx.analysis.computation_maps import computation_indexing, reported_computations
 from verifidx.cli import main
-from verifidx.computation_maps import computation_indexing, reported_computations
-from verifidx.errors import ParseError
+from verifidx.core.errors import ParseError
+from verifidx.core.syntax import parse_map
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import input_to_output, output_to_input
-from verifidx.syntax import parse_map
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.hlo"))
@@ -232,7 +232,7 @@ def test_mutated_hlo_through_the_cli(capsys: pytest.CaptureFixture[str], tmp_pat
 
 
 def test_json_and_api_agree(capsys: pytest.CaptureFixture[str]) -> None:
-    from verifidx.computation_maps import output_to_input as module_o2i
+    from verifidx.analysis.computation_maps import output_to_input as module_o2i
 
     path = REPO / "examples" / "seed_fusion_tensor_plus_transpose.hlo"
     doc: dict[str, Any] = json.loads(run(capsys, "indexing", str(path), "--json")[1])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from verifidx.analysis.computation_maps import computation_indexing
 from verifidx.cli import main
-from verifidx.computation_maps import computation_indexing
 from verifidx.hlo import parse_hlo
 
 

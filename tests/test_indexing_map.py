@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from strategies import expressions, maps
 
 from verifidx import IndexingMap, compose, parse_map
-from verifidx.expr import Const, Dim, Symbol
-from verifidx.interval import Interval
+from verifidx.core.expr import Const, Dim, Symbol
+from verifidx.core.interval import Interval
 
 
 @st.composite
@@ -127,7 +127,7 @@ def test_add_constraints_is_add_constraint_one_by_one(batch) -> None:
 
 def _first_violation(e) -> str | None:  # type: ignore[no-untyped-def]
     """Independent oracle: the first node in pre-order that a map may not hold."""
-    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, RtVar
+    from verifidx.core.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, RtVar
 
     allowed = {Const, Dim, Symbol, RtVar, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max}
     stack = [e]
@@ -142,7 +142,7 @@ def _first_violation(e) -> str | None:  # type: ignore[no-untyped-def]
 
 
 def _mixed_expressions():  # type: ignore[no-untyped-def]
-    from verifidx.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, Variable
+    from verifidx.core.expr import Add, CeilDiv, FloorDiv, Max, Min, Mod, Mul, Variable
     from verifidx.rules.model import Call, ConstVar, TermVar
 
     leaves = st.sampled_from([Dim(0), Symbol(1), Const(3), Const(-2), TermVar("x"),
@@ -163,8 +163,8 @@ def _mixed_expressions():  # type: ignore[no-untyped-def]
 
 @given(_mixed_expressions())
 def test_check_map_expr_accepts_exactly_the_map_language(e) -> None:
-    from verifidx.errors import DivisorError
-    from verifidx.indexing_map import check_map_expr
+    from verifidx.core.errors import DivisorError
+    from verifidx.core.indexing_map import check_map_expr
 
     expected = _first_violation(e)
     if expected is None:
@@ -179,7 +179,7 @@ def test_maps_stay_frozen_values_with_their_own_constructor() -> None:
     import dataclasses
     import pickle
 
-    from verifidx.indexing_map import Var
+    from verifidx.core.indexing_map import Var
 
     m = IndexingMap((Dim(0),), (Var(Interval(0, 3)),))
     assert m.constraints == {} and m.range_vars == () and not m.is_known_empty

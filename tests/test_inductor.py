@@ -20,10 +20,10 @@ torch = pytest.importorskip("torch")
 
 from inductor_oracle import evaluate  # noqa: E402
 
-from verifidx import inductor  # noqa: E402
-from verifidx.equality import equal  # noqa: E402
-from verifidx.sympy_bridge import from_sympy, parse_text  # noqa: E402
-from verifidx.validation import validate_record  # noqa: E402
+from verifidx.clients import inductor  # noqa: E402
+from verifidx.clients.sympy_bridge import from_sympy, parse_text  # noqa: E402
+from verifidx.clients.validation import validate_record  # noqa: E402
+from verifidx.simplifier.equality import equal  # noqa: E402
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "capture_inductor.py"
 
@@ -131,7 +131,7 @@ def test_check_mode_raises_on_a_wrong_simplification(monkeypatch: pytest.MonkeyP
         assert evaluate(str(expr), point) == v.expr_value != v.result_value
         assert evaluate(str(err.value.result), point) == v.result_value
         stats = inductor.install("check", on_refuted="log")
-        with caplog.at_level(logging.ERROR, logger="verifidx.inductor"):
+        with caplog.at_level(logging.ERROR, logger="verifidx.clients.inductor"):
             _allocator().simplify_with_ranges(expr, {x0: 64, x1: 4})
         assert "which differs at" in caplog.text and len(stats.refutations) == 1
     finally:
@@ -188,7 +188,7 @@ def test_simplify_mode_compiles_a_model_that_computes_the_same() -> None:
 
 
 def test_install_refuses_unknown_modes() -> None:
-    from verifidx.errors import UnsupportedError
+    from verifidx.core.errors import UnsupportedError
 
     with pytest.raises(UnsupportedError, match="mode must be one of"):
         inductor.install("fast")

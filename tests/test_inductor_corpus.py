@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from inductor_oracle import evaluate
 
-from verifidx.errors import UnsupportedError
-from verifidx.indexing_map import SIZE_MAX
-from verifidx.sympy_bridge import from_sympy, parse_text, symbol_name
-from verifidx.validation import validate_record
+from verifidx.clients.sympy_bridge import from_sympy, parse_text, symbol_name
+from verifidx.clients.validation import validate_record
+from verifidx.core.errors import UnsupportedError
+from verifidx.core.indexing_map import SIZE_MAX
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 CORPORA = ("inductor_static.jsonl", "inductor_dynamic.jsonl")

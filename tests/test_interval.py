@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import expressions, intervals
 
-from verifidx.errors import EvaluationError
-from verifidx.expr import Dim, Symbol, ceildiv, floordiv, mod
-from verifidx.interval import Interval, range_of
+from verifidx.core.errors import EvaluationError
+from verifidx.core.expr import Dim, Symbol, ceildiv, floordiv, mod
+from verifidx.core.interval import Interval, range_of
 
 d0, d1, s0 = Dim(0), Dim(1), Symbol(0)
 

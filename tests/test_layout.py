@@ -5,7 +5,7 @@ The reference implementation here reads the document literally with numpy: an ar
 ids is put in physical order, then for each tiling it is padded, reshaped into (count, tile)
 pairs and transposed so the tile dimensions go minor; `*` entries are merged by a reshape first.
 The position of each id in the flattened result is its offset. It shares no code with
-verifidx.layout.
+verifidx.hlo.layout.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from verifidx import smt
 from verifidx.cli import main
-from verifidx.errors import ParseError, UnsupportedError
-from verifidx.expr import Dim, add
-from verifidx.indexing_map import IndexingMap, compose
-from verifidx.layout import (
+from verifidx.core.errors import ParseError, UnsupportedError
+from verifidx.core.expr import Dim, add
+from verifidx.core.indexing_map import IndexingMap, compose
+from verifidx.core.syntax import parse_map
+from verifidx.hlo.layout import (
     COMBINE,
     TiledLayout,
     TiledShape,
@@ -45,7 +45,7 @@ from verifidx.layout import (
     prove_in_bounds,
     prove_injective,
 )
-from verifidx.syntax import parse_map
+from verifidx.solve import smt
 
 # -- the reference -------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifidx.computation_maps import computation_indexing, reported_computations
+from verifidx.analysis.computation_maps import computation_indexing, reported_computations
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.module import HloInstruction
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.fuzz import fuzz_oracle as oracle
 from tests.strategies import maps
 from verifidx.cli import main
-from verifidx.syntax import print_affine_map, print_map
+from verifidx.core.syntax import print_affine_map, print_map
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

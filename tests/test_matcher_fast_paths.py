@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from strategies import expressions, intervals, quasi_affine
 
 from verifidx import parse_map
-from verifidx.canonical import canon
-from verifidx.expr import (
+from verifidx.core.canonical import canon
+from verifidx.core.expr import (
     Add,
     Binary,
     CeilDiv,
@@ -30,10 +30,10 @@ from verifidx.expr import (
     Symbol,
     ceildiv,
 )
-from verifidx.interval import Interval, range_of
+from verifidx.core.interval import Interval, range_of
 from verifidx.rules import matcher as m
 from verifidx.rules.model import ConstVar, TermVar
-from verifidx.simplifier import default_simplifier
+from verifidx.simplifier.engine import default_simplifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from families import digits, nested  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from verifidx import native
+from verifidx.core import native
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
@@ -28,7 +28,7 @@ def test_a_default_install_runs_the_compiled_core() -> None:
     if build.detail.startswith("stale"):
         pytest.skip(f"an edited checkout: {build.detail}")
     assert build.compiled, build.detail
-    assert "verifidx.simplifier" in build.modules
+    assert "verifidx.simplifier.engine" in build.modules
     for name in build.modules:
         assert importlib.import_module(name).__file__.endswith(tuple(
             importlib.machinery.EXTENSION_SUFFIXES)), name
@@ -47,7 +47,7 @@ def _run(code: str, pure: bool) -> str:
 def test_the_pure_python_switch_loads_every_module_from_source() -> None:
     out = json.loads(_run(
         "import importlib, json, verifidx\n"
-        "b = verifidx.native.build()\n"
+        "b = verifidx.core.native.build()\n"
         "print(json.dumps([b.compiled, b.detail,"
         " [importlib.import_module(m).__file__ for m in b.modules]]))", pure=True))
     compiled, detail, files = out
@@ -61,11 +61,11 @@ import json, sys
 sys.path.insert(0, {str(REPO / "benchmarks")!r})
 from families import FAMILIES, corpus
 import verifidx
-from verifidx.simplifier import default_simplifier
-from verifidx.syntax import parse_map, print_map
+from verifidx.simplifier.engine import default_simplifier
+from verifidx.core.syntax import parse_map, print_map
 simp = default_simplifier()
 out = [print_map(simp.simplify(parse_map(t))) for f in FAMILIES for t in corpus(f, 120, seed=5)]
-print(json.dumps([verifidx.native.build().compiled, out]))
+print(json.dumps([verifidx.core.native.build().compiled, out]))
 """
 
 

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifidx import computation_maps as cm
-from verifidx import smt
-from verifidx.expr import Expr, RtVar
+from verifidx.analysis import computation_maps as cm
+from verifidx.core.expr import Expr, RtVar
+from verifidx.core.indexing_map import IndexingMap, compose
+from verifidx.core.syntax import parse_map, print_map, same_text
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import (
     ELEMENTWISE,
@@ -24,8 +25,7 @@ from verifidx.hlo.indexing import (
     output_to_input,
 )
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap, compose
-from verifidx.syntax import parse_map, print_map, same_text
+from verifidx.solve import smt
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -24,10 +24,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import input_to_output, output_to_input
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
 
 Index = tuple[int, ...]
 Reads = dict[int, set[Index]]  # operand -> indices read

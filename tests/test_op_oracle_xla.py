@@ -118,7 +118,7 @@ def test_topk_agrees_with_stablehlo_top_k() -> None:
             "  %v, %i = chlo.top_k(%arg0, k = 4) : tensor<2x6xf32> -> "
             "(tensor<2x4xf32>, tensor<2x4xi32>)\n  return %v, %i : tensor<2x4xf32>, "
             "tensor<2x4xi32>\n}\n")
-    from verifidx.computation_maps import computation_indexing
+    from verifidx.analysis.computation_maps import computation_indexing
     stable = parse_stablehlo(mlir)
     ci = computation_indexing(stable, stable.entry)
     want = {o: {str(m.map) for m in ci.maps_for(o, 0)} for o in range(2)}

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from layout_oracle import Interpreter, Unsupported, minor_to_major, random_value, store
 
+from verifidx.analysis.subst.apply import optimize
+from verifidx.analysis.subst.parser import load_substitution_file
 from verifidx.hlo import parse_hlo
-from verifidx.subst.apply import optimize
-from verifidx.subst.parser import load_substitution_file
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = [REPO / "rules"]

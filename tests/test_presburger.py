@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from strategies import map_pairs, maps
 from test_smt import _check_counterexample
 
-from verifidx import parse_map, presburger
-from verifidx.expr import Dim, Symbol, add, floordiv, mod, mul
-from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
-from verifidx.smt import equal
+from verifidx import parse_map
+from verifidx.core.expr import Dim, Symbol, add, floordiv, mod, mul
+from verifidx.core.indexing_map import IndexingMap, Var
+from verifidx.core.interval import Interval
+from verifidx.solve import presburger
+from verifidx.solve.smt import equal
 
 
 def _isl_relation(m: IndexingMap) -> set[tuple[tuple[int, ...], ...]]:

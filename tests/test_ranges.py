@@ -1,4 +1,4 @@
-"""Exact result ranges for every size and 32-bit fit (issue 37, verifidx/ranges.py).
+"""Exact result ranges for every size and 32-bit fit (issue 37, verifidx/analysis/ranges.py).
 
 Oracles: plain Python integer arithmetic on the published overflow boundaries, and brute-force
 enumeration over maps this file generates as its own expression trees (evaluated here, printed
@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import verifidx as vx
+from verifidx.analysis.ranges import fits, offset_map, parameters, result_range
 from verifidx.cli import main
-from verifidx.interval import Interval
-from verifidx.ranges import fits, offset_map, parameters, result_range
+from verifidx.core.interval import Interval
 
 sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
 import fuzz_oracle  # noqa: E402  (shares no code with verifidx)

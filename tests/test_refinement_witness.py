@@ -1,5 +1,5 @@
-"""`verifidx.refinement._witness`: the point a refinement is refuted at holds for every value of
-the runtime variables (issue 38 item 1).
+"""`verifidx.analysis.refinement._witness`: the point a refinement is refuted at holds for every
+value of the runtime variables (issue 38 item 1).
 
 The oracle enumerates each map's relation (`IndexingMap.relation`, not the evaluator the witness
 uses) and checks the claim directly: at the point, the union of what one side's maps read
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifidx import parse_map
-from verifidx.indexing_map import IndexingMap
-from verifidx.refinement import _witness
+from verifidx.analysis.refinement import _witness
+from verifidx.core.indexing_map import IndexingMap
 
 
 @st.composite

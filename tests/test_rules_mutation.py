@@ -14,13 +14,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from verifidx.errors import DivisorError
-from verifidx.expr import RAW_BINARY, Add, Const, Expr, FloorDiv, Max, Mod, Mul
+from verifidx.core.errors import DivisorError
+from verifidx.core.expr import RAW_BINARY, Add, Const, Expr, FloorDiv, Max, Mod, Mul
+from verifidx.core.syntax import print_expr
 from verifidx.rules import load_rule_base
 from verifidx.rules.model import BoolOp, Call, Compare, Condition, Membership, Rule, Truth
 from verifidx.rules.parser import condition_uses
 from verifidx.rules.prover import ProverConfig, prove_rules
-from verifidx.syntax import print_expr
 
 # -- rewriting a rule's trees ------------------------------------------------------------------
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from verifidx import ParseError
-from verifidx.expr import Add, Const, FloorDiv, Mod, Mul
+from verifidx.core.expr import Add, Const, FloorDiv, Mod, Mul
+from verifidx.core.syntax import print_expr
 from verifidx.rules import load_rule_base, parse_rule, parse_rules
 from verifidx.rules.model import BoolOp, Call, Compare, ConstVar, Membership, Not, TermVar, Truth
 from verifidx.rules.parser import parse_condition
-from verifidx.syntax import print_expr
 
 ISSUE_EXAMPLE = """\
 # comment

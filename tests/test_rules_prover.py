@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import z3
 
-from verifidx.errors import EvaluationError
-from verifidx.expr import Expr
+from verifidx.core.errors import EvaluationError
+from verifidx.core.expr import Expr
 from verifidx.rules import ProofResult, ProverConfig, load_rule_file, parse_rule, prove_rules
 from verifidx.rules.model import Call, ConstVar, Membership, Rule, TermVar, evaluate_condition
 from verifidx.rules.prover import build_obligation, explain, prove_rule

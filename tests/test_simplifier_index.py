@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from strategies import expressions
 
 from verifidx import parse_map
-from verifidx.canonical import canon
-from verifidx.expr import Const, Dim, Expr, FloorDiv, Mod
-from verifidx.simplifier import (
+from verifidx.core.canonical import canon
+from verifidx.core.expr import Const, Dim, Expr, FloorDiv, Mod
+from verifidx.simplifier.engine import (
     RuleEngine,
     Simplifier,
     _ExprSimplifier,

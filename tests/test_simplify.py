@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from strategies import maps, reshape_like_maps
 
 from verifidx import compose, parse_expr, parse_map
-from verifidx.canonical import canon
-from verifidx.expr import Dim, Symbol
-from verifidx.simplifier import default_simplifier, expression_range, simplify
-from verifidx.syntax import names_for
+from verifidx.core.canonical import canon
+from verifidx.core.expr import Dim, Symbol
+from verifidx.core.syntax import names_for
+from verifidx.simplifier.engine import default_simplifier, expression_range, simplify
 
 
 def s(text: str, **kw: object) -> str:
@@ -51,7 +51,7 @@ def _reshape_o2i(out_shape: list[int], in_shape: list[int]):
     for n in reversed(in_shape):
         results.append((lin // stride) % n)
         stride *= n
-    from verifidx.indexing_map import IndexingMap
+    from verifidx.core.indexing_map import IndexingMap
 
     return IndexingMap.build(list(reversed(results)), [(0, n - 1) for n in out_shape])
 
@@ -167,11 +167,11 @@ def test_generated_instances_agree_with_substitution(data) -> None:
     """The engine builds right sides (and checks left sides) with code generated per pattern;
     on every rule's expressions it gives what substituting the bindings gives (`lo(x)` and
     `hi(x)` replaced by x's interval bounds)."""
-    from verifidx.errors import EvaluationError
-    from verifidx.expr import Const
-    from verifidx.interval import Interval, range_of
+    from verifidx.core.errors import EvaluationError
+    from verifidx.core.expr import Const
+    from verifidx.core.interval import Interval, range_of
     from verifidx.rules.model import Call, ConstVar, TermVar, rule_exprs
-    from verifidx.simplifier import _instantiate
+    from verifidx.simplifier.engine import _instantiate
 
     checked = 0
     for rule in default_simplifier().engine.rules:
@@ -211,11 +211,11 @@ def test_condition_checks_agree_with_compiled_conditions(data) -> None:
     """The engine's hot path (`condition_check`: intervals only when reached) accepts a match
     exactly when the table-based `compiled_condition` does; an error counts as a rejection,
     as it does in the engine."""
-    from verifidx.errors import EvaluationError
-    from verifidx.expr import Const
-    from verifidx.interval import Interval, range_of
+    from verifidx.core.errors import EvaluationError
+    from verifidx.core.expr import Const
+    from verifidx.core.interval import Interval, range_of
     from verifidx.rules.model import ConstVar, TermVar, rule_exprs
-    from verifidx.simplifier import (
+    from verifidx.simplifier.engine import (
         _condition_env,
         _NoValue,
         compiled_condition,
@@ -251,9 +251,9 @@ def test_condition_checks_agree_with_compiled_conditions(data) -> None:
 def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
     """The simplifier evaluates rule conditions through generated code; same truth values and
     same errors as `evaluate_condition` on random values of constants and bounds."""
-    from verifidx.errors import EvaluationError
+    from verifidx.core.errors import EvaluationError
     from verifidx.rules.model import ConstVar, evaluate_condition, rule_exprs
-    from verifidx.simplifier import _rule_calls, compiled_condition
+    from verifidx.simplifier.engine import _rule_calls, compiled_condition
 
     for rule in default_simplifier().engine.rules:
         constants = {n for e in rule_exprs(rule) for n in e.walk() if isinstance(n, ConstVar)}

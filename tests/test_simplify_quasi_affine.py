@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifidx import parse_expr, parse_map
-from verifidx.canonical import canon
+from verifidx.core.canonical import canon
 from verifidx.rules.matcher import match
 from verifidx.rules.parser import parse_rules
-from verifidx.simplifier import RuleEngine, Simplifier, default_simplifier
+from verifidx.simplifier.engine import RuleEngine, Simplifier, default_simplifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from families import FAMILIES, digits  # noqa: E402

@@ -9,10 +9,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifidx.expr import Dim
+from verifidx.core.expr import Dim
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo.dynamic_dims import SizeVar, SymSize, declare, instantiate_sizes
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
 
 B = SizeVar("b", "test size b", 40)
 S = SizeVar("s", "test size s, may be 0", 12, least=0)  # named `s+1` in maps (shifted)

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 import verifidx as vx
 from verifidx.cli import main
-from verifidx.errors import ParseError, UnsupportedError
-from verifidx.expr import Dim, Size
-from verifidx.indexing_map import SIZE_MAX, IndexingMap, SizeVar
-from verifidx.interval import Interval, range_of
-from verifidx.simplifier import simplify
+from verifidx.core.errors import ParseError, UnsupportedError
+from verifidx.core.expr import Dim, Size
+from verifidx.core.indexing_map import SIZE_MAX, IndexingMap, SizeVar
+from verifidx.core.interval import Interval, range_of
+from verifidx.simplifier.engine import simplify
 
 RESHAPE = ("(d0, d1)<N> -> (d0 * N + d1), domain: d0 in [0, 15], d1 in [0, 63], N in [1, 64], "
            "d1 - N in [-64, -1]")
@@ -246,7 +246,7 @@ def test_rules_bind_size_expressions_where_they_bind_constants() -> None:
 
 
 def test_bounded_proofs_never_bind_a_size(monkeypatch) -> None:
-    from verifidx.simplifier import Simplifier, default_simplifier
+    from verifidx.simplifier.engine import Simplifier, default_simplifier
 
     engine = default_simplifier().engine
     bounded = {t: [dataclasses.replace(r, max_constant=64) for r in rs]
@@ -354,7 +354,7 @@ def test_random_maps_with_sizes_at_random_sizes(r0: tuple, cons: tuple, hi: int,
 
 
 def test_deduplication_merges_only_maps_equal_for_every_size() -> None:
-    from verifidx.dedup import MapSet
+    from verifidx.analysis.dedup import MapSet
 
     base = "(d0)<N> -> ({}), domain: d0 in [0, 15], N in [1, 16]"
     maps = MapSet()
@@ -373,7 +373,7 @@ def test_cli_evaluates_at_given_sizes(capsys) -> None:
 
 
 def test_solver_unknown_is_never_a_proof(monkeypatch) -> None:
-    from verifidx import smt
+    from verifidx.solve import smt
 
     monkeypatch.setattr(smt, "SIZED_RLIMIT", 1)  # every sized query runs out at once
     monkeypatch.setattr(smt, "_FOR_ALL", {})
@@ -395,7 +395,7 @@ def test_solver_unknown_is_never_a_proof(monkeypatch) -> None:
 
 
 def test_paths_that_do_not_take_sizes_yet_say_so(capsys) -> None:
-    from verifidx.tiling import symbolic_tile
+    from verifidx.analysis.tiling import symbolic_tile
 
     m = vx.parse_map(RESHAPE)
     assert "not yet supported" in symbolic_tile(m).reason
@@ -405,9 +405,9 @@ def test_paths_that_do_not_take_sizes_yet_say_so(capsys) -> None:
 
 
 def test_condition_undefined_at_some_size_is_not_decided_by_intervals() -> None:
-    from verifidx.expr import Const
+    from verifidx.core.expr import Const
     from verifidx.rules.sizes import _interval_truth
-    from verifidx.smt import for_all_sizes
+    from verifidx.solve.smt import for_all_sizes
 
     n = Size("N")
     claim = ("cmp", ">", Const(8) // (n - 1), Const(-1))  # undefined at N = 1
@@ -421,7 +421,7 @@ def test_a_part_undefined_at_some_size_keeps_later_parts_from_deciding(joint: st
     """The prover reads `A or B` left to right: where A is undefined the condition does not
     hold, however true B is. So intervals may not decide from B (nor, under a `not`, an `and`
     from a false B) while A may be undefined."""
-    from verifidx.expr import Const
+    from verifidx.core.expr import Const
     from verifidx.rules.parser import parse_condition
     from verifidx.rules.sizes import _interval_truth, condition_for_all_sizes
 
@@ -495,7 +495,7 @@ def test_sized_rules_see_through_the_order_of_factors(text: str, expected: str) 
 
 def _size_expr(e: tuple) -> object:
     """The test's expression tuple as a verifidx expression (sizes and constants only)."""
-    from verifidx.expr import Const, add, ceildiv, floordiv, maximum, minimum, mod, mul, neg
+    from verifidx.core.expr import Const, add, ceildiv, floordiv, maximum, minimum, mod, mul, neg
 
     kind = e[0]
     if kind == "c":
@@ -563,7 +563,7 @@ def test_product_form_is_the_same_value_in_any_factor_order(e: tuple,
                                                             rng: random.Random) -> None:
     """`product_form` (the simplifier's check of a match with a size bound to a constant)
     keeps the value, and products of the same factors in other orders get the same form."""
-    from verifidx.expr import Const, Dim, mul
+    from verifidx.core.expr import Const, Dim, mul
     from verifidx.rules.sizes import product_form
 
     domain = "domain: d0 in [0, 4], d1 in [0, 3], M in [1, 5], N in [2, 6]"

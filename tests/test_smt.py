@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from strategies import map_pairs, maps
 
 from verifidx import ParseError, parse_map
-from verifidx.expr import Symbol
-from verifidx.smt import equal, is_empty
+from verifidx.core.expr import Symbol
+from verifidx.solve.smt import equal, is_empty
 
 
 def _check_counterexample(v, f, g) -> None:
@@ -46,8 +46,8 @@ def test_equal_sees_through_renamed_and_shifted_range_variables(m, data) -> None
     k = data.draw(st.integers(-3, 3))
     rv = list(m.range_vars)
     b = rv[0].bounds
-    from verifidx.indexing_map import IndexingMap, Var
-    from verifidx.interval import Interval
+    from verifidx.core.indexing_map import IndexingMap, Var
+    from verifidx.core.interval import Interval
 
     sub = {Symbol(0): Symbol(0) + k}
     shifted = IndexingMap.build(
@@ -123,7 +123,7 @@ def test_solver_budgets_are_resource_units_not_wall_clock() -> None:
     the same count), the wall clock being only a far safety net."""
     import z3
 
-    from verifidx import smt_terms
+    from verifidx.solve import smt_terms
 
     def run() -> tuple[str, int]:
         x, y, z = z3.Ints("x y z")
@@ -147,7 +147,7 @@ def test_the_load_independent_solver_answers_each_kind_of_query_the_layers_ask()
     and a `sat` answer's model satisfies the assertions, whichever stage gave it."""
     import z3
 
-    from verifidx import smt_terms
+    from verifidx.solve import smt_terms
 
     def answer(*fs: object) -> tuple[z3.CheckSatResult, smt_terms.Solver]:
         s = smt_terms.Solver(2_000_000)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from strategies import maps
 
 import verifidx as vx
-from verifidx.smt import equal_relations
+from verifidx.solve.smt import equal_relations
 
 
 def _union(ms) -> set:

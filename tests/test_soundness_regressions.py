@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import verifidx as vx
-from verifidx.expr import (
+from verifidx.core.expr import (
     MAX_DEPTH,
     Const,
     Dim,
@@ -28,18 +28,18 @@ from verifidx.expr import (
     mod,
     mul,
 )
-from verifidx.indexing_map import IndexingMap, compose
-from verifidx.interval import range_of
+from verifidx.core.indexing_map import IndexingMap, compose
+from verifidx.core.interval import range_of
 from verifidx.rules import parse_rule
 from verifidx.rules.base import UnprovenLawWarning, gate_laws
 from verifidx.rules.model import ConstVar
-from verifidx.simplifier import (
+from verifidx.simplifier.engine import (
     RuleEngine,
     Simplifier,
     checked_residue_bounds,
     checked_residue_merge,
 )
-from verifidx.smt import equal, is_empty
+from verifidx.solve.smt import equal, is_empty
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def test_compiled_conditions_never_belong_to_a_dead_rule() -> None:
 
 
 def test_no_cache_in_the_package_is_keyed_by_id() -> None:
-    import verifidx.simplifier as simp
+    import verifidx.simplifier.engine as simp
 
     assert all(not isinstance(k, int) for k in simp._CONDITIONS)
     assert all(not isinstance(k, int) for k in simp._CALLS)
@@ -174,7 +174,7 @@ def test_a_refuted_canonical_law_is_never_applied(tmp_path: Path) -> None:
 
 
 def test_every_law_of_the_bundled_base_is_on() -> None:
-    from verifidx import laws
+    from verifidx.core import laws
 
     assert laws.ON.enabled() == set(laws.NAMES) and laws.ON.canonical_sums
 
@@ -290,9 +290,9 @@ def test_constraints_that_become_one_expression_keep_both_bounds() -> None:
     assert verdict.counterexample is not None and verdict.counterexample["d0"] == -3
     assert vx.equal(tight, tight.simplify()).holds is True
     # the helper every re-keying of constraints goes through intersects on a collision
-    from verifidx.canonical import canon
-    from verifidx.indexing_map import merged_constraints
-    from verifidx.interval import Interval
+    from verifidx.core.canonical import canon
+    from verifidx.core.indexing_map import merged_constraints
+    from verifidx.core.interval import Interval
 
     d0 = Dim(0)
     merged = merged_constraints([(canon(add(d0, d0)), Interval(-6, 0)),

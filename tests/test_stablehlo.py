@@ -20,16 +20,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import verifidx as vx
+from verifidx.analysis.computation_maps import computation_indexing
+from verifidx.analysis.dedup import MapSet
 from verifidx.cli import main
-from verifidx.computation_maps import computation_indexing
-from verifidx.dedup import MapSet
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo.dynamic_dims import SizeVar, SymSize, instantiate_sizes, restrict
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
 
 pytest.importorskip("jax")
 
-from verifidx.refinement import compare  # noqa: E402
+from verifidx.analysis.refinement import compare  # noqa: E402
 from verifidx.stablehlo import is_mlir_text, parse_module, parse_stablehlo  # noqa: E402
 from verifidx.stablehlo.refine import argument_sizes, refine  # noqa: E402
 

@@ -22,8 +22,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import export  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
+from verifidx.core.indexing_map import IndexingMap  # noqa: E402
 from verifidx.hlo.runtime import OperandIndexing  # noqa: E402
-from verifidx.indexing_map import IndexingMap  # noqa: E402
 from verifidx.stablehlo import parse_stablehlo  # noqa: E402
 
 
@@ -169,8 +169,8 @@ def _identity(n: int) -> OperandIndexing:
 def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
     """A parametric map cut to a size no argument fixes (a value the program computes) equals
     the static map for one value of that size and differs for the others: unknown."""
+    from verifidx.analysis.refinement import ValueKeys, _Side, equal_as_relations
     from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
-    from verifidx.refinement import ValueKeys, _Side, equal_as_relations
 
     opaque = SymSize.of(SizeVar("f/%x#1/0", "dimension 0 of %x in f", 16))
     cut = restrict(_identity(16), (opaque,), None, domain_only=True)
@@ -221,7 +221,7 @@ def test_a_fori_loop_over_b_rows_is_converted_with_the_scatters_reason(
     operand's size, so the body keeps the carry's size and the loop is converted (it used to
     fail reading the packed arguments, then to stay an unknown `stablehlo.while`); its maps
     are unknown for the scatter into a dynamic operand, the reason they name."""
-    from verifidx.computation_maps import computation_indexing
+    from verifidx.analysis.computation_maps import computation_indexing
     from verifidx.stablehlo import parse_module
 
     path = exported(tmp_path, "fori", lambda x: jax.lax.fori_loop(

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("jax")
 
-from verifidx.computation_maps import computation_indexing  # noqa: E402
+from verifidx.analysis.computation_maps import computation_indexing  # noqa: E402
 from verifidx.hlo.dynamic_dims import instantiate_sizes  # noqa: E402
 from verifidx.stablehlo import parse_module  # noqa: E402
 from verifidx.stablehlo.bindings import mlir, parse  # noqa: E402

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from jax import export, lax  # noqa: E402
 
+from verifidx.analysis.refinement import compare  # noqa: E402
 from verifidx.cli import main  # noqa: E402
-from verifidx.refinement import compare  # noqa: E402
 from verifidx.stablehlo import parse_stablehlo  # noqa: E402
 from verifidx.stablehlo.refine import argument_sizes, refine  # noqa: E402
 
@@ -106,8 +106,8 @@ def test_a_computed_index_is_folded_only_where_the_clamp_does_nothing(shift: int
     """Gather rows `iota + shift` of 5: the start is clamped to [0, 4], so the row read at d0 is
     min(d0 + shift, 4) (jax's evaluation below). At shift 0 the index is folded to d0; at
     shift 2 the clamp acts and `d0 + 2` would read past the end, so it stays data."""
-    from verifidx.computation_maps import computation_indexing
-    from verifidx.refinement import ValueKeys, _computed
+    from verifidx.analysis.computation_maps import computation_indexing
+    from verifidx.analysis.refinement import ValueKeys, _computed
 
     text = GATHER_AT_IOTA_PLUS.replace("SHIFT", str(shift))
     module = parse_stablehlo(text)

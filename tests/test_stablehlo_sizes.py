@@ -4,7 +4,7 @@ Each program is exported once with symbolic dimensions and lowered statically at
 Every (output, parameter) pair the program reads must get a real map (not "unknown indexing"),
 except where this file says why not; instantiated at each size (the sizes' names are the
 `jax.export` dimension variables), the maps must be proven equal to the static program's maps
-(`verifidx.refinement.compare`, Z3); and jax's own evaluation and StableHLO's reference
+(`verifidx.analysis.refinement.compare`, Z3); and jax's own evaluation and StableHLO's reference
 interpreter, one input element perturbed at a time, must change only output elements the
 instantiated maps relate to that element (no missed read).
 """
@@ -26,11 +26,11 @@ pytest.importorskip("jax.extend.mlir")
 import jax.numpy as jnp  # noqa: E402
 from jax import export  # noqa: E402
 
+from verifidx.analysis.computation_maps import computation_indexing  # noqa: E402
+from verifidx.analysis.refinement import compare  # noqa: E402
 from verifidx.cli import main  # noqa: E402
-from verifidx.computation_maps import computation_indexing  # noqa: E402
 from verifidx.hlo.dynamic_dims import instantiate_sizes  # noqa: E402
 from verifidx.hlo.module import HloModule  # noqa: E402
-from verifidx.refinement import compare  # noqa: E402
 from verifidx.stablehlo import parse_module  # noqa: E402
 from verifidx.stablehlo.refine import argument_sizes, refine  # noqa: E402
 

@@ -11,10 +11,10 @@ import pytest
 from hlo_gen import random_module
 
 from verifidx import ParseError
+from verifidx.analysis.subst.apply import optimize
+from verifidx.analysis.subst.parser import parse_substitutions
 from verifidx.cli import main
 from verifidx.hlo import parse_hlo
-from verifidx.subst.apply import optimize
-from verifidx.subst.parser import parse_substitutions
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = [REPO / "rules"]

@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from verifidx.cli import main
-from verifidx.rules.prover import z3_binary
-from verifidx.subst.certificates import subst_hash
-from verifidx.subst.parser import load_substitution_file, parse_substitutions
-from verifidx.subst.prove import (
+from verifidx.analysis.subst.certificates import subst_hash
+from verifidx.analysis.subst.parser import load_substitution_file, parse_substitutions
+from verifidx.analysis.subst.prove import (
     DEFAULT_RLIMIT,
     Obligation,
     exhaustive,
     instances,
     obligation_query,
 )
+from verifidx.cli import main
+from verifidx.rules.prover import z3_binary
 
 SMALL = """\
 subst copy_any:
@@ -247,7 +247,7 @@ def test_the_vectorized_filter_of_the_enumeration_changes_no_answer(
     deliberately wrong substitutions."""
     import itertools
 
-    import verifidx.subst.prove as prover
+    import verifidx.analysis.subst.prove as prover
 
     subs = [*load_substitution_file(REPO / "rules" / "data_movement.subst"),
             *load_substitution_file(REPO / "tests" / "data" / "subst_wrong.subst"),
@@ -295,7 +295,7 @@ def test_the_shipped_certificates_recheck_without_the_z3_executable(monkeypatch)
     before each query got a context of its own: reshape_reshape's 13th query ran out of its
     resource limit after twelve others in one context, and the installed wheel's gate said
     unknown."""
-    from verifidx.subst import certificates
+    from verifidx.analysis.subst import certificates
 
     monkeypatch.setattr(certificates, "z3_binary", lambda: None)
     results = certificates.check_files([REPO / "rules" / "data_movement.subst"], recheck=True)

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from subst_oracle import Oracle
 
+from verifidx.analysis.subst.apply import optimize
+from verifidx.analysis.subst.generate import Generated, fingerprint, generate, report
+from verifidx.analysis.subst.instances import Instance, has_instance, sample
+from verifidx.analysis.subst.model import Node
+from verifidx.analysis.subst.parser import load_substitution_file, parse_substitutions
+from verifidx.analysis.subst.prove import PROVED, prove
+from verifidx.analysis.subst.semantics import INTS, Graph
 from verifidx.cli import main
-from verifidx.errors import UnsupportedError
-from verifidx.subst.apply import optimize
-from verifidx.subst.generate import Generated, fingerprint, generate, report
-from verifidx.subst.instances import Instance, has_instance, sample
-from verifidx.subst.model import Node
-from verifidx.subst.parser import load_substitution_file, parse_substitutions
-from verifidx.subst.prove import PROVED, prove
-from verifidx.subst.semantics import INTS, Graph
+from verifidx.core.errors import UnsupportedError
 
 REPO = Path(__file__).resolve().parents[1]
 HAND = {s.name: s for s in load_substitution_file(REPO / "rules" / "data_movement.subst")}
@@ -39,8 +39,8 @@ def _oracle_equal(inst: Instance) -> bool:
 
 def _hlo(inst: Instance) -> str:
     """An HLO module computing the instance's left side (a negate keeps it off the root)."""
-    from verifidx.subst.apply import _attr_text, _attrs_for
-    from verifidx.subst.model import SizeList
+    from verifidx.analysis.subst.apply import _attr_text, _attrs_for
+    from verifidx.analysis.subst.model import SizeList
 
     g = Graph(INTS, {}, {}, {n: SizeList(s) for n, s in inst.shapes.items()}, {})
     lines = [f"  {n} = f32[{','.join(map(str, s))}] parameter({k})"

@@ -11,9 +11,9 @@ import pytest
 from subst_oracle import Oracle, OracleIllFormed
 
 from verifidx import ParseError
-from verifidx.subst.model import evaluate
-from verifidx.subst.parser import load_substitution_file, parse_substitutions
-from verifidx.subst.prove import PROVED, REFUTED, exhaustive, instances, prove
+from verifidx.analysis.subst.model import evaluate
+from verifidx.analysis.subst.parser import load_substitution_file, parse_substitutions
+from verifidx.analysis.subst.prove import PROVED, REFUTED, exhaustive, instances, prove
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = load_substitution_file(REPO / "rules" / "data_movement.subst")
@@ -91,7 +91,7 @@ def test_shipped_substitutions_agree_with_the_oracle_on_random_instances(sub) ->
 
 
 def _names(v, lists) -> set[str]:
-    from verifidx.subst.model import SizeList, names_in
+    from verifidx.analysis.subst.model import SizeList, names_in
 
     if isinstance(v, SizeList):
         out = set(lists[v.variadic]) if v.variadic else set()

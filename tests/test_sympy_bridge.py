@@ -15,11 +15,7 @@ pytest.importorskip("sympy")
 
 from inductor_oracle import evaluate  # noqa: E402
 
-from verifidx.equality import equal  # noqa: E402
-from verifidx.errors import ParseError, UnsupportedError  # noqa: E402
-from verifidx.expr import is_size_name  # noqa: E402
-from verifidx.indexing_map import SIZE_MAX, IndexingMap  # noqa: E402
-from verifidx.sympy_bridge import (  # noqa: E402
+from verifidx.clients.sympy_bridge import (  # noqa: E402
     count_divisions,
     evaluate_sympy,
     from_sympy,
@@ -29,6 +25,10 @@ from verifidx.sympy_bridge import (  # noqa: E402
     symbol_name,
     to_sympy,
 )
+from verifidx.core.errors import ParseError, UnsupportedError  # noqa: E402
+from verifidx.core.expr import is_size_name  # noqa: E402
+from verifidx.core.indexing_map import SIZE_MAX, IndexingMap  # noqa: E402
+from verifidx.simplifier.equality import equal  # noqa: E402
 
 RANGES = {"x0": 37, "x1": 12, "x2": 5}
 
@@ -302,7 +302,7 @@ def test_sized_simplification_finds_a_point_without_the_solver(
     """The simplifier's emptiness check samples sizes with the points: a map whose extents
     depend on sizes is shown non-empty at some sizes by evaluation, not by a Z3 query per
     expression (which cost most of the time of a dynamic expression's first sight)."""
-    from verifidx import smt
+    from verifidx.solve import smt
 
     def no_solver(*args: object, **kwargs: object) -> object:
         raise AssertionError("Z3's emptiness query was asked")
@@ -358,7 +358,7 @@ def test_size_ranges_refused(bounds: tuple[object, ...], error: type[Exception],
 def test_maps_over_one_loop_nest_read_as_alone() -> None:
     """The bridge reads the loop and size ranges once per nest: each map is the one a first
     reading gives, sizes used by the expression alone included, in any order."""
-    from verifidx import sympy_bridge
+    from verifidx.clients import sympy_bridge
 
     ranges = {"x0": "s0", "x1": "4", "x2": "s0*s53"}
     texts = ["x0 + s0*x1", "ModularIndexing(x2, 1, s0)", "x0*ps0 + x1", "s53*x0 + x2", "7"]
@@ -382,7 +382,7 @@ def test_a_subterm_read_in_one_nest_is_read_anew_in_another() -> None:
     """Readers of one nest share their reads of subterms (one sympy object per term); the
     same objects in a nest with the loop variables in another order, or beside a size the
     nest does not have, read as a first reading gives."""
-    from verifidx import sympy_bridge
+    from verifidx.clients import sympy_bridge
 
     term = parse_text("s0*x1 + 3*x0", KNOWN)
     wider = parse_text("ps0*x2 + s0*x1 + 3*x0", KNOWN)  # the same `s0*x1` object inside
@@ -403,7 +403,7 @@ def test_sympy_extents_that_differ_never_share_a_nest() -> None:
     """Nests are found again by what the reader reads of their sympy extents (names,
     integers, classes, argument order), never by sympy's `==`: every extent below, each
     alone and then all in turn, gives the map a first reading gives."""
-    from verifidx import sympy_bridge
+    from verifidx.clients import sympy_bridge
 
     known = {"x0", "x1", "s0", "s1", "s53"}
     sizes = {"s0": ["2", "int_oo"], "s1": ["3", "9"], "s53": ["1", "64"]}
@@ -423,7 +423,7 @@ def test_sympy_extents_that_differ_never_share_a_nest() -> None:
 
 def test_a_result_outside_the_sized_grammar_is_refused_over_a_known_nest() -> None:
     """A nest read before checks each new result as a first reading does."""
-    from verifidx import sympy_bridge
+    from verifidx.clients import sympy_bridge
 
     sympy_bridge._DOMAINS.clear()
     ranges = {"x0": "s0", "x1": "4"}

@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 from strategies import maps
 
 from verifidx import ParseError, parse_map
-from verifidx.syntax import parse_affine_map, parse_expr, print_affine_map, print_map, same_text
+from verifidx.core.syntax import (
+    parse_affine_map,
+    parse_expr,
+    print_affine_map,
+    print_map,
+    same_text,
+)
 
 CANONICAL = [
     "(d0, d1) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31], d1 in [0, 3]",
@@ -176,7 +182,7 @@ def test_an_undeclared_variable_is_named_once_with_the_declared_ones(text: str,
 
 
 def test_an_expression_names_the_variables_it_accepts() -> None:
-    from verifidx.syntax import parse_expr
+    from verifidx.core.syntax import parse_expr
 
     with pytest.raises(ParseError) as info:
         parse_expr("d0 + x")
@@ -191,7 +197,7 @@ def test_an_expression_names_the_variables_it_accepts() -> None:
 
 
 def _full(text: str) -> tuple[object, ...] | None:
-    from verifidx.syntax import _Parser
+    from verifidx.core.syntax import _Parser
 
     try:
         return _shape(_Parser(text, "<string>").indexing_map())
@@ -200,7 +206,7 @@ def _full(text: str) -> tuple[object, ...] | None:
 
 
 def _fast(text: str) -> tuple[object, ...] | None:
-    from verifidx.syntax import _MapReader
+    from verifidx.core.syntax import _MapReader
 
     try:
         return _shape(_MapReader(text).indexing_map())
@@ -338,7 +344,7 @@ def test_fast_reader_agrees_whatever_the_spacing(m, data) -> None:
     # entry-by-entry path or the token path, and both must give the full parser's map
     if m.is_known_empty or m.is_undefined:
         return
-    from verifidx.syntax import tokenize
+    from verifidx.core.syntax import tokenize
 
     text = print_map(m)
     tokens = tokenize(text)[:-1]

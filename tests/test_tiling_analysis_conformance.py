@@ -15,8 +15,8 @@ import pytest
 from tiling_conformance import load, record, same_text
 
 import verifidx as vx
-from verifidx.tiling.proof import prove_sound, read_set
-from verifidx.tiling.propagation import (
+from verifidx.analysis.tiling.proof import prove_sound, read_set
+from verifidx.analysis.tiling.propagation import (
     TiledComputation,
     TilingError,
     analyze,

@@ -241,7 +241,7 @@ PRIMES = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67
 @pytest.fixture
 def counted_merges(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the merges of constraint conjunctions (work, not time) and stops a runaway."""
-    from verifidx.tiling import constraints
+    from verifidx.analysis.tiling import constraints
 
     count = [0]
     real = constraints._merge
@@ -337,8 +337,8 @@ def test_malformed_module_is_refused_like_indexing(capsys: pytest.CaptureFixture
 
 def test_coalescing_undefined_map_error_has_its_place() -> None:
     import verifidx as vx
-    from verifidx.errors import UnsupportedError
-    from verifidx.tiling import coalescing
+    from verifidx.analysis.tiling import coalescing
+    from verifidx.core.errors import UnsupportedError
 
     # read without the shape check, the transpose's map is undefined
     module = vx.parse_hlo(MALFORMED_OUTSIDE_THE_FUSION.replace(
@@ -468,7 +468,7 @@ def test_variadic_reduce_root_tiles_cover_what_every_output_reads(
 
 
 def _evaluate(offsets: str, pid: int) -> tuple[int, ...]:
-    from verifidx.syntax import parse_map
+    from verifidx.core.syntax import parse_map
     return tuple(parse_map(offsets).evaluate([pid]))
 
 
@@ -584,8 +584,8 @@ def test_a_root_without_elements_still_checks_the_number_of_tile_sizes(
 
 
 def test_a_root_without_elements_through_the_api() -> None:
+    from verifidx.analysis.tiling.propagation import propagate
     from verifidx.hlo import parse_hlo
-    from verifidx.tiling.propagation import propagate
 
     module = parse_hlo(EMPTY_ROOT)
     for sizes in ([], [1, 1]):

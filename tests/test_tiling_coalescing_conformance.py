@@ -12,12 +12,12 @@ import pytest
 from tiling_conformance import load, record
 
 import verifidx as vx
-from verifidx.tiling.coalescing import (
+from verifidx.analysis.tiling.coalescing import (
     bandwidth_utilization,
     fusion_coalescing,
     read_coalesced_heuristic,
 )
-from verifidx.tiling.propagation import propagate
+from verifidx.analysis.tiling.propagation import propagate
 
 CORPUS = "coalescing_analysis.json"
 CASES = load(CORPUS)

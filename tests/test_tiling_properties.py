@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import verifidx as vx
-from verifidx.tiling import NoTile, SymbolicTile, symbolic_tile
-from verifidx.tiling.proof import prove_exact, prove_sound, read_set
-from verifidx.tiling.propagation import TilingError, analyze, propagate
-from verifidx.tiling.symbolic_tile import tile_from_text
+from verifidx.analysis.tiling import NoTile, SymbolicTile, symbolic_tile
+from verifidx.analysis.tiling.proof import prove_exact, prove_sound, read_set
+from verifidx.analysis.tiling.propagation import TilingError, analyze, propagate
+from verifidx.analysis.tiling.symbolic_tile import tile_from_text
 
 EXAMPLES = 300 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
 MAX_DIM = 4

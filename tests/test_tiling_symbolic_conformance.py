@@ -11,10 +11,10 @@ import pytest
 from tiling_conformance import load, record, same_text
 
 import verifidx as vx
-from verifidx.computation_maps import output_to_input
-from verifidx.tiling import NoTile, SymbolicTile, symbolic_tile
-from verifidx.tiling.proof import equivalent, prove_sound
-from verifidx.tiling.symbolic_tile import tile_from_text
+from verifidx.analysis.computation_maps import output_to_input
+from verifidx.analysis.tiling import NoTile, SymbolicTile, symbolic_tile
+from verifidx.analysis.tiling.proof import equivalent, prove_sound
+from verifidx.analysis.tiling.symbolic_tile import tile_from_text
 
 CORPUS = "symbolic_tile_floordiv.json"
 CASES = load(CORPUS)

@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 import verifidx as vx
-from verifidx.expr import Const, Dim, add
-from verifidx.tiling import NoTile, SymbolicTile, symbolic_tile
-from verifidx.tiling.constraints import ConstraintExpression as CE
-from verifidx.tiling.proof import equivalent, prove_exact, prove_sound
-from verifidx.tiling.symbolic_tile import parse_constraints, tile_from_text
+from verifidx.analysis.tiling import NoTile, SymbolicTile, symbolic_tile
+from verifidx.analysis.tiling.constraints import ConstraintExpression as CE
+from verifidx.analysis.tiling.proof import equivalent, prove_exact, prove_sound
+from verifidx.analysis.tiling.symbolic_tile import parse_constraints, tile_from_text
+from verifidx.core.expr import Const, Dim, add
 
 D0, D1 = Dim(0), Dim(1)
 

@@ -16,9 +16,9 @@ pytest.importorskip("sympy")
 from inductor_oracle import evaluate  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
-from verifidx.errors import ParseError  # noqa: E402
-from verifidx.sympy_bridge import parse_text  # noqa: E402
-from verifidx.validation import validate_record  # noqa: E402
+from verifidx.clients.sympy_bridge import parse_text  # noqa: E402
+from verifidx.clients.validation import validate_record  # noqa: E402
+from verifidx.core.errors import ParseError  # noqa: E402
 
 RIGHT = [
     ("ModularIndexing(x0, 1, 16) + 16*(x0//16)", {"x0": "64"}, "x0"),

@@ -20,10 +20,10 @@ pytest.importorskip("sympy")
 from inductor_oracle import evaluate  # noqa: E402
 
 from verifidx.cli import main  # noqa: E402
-from verifidx.errors import UnsupportedError  # noqa: E402
-from verifidx.indexing_map import SIZE_MAX  # noqa: E402
-from verifidx.sympy_bridge import from_sympy, parse_text  # noqa: E402
-from verifidx.validation import validate_record  # noqa: E402
+from verifidx.clients.sympy_bridge import from_sympy, parse_text  # noqa: E402
+from verifidx.clients.validation import validate_record  # noqa: E402
+from verifidx.core.errors import UnsupportedError  # noqa: E402
+from verifidx.core.indexing_map import SIZE_MAX  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "data" / "inductor" / "dynamic_roll_scale.jsonl"

@@ -1,4 +1,4 @@
-"""`while` loops (`verifidx.hlo.ops.loops`, `verifidx.loop_maps`) on scan and fori programs
+"""`while` loops (`verifidx.hlo.ops.loops`, `verifidx.analysis.loop_maps`) on scan and fori programs
 exported from JAX at test time.
 
 Three checks, each independent of the code under test:
@@ -25,7 +25,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 lax = jax.lax
 
-from verifidx.computation_maps import (  # noqa: E402
+from verifidx.analysis.computation_maps import (  # noqa: E402
     computation_indexing,
     input_to_output,
     output_to_input,

@@ -1,4 +1,4 @@
-"""`verifidx.work` and `verifidx indexing --batch`: the same answers, byte for byte, in this
+"""`verifidx.core.work` and `verifidx indexing --batch`: the same answers, byte for byte, in this
 process and on a two-worker Dask cluster (processes), whatever order the items finish in; a
 worker that dies mid-item costs a retry, not a result; an item that fails on every try comes
 back as unknown; resumption; progress on a terminal only."""
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from verifidx.batch import index_item
 from verifidx.cli import main
-from verifidx.work import INSTALL_HINT, Engine, Progress, engine_for, run, show_progress
+from verifidx.cli.batch import index_item
+from verifidx.core.work import INSTALL_HINT, Engine, Progress, engine_for, run, show_progress
 
 distributed = pytest.importorskip("distributed")
 
@@ -121,7 +121,7 @@ def test_an_item_that_fails_every_try_is_unknown_with_the_reason(scheduler: str,
 
 
 def test_batch_records_are_the_same_on_the_cluster(scheduler: str) -> None:
-    from verifidx.batch import file_key, options_of
+    from verifidx.cli.batch import file_key, options_of
 
     options = options_of(merges=True)
     items = [json.dumps({"file": p.name, "key": file_key(p.read_bytes(), options),

@@ -1,5 +1,5 @@
 """Substitution generation, substitution re-checks and `tile --batch` as work items
-(`verifidx.work`): the same kept substitutions, check verdicts and records, byte for byte, in
+(`verifidx.core.work`): the same kept substitutions, check verdicts and records, byte for byte, in
 this process and on a two-worker Dask cluster (processes); a group or re-check that fails on
 every try is unknown, never proven; progress on a terminal only, per-item lines as they
 complete."""
@@ -15,11 +15,11 @@ import pytest
 from test_subst_gate import SMALL, WRONG_ENUM, WRONG_Z3, _forge, _setup
 from test_work import _batch_stderr
 
+from verifidx.analysis.subst.generate import Generated, generate
+from verifidx.analysis.subst.parser import parse_substitutions
+from verifidx.analysis.subst.prove import PROVED, prove
 from verifidx.cli import main
-from verifidx.subst.generate import Generated, generate
-from verifidx.subst.parser import parse_substitutions
-from verifidx.subst.prove import PROVED, prove
-from verifidx.work import Engine
+from verifidx.core.work import Engine
 
 distributed = pytest.importorskip("distributed")
 
@@ -54,10 +54,10 @@ def _comparable(g: Generated) -> dict[str, object]:
 
 
 def test_every_enumerated_graph_travels_as_its_text() -> None:
-    from verifidx.errors import ParseError
-    from verifidx.subst.enumeration import enumerate_graphs
-    from verifidx.subst.generate import SUPPORTED
-    from verifidx.subst.parser import parse_graph
+    from verifidx.analysis.subst.enumeration import enumerate_graphs
+    from verifidx.analysis.subst.generate import SUPPORTED
+    from verifidx.analysis.subst.parser import parse_graph
+    from verifidx.core.errors import ParseError
 
     graphs = enumerate_graphs(SUPPORTED, 2, 2)
     assert len(graphs) > 100
@@ -84,7 +84,7 @@ def test_generation_keeps_the_same_substitutions_on_the_cluster(scheduler: str) 
 
 def test_a_group_that_fails_every_try_is_unknown_and_keeps_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import verifidx.subst.generalize as generalize
+    import verifidx.analysis.subst.generalize as generalize
 
     def broken(*args: object, **kw: object) -> object:
         raise MemoryError("the worker ran out of memory")
@@ -148,7 +148,7 @@ def test_substitution_rechecks_answer_the_same_on_the_cluster(
 def test_check_with_workers_starts_one_cluster_for_rules_and_substitutions(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import verifidx.work as work
+    import verifidx.core.work as work
 
     path, _cert = _setup(tmp_path, SMALL)
     (path.parent / "m.rules").write_text("rule add_zero: x + 0 => x\n")
@@ -185,8 +185,8 @@ def test_a_forged_certificate_is_refuted_on_the_cluster(
 
 def test_a_recheck_that_fails_every_try_is_unknown(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import verifidx.subst.certificates as certificates
-    from verifidx.work import Progress
+    import verifidx.analysis.subst.certificates as certificates
+    from verifidx.core.work import Progress
 
     path, cert = _setup(tmp_path, SMALL)
     subs = parse_substitutions(path.read_text(), str(path))

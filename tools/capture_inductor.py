@@ -121,7 +121,7 @@ def capture(model: Any, inputs: tuple[Any, ...], dynamic: bool = False
     """The records of one torch.compile of `model` on `inputs` (run once)."""
     import torch
 
-    from verifidx import inductor
+    from verifidx.clients import inductor
 
     records: list[dict[str, Any]] = []
     torch._dynamo.reset()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import fuzz_oracle as oracle
 
 import verifidx as vx
-from verifidx.expr import MAX_DEPTH
+from verifidx.core.expr import MAX_DEPTH
 
 #: Enumeration limit for one map's box (the oracle is exact up to here).
 BOX_LIMIT = 6_000

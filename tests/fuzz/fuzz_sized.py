@@ -28,7 +28,7 @@ import fuzz_cases
 import fuzz_oracle as oracle
 
 import verifidx as vx
-from verifidx.expr import MAX_DEPTH
+from verifidx.core.expr import MAX_DEPTH
 
 #: Points of one map's box (each assignment of the sizes enumerates it once).
 BOX_LIMIT = 600

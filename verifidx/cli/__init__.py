@@ -19,9 +19,9 @@ from importlib import import_module
 from types import ModuleType
 from typing import TextIO
 
-from ..errors import VerifidxError
-from ..native import build
-from ..version import __version__
+from ..core.errors import VerifidxError
+from ..core.native import build
+from ..core.version import __version__
 from .common import EXIT_ERROR, EXIT_INTERNAL, Parser
 
 COMMANDS: dict[str, str] = {

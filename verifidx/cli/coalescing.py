@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..batch import coalescing_options
-from ..tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
+from ..analysis.tiling.coalescing import TRANSACTION_BYTES, WARP_SIZE, coalescing, loop_thread_order
+from .batch import coalescing_options
 from .common import (
     Subparsers,
     UsageError,

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..batch import expand, file_key, index_item, read_records, summarize, unknown_record
-from ..errors import ParseError, VerifidxError, decode_text
+from ..core.errors import ParseError, VerifidxError, decode_text
+from ..core.indexing_map import IndexingMap
+from ..core.syntax import parse_affine_map, parse_map
+from ..core.work import Engine, Progress, engine_for, run, show_progress
 from ..hlo.module import HloModule
 from ..hlo.parser import parse_hlo
-from ..indexing_map import IndexingMap
-from ..syntax import parse_affine_map, parse_map
-from ..work import Engine, Progress, engine_for, run, show_progress
+from .batch import expand, file_key, index_item, read_records, summarize, unknown_record
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check, proof or comparison failed
@@ -124,7 +124,7 @@ def ints(text: str, what: str) -> list[int]:
 
 
 class Verdict(Protocol):
-    """What `verdict_json` reads of a `verifidx.smt.Verdict` (named here so that the commands
+    """What `verdict_json` reads of a `verifidx.solve.smt.Verdict` (named here so that the commands
     that never ask the solver do not load it)."""
 
     holds: bool | None
@@ -184,7 +184,7 @@ def read_hlo(text: str, source: str, allow_unknown_opcodes: bool = False) -> Hlo
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
-    """Where independent work items run (`verifidx.work`): in this process by default."""
+    """Where independent work items run (`verifidx.core.work`): in this process by default."""
     p.add_argument("--workers", type=int, metavar="N",
                    help="run the work items on a local Dask cluster of N worker processes "
                         "(needs verifidx[distributed])")
@@ -208,7 +208,7 @@ def add_batch_flags(p: argparse.ArgumentParser) -> None:
     add_engine_flags(p)
 
 
-# -- --batch: many files, one record each (verifidx.batch) --------------------------------
+# -- --batch: many files, one record each (verifidx.cli.batch) --------------------------------
 
 
 def run_batch(args: argparse.Namespace, paths: list[str], options: dict[str, object]) -> int:

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from ..fusion import to_dot
+from ..analysis.fusion import to_dot
 from ..stablehlo import parse_module
 from .common import Subparsers, UsageError, add_command, add_opcode_option, read_text
 

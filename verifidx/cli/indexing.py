@@ -2,7 +2,7 @@
 
 Without `--instruction`, every computation that is the entry, a fusion body or a `call` target
 is reported with its root-to-parameter maps (`--direction out2in`, the default) or
-parameter-to-root maps (`in2out`), composed along the graph (`verifidx.computation_maps`).
+parameter-to-root maps (`in2out`), composed along the graph (`verifidx.analysis.computation_maps`).
 With `--instruction NAME`, the per-op maps of that instruction are printed in XLA's
 `operand id = N ...` layout, for every output (out2in) or every operand (in2out).
 
@@ -19,21 +19,21 @@ import re
 import sys
 from typing import Any
 
-from ..batch import computation_json as _computation_json
-from ..batch import operand_json as _operand_json
-from ..batch import (
-    options_of,
-)
-from ..computation_maps import (
+from ..analysis.computation_maps import (
     ComputationIndexing,
     computation_indexing,
     reported_computations,
     set_proven_dedup,
 )
+from ..core.work import Progress, show_progress
 from ..hlo.indexing import HloInstructionIndexing, input_to_output, output_to_input
 from ..hlo.module import HloComputation, HloInstruction, HloModule
 from ..stablehlo import is_mlir_text, parse_module, parse_stablehlo
-from ..work import Progress, show_progress
+from .batch import computation_json as _computation_json
+from .batch import operand_json as _operand_json
+from .batch import (
+    options_of,
+)
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -209,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
     """`--refine`: the refined program's maps, and the proof that the parametric maps at the
     refined sizes equal them (exit 1 with the counterexample when refuted, 3 when unknown)."""
-    from ..refinement import compare
+    from ..analysis.refinement import compare
     from ..stablehlo.refine import argument_sizes, refine, split_types
 
     if args.instruction or args.direction != "out2in" or args.computation:

@@ -18,7 +18,7 @@ import argparse
 import json
 from typing import Any
 
-from ..layout import (
+from ..hlo.layout import (
     TiledShape,
     bitcast_map,
     layouts_equivalent,
@@ -27,7 +27,7 @@ from ..layout import (
     prove_in_bounds,
     prove_injective,
 )
-from ..smt import Verdict
+from ..solve.smt import Verdict
 from .common import Subparsers, UsageError, add_command, verdict_json, verdicts_exit
 
 GRID_LIMIT = 64  # rows and columns of the offset grid

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..syntax import print_affine_map, print_map, print_point
+from ..core.syntax import print_affine_map, print_map, print_point
 from .common import (
     Parser,
     Subparsers,
@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         inside = m.constraints_satisfied(dims, syms, sizes) and all(
             x in info.bounds for x, info in zip([*dims, *syms], m.all_vars)) and all(
             sizes[z.name] in z.bounds for z in m.sizes)
-        from ..syntax import print_expr, variable_names
+        from ..core.syntax import print_expr, variable_names
 
         names = variable_names(m)
         point = {names[v]: x for v, x in zip(m.variables, [*dims, *syms])}
@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
             for i, (e, v) in enumerate(zip(m.results, values)):
                 print(f"  result {i}: {print_expr(e, names)} = {v}")
         return 0
-    from .. import smt  # only the questions for the solver load it
+    from ..solve import smt  # only the questions for the solver load it
 
     if args.action == "equal":
         verdict = smt.equal(load_map(args.first), load_map(args.second), args.timeout_ms)
@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compose(args: argparse.Namespace) -> int:
-    from ..indexing_map import compose
+    from ..core.indexing_map import compose
 
     first, second = load_map(args.first), load_map(args.second)
     try:

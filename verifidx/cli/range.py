@@ -19,8 +19,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # the solver loads only when the command runs
-    from ..interval import Interval
-    from ..ranges import Extreme, Fit
+    from ..analysis.ranges import Extreme, Fit
+    from ..core.interval import Interval
 
 
 def register(sub: Subparsers) -> None:
@@ -38,12 +38,12 @@ def register(sub: Subparsers) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..ranges import fits
+    from ..analysis.ranges import fits
 
     m = load_map(args.map)
     layout = None
     if args.layout is not None:
-        from ..layout import parse_shape
+        from ..hlo.layout import parse_shape
 
         layout = parse_shape(args.layout, "--layout")
     try:
@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _intervals(text: str) -> dict[str, Interval]:
     """`--sizes N=1:4096,M=2:8` as intervals by name."""
-    from ..interval import Interval
+    from ..core.interval import Interval
 
     out: dict[str, Interval] = {}
     for item in filter(None, (x.strip() for x in text.split(","))):
@@ -110,7 +110,7 @@ def _document(answer: Fit) -> dict[str, object]:
 
 def _result_text(answer: Fit, i: int) -> str:
     """The checked result's expression, with the map's variable names."""
-    from ..syntax import print_expr, variable_names
+    from ..core.syntax import print_expr, variable_names
 
     assert answer.checked is not None
     return print_expr(answer.checked.results[i], variable_names(answer.checked))

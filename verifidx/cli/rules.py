@@ -15,6 +15,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..core.syntax import print_point
+from ..core.work import echo, shared, show_progress
 from ..rules.model import Rule
 from ..rules.parser import default_rule_dir, parse_rule
 from ..rules.proof_cache import ProofCache
@@ -28,8 +30,6 @@ from ..rules.store import (
     summary,
 )
 from ..rules.suggest import suggest
-from ..syntax import print_point
-from ..work import echo, shared, show_progress
 from .common import (
     EXIT_FAILED,
     EXIT_OK,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..simplifier import SimplifyResult, Step, simplify
-from ..syntax import print_map
+from ..core.syntax import print_map
+from ..simplifier.engine import SimplifyResult, Step, simplify
 from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, load_map
 
 

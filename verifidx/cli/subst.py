@@ -16,10 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..rules.parser import default_rule_dir
-from ..subst.certificates import gate_results, prove_files
-from ..subst.generalize import GROUP_PROOFS
-from ..subst.prove import (
+from ..analysis.subst.certificates import gate_results, prove_files
+from ..analysis.subst.generalize import GROUP_PROOFS
+from ..analysis.subst.prove import (
     DEFAULT_BOUND,
     DEFAULT_BOUNDED_RLIMIT,
     DEFAULT_ENUM_BOUND,
@@ -27,7 +26,8 @@ from ..subst.prove import (
     DEFAULT_RLIMIT,
     PROVED,
 )
-from ..work import Engine, show_progress
+from ..core.work import Engine, show_progress
+from ..rules.parser import default_rule_dir
 from . import rules as rules_cli
 from .common import (
     Parser,
@@ -113,7 +113,7 @@ def _run_subst(args: argparse.Namespace) -> int:
             ok = sum(r.verdict == PROVED for r in results)
             print(f"{len(results)} substitutions: {ok} proved, {len(results) - ok} not")
         return 0 if all(r.verdict == PROVED for r in results) else 1
-    from ..subst.generate import DEFAULT_OPS, generate, report
+    from ..analysis.subst.generate import DEFAULT_OPS, generate, report
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else \
         list(DEFAULT_OPS)
@@ -151,7 +151,7 @@ def _configure_optimize(p: argparse.ArgumentParser) -> None:
 
 
 def _run_optimize(args: argparse.Namespace) -> int:
-    from ..subst.apply import optimize
+    from ..analysis.subst.apply import optimize
 
     text, source = read_text(args.file, "HLO module")
     result = optimize(text, source, _default_paths(args.rules or []),

@@ -18,12 +18,12 @@ import argparse
 import json
 from typing import Any
 
-from ..batch import tile_options
-from ..syntax import parse_map
-from ..tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
-from ..tiling.propagation import SymbolicTiling, analyze, propagate
-from ..tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
-from ..work import show_progress
+from ..analysis.tiling.proof import UNKNOWN, TileProof, prove_exact, prove_sound
+from ..analysis.tiling.propagation import SymbolicTiling, analyze, propagate
+from ..analysis.tiling.symbolic_tile import NoTile, SymbolicTile, symbolic_tile
+from ..core.syntax import parse_map
+from ..core.work import show_progress
+from .batch import tile_options
 from .common import (
     EXIT_FAILED,
     Subparsers,

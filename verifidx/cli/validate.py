@@ -15,8 +15,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from ..syntax import print_point, print_values
-from ..validation import (
+from ..clients.validation import (
     ERROR,
     PROVED,
     REFUTED,
@@ -25,6 +24,7 @@ from ..validation import (
     Validation,
     validate_record,
 )
+from ..core.syntax import print_point, print_values
 from .common import (
     EXIT_ERROR,
     EXIT_FAILED,

@@ -8,7 +8,7 @@ polynomial in size variables (`SizeVar`: a dimension of a function argument, or 
 a program computes) and derived sizes (`Quotient`: `floor(P / k)` or `P mod k` of such a
 polynomial by a constant) with integer coefficients; each size variable has its interval.
 
-In a map a size variable is a size (`verifidx.expr.Size`, docs/semantics.md, Sizes) named
+In a map a size variable is a size (`verifidx.core.expr.Size`, docs/semantics.md, Sizes) named
 after its key, with its interval and its provenance: universally quantified, so a claim about
 the map holds for every size in the interval, and the same name in two maps is the same
 size, which composition keeps as one. Maps of such instructions are the maps the per-op table
@@ -31,13 +31,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from verifidx.expr import Const, Dim, Expr, Size, add, floordiv, is_size_name, mod, mul, neg
+from verifidx.core.expr import Const, Dim, Expr, Size, add, floordiv, is_size_name, mod, mul, neg
+from verifidx.core.indexing_map import IndexingMap, merge_sizes
+from verifidx.core.indexing_map import SizeVar as MapSize
+from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.module import HloInstruction
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap, merge_sizes
-from verifidx.indexing_map import SizeVar as MapSize
-from verifidx.interval import Interval, range_of
 
 if TYPE_CHECKING:
     from verifidx.hlo.ops.common import OpContext
@@ -79,7 +79,7 @@ class SizeVar:
     largest value it can take and `least` the smallest (StableHLO's `?`: 1; XLA's bounded
     `<=N`, which may be empty at run time: 0).
 
-    In maps it is the size `name` (`verifidx.expr.Size`, docs/semantics.md, Sizes) with the
+    In maps it is the size `name` (`verifidx.core.expr.Size`, docs/semantics.md, Sizes) with the
     interval `[least, bound]`. A size of a map is positive, so one that may be 0 is the size
     `name` minus 1, `name` in `[1, bound + 1]` (its name is that of `key + "+1"`)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from verifidx.expr import Const, Dim, Expr, RtVar, Symbol, add, mul, neg
+from verifidx.core.expr import Const, Dim, Expr, RtVar, Symbol, add, mul, neg
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction
 

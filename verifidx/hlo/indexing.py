@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verifidx.errors import EvaluationError, UnsupportedError
+from verifidx.core.errors import EvaluationError, UnsupportedError
 from verifidx.hlo.dynamic_dims import restrict_to_sizes as restrict
+from verifidx.hlo.layout import physical_mode_map
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.called import called_i2o, called_o2i, register_called_computations
 from verifidx.hlo.ops.collectives import all_gather_i2o, all_gather_o2i
@@ -108,7 +109,6 @@ from verifidx.hlo.ops.reductions import (
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
 from verifidx.hlo.sized_ops import sized_maps
-from verifidx.layout import physical_mode_map
 
 __all__ = [
     "CUSTOM_CALLS",
@@ -211,7 +211,8 @@ OP_TABLE: dict[str, OpRule] = {
 """Opcode -> how to index it. Anything not listed (triangular-solve, cholesky,
 all-to-all, reduce-scatter, send/recv, async ops, ...) has unknown indexing for every operand; a
 custom-call is indexed by its target (`CUSTOM_CALLS`); so has `while` as one op (its state is one
-tuple): `verifidx.computation_maps` gives its maps leaf by leaf (`verifidx.loop_maps`)."""
+tuple): `verifidx.analysis.computation_maps` gives its maps leaf by leaf
+(`verifidx.analysis.loop_maps`)."""
 
 CUSTOM_CALLS: dict[str, OpRule] = {
     "TopK": OpRule(topk_custom_call_o2i, topk_custom_call_i2o, "as the topk op, rank <= 2"),
@@ -336,7 +337,7 @@ def _run(ctx: OpContext, builder: Builder | None, index: int, count: int, what: 
 def _physical(indexing: HloInstructionIndexing, ctx: OpContext, index: int
               ) -> HloInstructionIndexing:
     """XLA's `use_physical_layout`: maps between physical (layout-ordered) indices, as
-    `verifidx.layout.physical_mode_map` defines them (tiles ignored, as XLA does)."""
+    `verifidx.hlo.layout.physical_mode_map` defines them (tiles ignored, as XLA does)."""
     out_shape = ctx.out_leaves
     groups: list[tuple[OperandIndexing, ...]] = []
     for i, group in enumerate(indexing.maps):

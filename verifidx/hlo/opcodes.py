@@ -9,7 +9,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 if TYPE_CHECKING:
     from .module import HloModule

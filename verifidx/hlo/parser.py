@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import NoReturn
 
-from verifidx.errors import ParseError
+from verifidx.core.errors import ParseError
 from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
 from verifidx.hlo.module import (
     AttributeValue,

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from verifidx.expr import Const, Expr, RtVar, Variable, maximum, minimum
+from verifidx.core.expr import Const, Expr, RtVar, Variable, maximum, minimum
+from verifidx.core.indexing_map import IndexingMap, compose
+from verifidx.core.interval import Interval, range_of
+from verifidx.core.syntax import print_map
 from verifidx.hlo.module import HloInstruction
-from verifidx.indexing_map import IndexingMap, compose
-from verifidx.interval import Interval, range_of
-from verifidx.syntax import print_map
 
 
 @dataclass(frozen=True)

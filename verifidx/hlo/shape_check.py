@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from verifidx.errors import ParseError
+from verifidx.core.errors import ParseError
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.shape import Shape

@@ -31,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
-from verifidx.errors import DivisorError
-from verifidx.expr import Const, Dim, Expr, RtVar, Size, add, floordiv, mod, mul, neg
+from verifidx.core.errors import DivisorError
+from verifidx.core.expr import Const, Dim, Expr, RtVar, Size, add, floordiv, mod, mul, neg
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.core.interval import range_of
 from verifidx.hlo.dynamic_dims import SymSize, declare, leaf_sizes, restrict
 from verifidx.hlo.index_values import value_at
 from verifidx.hlo.ops.common import Malformed
@@ -40,8 +42,6 @@ from verifidx.hlo.ops.dynamic import dus_i2o, dus_o2i, dynamic_slice_i2o, dynami
 from verifidx.hlo.ops.gather_scatter import gather_i2o, gather_o2i
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap
-from verifidx.interval import range_of
 
 if TYPE_CHECKING:
     from verifidx.hlo.ops.common import OpContext
@@ -203,7 +203,7 @@ def _clamps(ctx: OpContext, m: IndexingMap) -> dict[int, SymSize]:
 def _always_within(m: IndexingMap, value: Expr, hi: SymSize) -> bool:
     """`0 <= value <= hi` at every point of `m` and every size (shown by the solver, loaded
     here: a command that reads static programs does not load Z3)."""
-    from verifidx.smt import is_empty
+    from verifidx.solve.smt import is_empty
 
     above = add(value, neg(hi.expr()))
     outside = [(value, (min(range_of(value, m.bounds).lo, -1), -1)),

@@ -65,7 +65,7 @@ def prove(path_or_rule: str | Path | Rule | Sequence[Rule], config: ProverConfig
 
     if not progress:
         return prove_rules(rules, config, jobs)
-    from ..work import Progress
+    from ..core.work import Progress
 
     results: list[ProofResult] = []
     with Progress(len(rules), "prove", True) as bar:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .. import laws
-from ..errors import VerifidxError
+from ..core import laws
+from ..core.errors import VerifidxError
 from .model import Rule
 from .parser import load_rule_base
 from .store import gate_failure, load_files, result_from_entry, staleness
@@ -97,12 +97,12 @@ def _with_strength(rule: Rule, strength: object) -> Rule:
     return replace(rule, max_constant=int(m.group(1))) if m else rule
 
 
-#: Rule files that state the laws of `verifidx.laws`.
+#: Rule files that state the laws of `verifidx.core.laws`.
 LAW_FILES = ("canonical.rules", "mul.rules")
 
 
 def gate_laws(rule_dir: str | Path | None = None, proofs: str | Path | None = None) -> set[str]:
-    """Switch on exactly the laws of `verifidx.laws` whose certificate is current and says
+    """Switch on exactly the laws of `verifidx.core.laws` whose certificate is current and says
     proved for all constants; warn (UnprovenLawWarning) about every other one, which then never
     applies. Returns the laws switched on. Run when the package is imported."""
     laws.set_enabled(())  # nothing applies while this is being decided

@@ -16,8 +16,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Final, cast
 
-from ..errors import EvaluationError
-from ..expr import (
+from ..core.errors import EvaluationError
+from ..core.expr import (
     Add,
     Binary,
     CeilDiv,

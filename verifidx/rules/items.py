@@ -1,4 +1,4 @@
-"""Proofs and re-checks as work items (`verifidx.work`): text in, text out.
+"""Proofs and re-checks as work items (`verifidx.core.work`): text in, text out.
 
 A rule travels as its text with its file and line (the parser rebuilds the same `Rule`, and Z3
 objects are built inside the worker from it); the answer is the `ProofResult` as JSON, whose
@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 
-from ..work import Engine, Progress, run
+from ..core.work import Engine, Progress, run
 from .model import Rule
 from .parser import parse_rule
 from .results import UNKNOWN, ProofResult, ProverConfig

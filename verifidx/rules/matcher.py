@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from math import gcd
 from typing import Final
 
-from .. import laws
-from ..canonical import canon, from_linear, linear_form, order_key
-from ..expr import (
+from ..core import laws
+from ..core.canonical import canon, from_linear, linear_form, order_key
+from ..core.expr import (
     Add,
     Binary,
     CeilDiv,
@@ -38,7 +38,7 @@ from ..expr import (
     mul,
     register_cache,
 )
-from ..interval import Interval, scaled_sum_range
+from ..core.interval import Interval, scaled_sum_range
 from .model import ConstVar, TermVar
 
 Bindings = dict[Expr, Expr]

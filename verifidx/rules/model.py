@@ -1,7 +1,7 @@
 """The rule model shared by the rule parser, the prover and the simplifier's matcher.
 
-Patterns are ordinary expressions (`verifidx.expr`) with three extra leaf/node kinds, so that the
-printer, the evaluator and the Z3 encoder of the map layer serve rules too:
+Patterns are ordinary expressions (`verifidx.core.expr`) with three extra leaf/node kinds, so that
+the printer, the evaluator and the Z3 encoder of the map layer serve rules too:
 
 - `TermVar("x")`   matches any expression (any lower-case identifier that is not a constant);
 - `ConstVar("c0")` matches a constant node only (`c` followed by digits);
@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Final
 
-from ..errors import EvaluationError
-from ..expr import Expr
+from ..core.errors import EvaluationError
+from ..core.expr import Expr
 
 #: Functions allowed in conditions and in constant computations on right-hand sides.
 FUNCTIONS: Final[dict[str, int]] = {"gcd": 2, "lcm": 2, "abs": 1, "lo": 1, "hi": 1}
@@ -129,7 +129,7 @@ class Call(Expr):
         return (Call, (self.fn, self.args))
 
     def __str__(self) -> str:
-        from ..syntax import print_expr
+        from ..core.syntax import print_expr
 
         return f"{self.fn}({', '.join(print_expr(a) for a in self.args)})"
 
@@ -254,7 +254,7 @@ class Rule:
         return h
 
     def __reduce__(self) -> tuple[object, ...]:
-        # see verifidx.interval.Interval.__reduce__
+        # see verifidx.core.interval.Interval.__reduce__
         return (Rule, tuple([getattr(self, f.name) for f in fields(self) if f.init]))
 
     @property

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import z3
 
-from ..expr import Add, CeilDiv, Const, Expr, FloorDiv, Mod, Mul
-from ..smt_terms import safety_net_ms
+from ..core.expr import Add, CeilDiv, Const, Expr, FloorDiv, Mod, Mul
+from ..solve.smt_terms import safety_net_ms
 from .model import Call, ConstVar, Membership, Rule, TermVar
 
 REDUCING, EXPANSION, VIOLATES = "reducing", "expansion", "violates"

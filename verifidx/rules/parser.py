@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from ..errors import ParseError, decode_text, locate
-from ..expr import Const, Expr, Mul
-from ..syntax import Token, _Parser, tokenize
+from ..core.errors import ParseError, decode_text, locate
+from ..core.expr import Const, Expr, Mul
+from ..core.syntax import Token, _Parser, tokenize
 from .model import (
     FUNCTIONS,
     BoolOp,

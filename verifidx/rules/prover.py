@@ -10,7 +10,7 @@ The verdict is honest about its strength. Strategies run in order, each under a 
 (deterministic: the same answer on every machine and under any load), and only an `unsat` answer
 proves anything:
 
-1. `direct`: the obligation exactly as `verifidx.smt` encodes floordiv and mod;
+1. `direct`: the obligation exactly as `verifidx.solve.smt` encodes floordiv and mod;
 2. `quotients`: the same semantics with a fresh quotient per division (`b*q <= a < b*q + b`),
    simplified by Z3's equation solver; this is what usually closes symbolic moduli;
 3. `sign splits`: cases `c < 0`, `c == 0`, `c > 0` of the constants in non-linear positions;
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 import z3
 
-from ..errors import DivisorError, EvaluationError
-from ..expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
-from ..smt import Encoder
-from ..smt_terms import safety_net_ms
-from ..syntax import print_expr, print_point
+from ..core.errors import DivisorError, EvaluationError
+from ..core.expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
+from ..core.syntax import print_expr, print_point
+from ..solve.smt import Encoder
+from ..solve.smt_terms import safety_net_ms
 from .model import (
     BoolOp,
     Call,

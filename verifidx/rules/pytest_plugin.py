@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 from .model import Rule
 
 pytest_plugins = ("verifidx_pytest",)

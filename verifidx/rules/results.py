@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..expr import CeilDiv, Expr, FloorDiv, Mod, Mul
+from ..core.expr import CeilDiv, Expr, FloorDiv, Mod, Mul
 from .model import Call, ConstVar, Rule, TermVar, rule_exprs
 
 

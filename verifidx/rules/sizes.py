@@ -28,9 +28,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping
 
-from ..canonical import canon, from_linear, linear_form, order_key
-from ..errors import EvaluationError
-from ..expr import (
+from ..core.canonical import canon, from_linear, linear_form, order_key
+from ..core.errors import EvaluationError
+from ..core.expr import (
     Add,
     Binary,
     CeilDiv,
@@ -51,8 +51,8 @@ from ..expr import (
     register_cache,
     summands,
 )
-from ..interval import Interval, range_of
-from ..smt import for_all_sizes
+from ..core.interval import Interval, range_of
+from ..solve.smt import for_all_sizes
 from .model import BoolOp, Call, Compare, Condition, ConstVar, Not, TermVar, Truth
 
 Bindings = dict[Expr, Expr]

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import VerifidxError
-from ..syntax import print_point
-from ..version import __version__
-from ..work import Engine, Progress
+from ..core.errors import VerifidxError
+from ..core.syntax import print_point
+from ..core.version import __version__
+from ..core.work import Engine, Progress
 from .model import Rule
 from .parser import load_rule_file, rule_files
 from .proof_cache import ProofCache, cache_key
@@ -440,7 +440,7 @@ def _run_rechecks(todo: Sequence[tuple[ProofResult, str, int, str]], config: Pro
     is a Dask cluster (a query no worker answered is unknown)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..smt_terms import safety_net_ms  # Z3 loads where a query runs
+    from ..solve.smt_terms import safety_net_ms  # Z3 loads where a query runs
     from .prover import run_query, z3_binary
 
     if not todo:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import z3
 
-from ..smt_terms import RLIMIT_PER_MS, Solver
+from ..solve.smt_terms import RLIMIT_PER_MS, Solver
 from .model import BoolOp, Condition, ConstVar, Rule, TermVar, Truth, side_exprs
 from .parser import parse_condition
 from .prover import PROVED, ProverConfig, _RuleEncoder, prove_rule, rule_leaves

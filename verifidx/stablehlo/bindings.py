@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from verifidx.errors import ParseError, UnsupportedError
+from verifidx.core.errors import ParseError, UnsupportedError
 
 INSTALL_HINT = "install the extra: pip install 'verifidx[stablehlo]'"
 

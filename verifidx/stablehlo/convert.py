@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from verifidx.errors import ParseError
-from verifidx.expr import is_size_name
+from verifidx.core.errors import ParseError
+from verifidx.core.expr import is_size_name
 from verifidx.hlo.dynamic_dims import (
     SIZES_ATTRIBUTE,
     UNBOUNDED_SIZE,

@@ -7,7 +7,7 @@
 bounded types alone; they are dropped in the parsed module, which no longer verifies until the
 passes have refined it, so the verifier runs once, after the passes. `argument_sizes` pairs the
 size variables of the dynamic entry's arguments (and outputs) with the refined sizes and
-`instantiate` puts them into parametric maps; `verifidx.refinement` proves the result equal
+`instantiate` puts them into parametric maps; `verifidx.analysis.refinement` proves the result equal
 to the static maps.
 """
 
@@ -17,11 +17,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from verifidx.errors import ParseError
+from verifidx.core.errors import ParseError
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo.dynamic_dims import SizeVar, SymSize, instantiate_sizes, leaf_sizes
 from verifidx.hlo.module import HloModule
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
 
 _TYPE = re.compile(r"tensor<[^<>]*(?:<[^<>]*>[^<>]*)*>")
 

@@ -3,7 +3,7 @@ result). all-reduce and collective-permute are elementwise on each replica."""
 
 from __future__ import annotations
 
-from verifidx.expr import Dim, Symbol, add, floordiv, mod, mul
+from verifidx.core.expr import Dim, Symbol, add, floordiv, mod, mul
 from verifidx.hlo.ops.common import Maps, OpContext, box, build_map, need, plain
 from verifidx.hlo.runtime import OperandIndexing
 

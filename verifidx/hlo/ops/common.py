@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from verifidx.expr import Dim, Expr, Mul, Symbol, add
+from verifidx.core.expr import Dim, Expr, Mul, Symbol, add
+from verifidx.core.indexing_map import IndexingMap, Var
+from verifidx.core.interval import Interval
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
 
 Maps = list[OperandIndexing]
 """The maps of one operand (o2i) or one output leaf (i2o); an empty list means "not read"."""

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from verifidx.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.core.interval import Interval
 from verifidx.hlo.module import ConvolutionDimLabels, WindowDim
 from verifidx.hlo.ops.common import (
     Maps,
@@ -21,11 +23,9 @@ from verifidx.hlo.ops.common import (
 )
 from verifidx.hlo.ops.reductions import check_window, window_input, window_out_size, window_output
 from verifidx.hlo.runtime import compose_indexing
-from verifidx.indexing_map import IndexingMap
-from verifidx.interval import Interval
 
 if TYPE_CHECKING:
-    from verifidx.expr import Variable
+    from verifidx.core.expr import Variable
 
 
 # -- dot and convolution -----------------------------------------------------------------------

@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from verifidx.errors import UnsupportedError
-from verifidx.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.errors import UnsupportedError
+from verifidx.core.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.hlo.layout import bitcast_map as layout_bitcast_map
 from verifidx.hlo.ops.common import (
     Malformed,
     Maps,
@@ -24,8 +26,6 @@ from verifidx.hlo.ops.common import (
     to_scalar,
 )
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap
-from verifidx.layout import bitcast_map as layout_bitcast_map
 
 # -- tuples ------------------------------------------------------------------------------------
 

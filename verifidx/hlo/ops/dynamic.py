@@ -3,7 +3,8 @@ become runtime variables with their provenance (`verifidx.hlo.runtime`)."""
 
 from __future__ import annotations
 
-from verifidx.expr import Const, Dim, Expr, RtVar, add, neg
+from verifidx.core.expr import Const, Dim, Expr, RtVar, add, neg
+from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo.ops.common import (
     Malformed,
     Maps,
@@ -15,7 +16,6 @@ from verifidx.hlo.ops.common import (
     to_all,
 )
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, fold_known_values
-from verifidx.indexing_map import IndexingMap
 
 # -- dynamic-slice, dynamic-update-slice ------------------------------------------------------
 

@@ -4,7 +4,7 @@ reads every operand element (rng, rng-bit-generator)."""
 
 from __future__ import annotations
 
-from verifidx.expr import Dim, Symbol
+from verifidx.core.expr import Dim, Symbol
 from verifidx.hlo.ops.common import (
     Malformed,
     Maps,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verifidx.expr import Const, Dim, Expr, RtVar, Symbol, add, neg
+from verifidx.core.expr import Const, Dim, Expr, RtVar, Symbol, add, neg
 from verifidx.hlo.ops.common import (
     Maps,
     OpContext,

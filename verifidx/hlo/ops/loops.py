@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verifidx.expr import Const, Expr, RtVar, add, mul
+from verifidx.core.expr import Const, Expr, RtVar, add, mul
+from verifidx.core.indexing_map import IndexingMap, Var
+from verifidx.core.interval import Interval
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
-from verifidx.indexing_map import IndexingMap, Var
-from verifidx.interval import Interval
 
 __all__ = ["LoopAnalysis", "analyse_loop", "is_iteration_of", "iteration_source", "loop_of_body",
            "passed_through", "per_iteration"]

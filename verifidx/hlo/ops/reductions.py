@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from verifidx.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
+from verifidx.core.indexing_map import IndexingMap
+from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.module import HloComputation, WindowDim
 from verifidx.hlo.ops.common import (
     Malformed,
@@ -23,11 +25,9 @@ from verifidx.hlo.ops.common import (
 )
 from verifidx.hlo.ops.data_movement import strided_inverse
 from verifidx.hlo.runtime import OperandIndexing
-from verifidx.indexing_map import IndexingMap
-from verifidx.interval import Interval, range_of
 
 if TYPE_CHECKING:
-    from verifidx.expr import Variable
+    from verifidx.core.expr import Variable
 
 
 # -- reduce, reduce-window, sort ---------------------------------------------------------------
