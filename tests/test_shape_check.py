@@ -125,6 +125,15 @@ ELEMENTWISE_BAD = [
     (["f32[]", "f32[]", "f32[4]"], "f32[] clamp(p0, p1, p2)"),  # ClampMaxMatrix
     (["f32[4]", "f32[5]", "f32[]"], "f32[5] clamp(p0, p1, p2)"),
     (["f32[]", "f32[4]", "f32[]"], "f32[5] clamp(p0, p1, p2)"),
+    # element types (XLA's verifier): one type, or floating point types mixed
+    (["f32[4]", "s32[4]"], "f32[4] add(p0, p1)"),
+    (["s32[4]", "s32[4]"], "f32[4] multiply(p0, p1)"),
+    (["s32[4]", "u32[4]"], "s32[4] maximum(p0, p1)"),
+    (["f32[4]", "s32[4]"], "pred[4] compare(p0, p1), direction=LT"),
+    (["f32[4]", "f32[4]"], "f32[4] compare(p0, p1), direction=LT"),
+    (["s32[4]", "f32[4]", "f32[4]"], "f32[4] select(p0, p1, p2)"),
+    (["pred[4]", "f32[4]", "s32[4]"], "f32[4] select(p0, p1, p2)"),
+    (["s32[]", "f32[4]", "f32[]"], "f32[4] clamp(p0, p1, p2)"),
 ]
 
 ELEMENTWISE_GOOD = [
@@ -138,6 +147,10 @@ ELEMENTWISE_GOOD = [
     (["f32[]", "f32[4]", "f32[4]"], "f32[4] clamp(p0, p1, p2)"),  # ClampMinScalar
     (["f32[4]", "f32[4]", "f32[]"], "f32[4] clamp(p0, p1, p2)"),  # ClampMaxScalar
     (["f32[]", "f32[]", "f32[]"], "f32[] clamp(p0, p1, p2)"),
+    (["f32[4]", "bf16[4]"], "f32[4] add(p0, p1)"),  # mixed precision (allow_mixed_precision)
+    (["s32[4]", "s32[4]"], "s32[4] shift-left(p0, p1)"),
+    (["f32[4]"], "f32[4] acos(p0)"),
+    (["f32[4]"], "f32[4] sinh(p0)"),
 ]
 
 _MAP_BODY = ("HloModule m\nf {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from verifidx.core.errors import ParseError
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.elementwise import ELEMENTWISE
-from verifidx.hlo.shape import Shape
+from verifidx.hlo.shape import Shape, is_floating_point
 
 __all__ = ["check_module", "infer_dims"]
 
@@ -140,12 +141,49 @@ def _dynamic_slice(inst: HloInstruction, ops: Sequence[Shape]) -> tuple[int, ...
     return tuple(sizes)
 
 
+_SAME_TYPE: Final = frozenset("""add subtract multiply divide remainder power atan2 maximum
+minimum and or xor shift-left shift-right-arithmetic shift-right-logical clamp""".split())
+"""Ops whose operands and result have one element type (XLA's verifier)."""
+
+
+def _same_type(a: str, b: str) -> bool:
+    """Equal, or both floating point: backends that allow mixed precision (XLA's verifier option
+    `allow_mixed_precision`) admit `add(f32, bf16)`, and the maps do not depend on it."""
+    return a == b or is_floating_point(a) and is_floating_point(b)
+
+
+def _element_types(inst: HloInstruction, ops: Sequence[Shape]) -> None:
+    """`add(f32, s32)` is not HLO: the element types an op's operands and result must share."""
+    if inst.shape.is_tuple or any(op.is_tuple for op in ops):
+        return
+    out = inst.shape.element_type
+    if inst.opcode in _SAME_TYPE:
+        typed = list(enumerate(ops))
+    elif inst.opcode == "select" and len(ops) == 3:
+        _need(ops[0].element_type == "pred",
+              f"the predicate of select (operand 0) is {ops[0].without_layout()}, not pred")
+        typed = [(1, ops[1]), (2, ops[2])]
+    elif inst.opcode == "compare" and len(ops) == 2:
+        _need(out == "pred", f"compare gives pred, not {out}")
+        _need(_same_type(ops[0].element_type, ops[1].element_type),
+              f"compare's operands are {ops[0].without_layout()} and "
+              f"{ops[1].without_layout()}: one element type")
+        return
+    else:
+        return
+    for k, op in typed:
+        _need(_same_type(op.element_type, out),
+              f"operand {k} of {inst.opcode} is {op.without_layout()} and its result {out}: "
+              f"one element type (convert changes types)")
+
+
 def _elementwise(inst: HloInstruction, ops: Sequence[Shape]) -> tuple[int, ...] | None:
     """The dimensions every operand shares (a scalar predicate of select and scalar bounds of
     clamp are read by every element, as XLA's shape inference allows)."""
     if inst.opcode == "collective-permute" and len(ops) != 1:
         return None  # the in-place form: its start indices are operands of their own shapes
     _need(len(ops) >= 1, f"{inst.opcode} takes operands")
+    _element_types(inst, ops)
     if inst.opcode in ("select", "clamp"):  # (pred, on_true, on_false), (min, operand, max)
         _operand_count(inst, 3)
         scalar_ok = (0,) if inst.opcode == "select" else (0, 2)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...core.expr import Const, Dim, Expr, RtVar, Symbol
 from ...core.interval import Interval
+from ...core.syntax import print_values
 from ...solve import smt_terms
 from ...solve.smt import Encoder
 from .constraints import Conjunction, ConstraintExpression
@@ -165,12 +166,14 @@ def _confirm_unsound(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
         return TileProof(REFUTED, dict(cex), message=f"undefined at the witness: {exc}")
     own, expected = tile.evaluate_offsets(rt), tile.offsets_at([0] * len(origin), rt)
     if own != expected:
-        return TileProof(REFUTED, dict(cex), message=f"the tile's offsets {own} are not the "
-                         f"map at the origin {expected}")
+        return TileProof(REFUTED, dict(cex),
+                         message=f"the tile's offsets {print_values(own)} are not the map at "
+                                 f"the origin {print_values(expected)}")
     if tuple(read) in elems:
         return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
     return TileProof(REFUTED, dict(cex),
-                     message=f"tile sizes {sizes} at origin {origin} read {tuple(read)}, which is "
+                     message=f"tile sizes {print_values(sizes)} at origin "
+                             f"{print_values(origin)} read {print_values(read)}, which is "
                              "outside the tile")
 
 
@@ -211,12 +214,14 @@ def _confirm_inexact(tile: SymbolicTile, cex: Mapping[str, int]) -> TileProof:
     elem = tuple(o + sd * cex[f"k{j}"] for j, (o, sd) in enumerate(zip(offs, strides)))
     reads = read_set(tile, sizes, rt)
     if reads is None:
-        return TileProof(REFUTED, dict(cex), message=f"element {elem} is never read (solver; "
-                         "output tile too large to re-check by enumeration)")
+        return TileProof(REFUTED, dict(cex),
+                         message=f"element {print_values(elem)} is never read (solver; "
+                                 "output tile too large to re-check by enumeration)")
     if elem in reads:
         return TileProof(UNKNOWN, dict(cex), message="solver witness failed re-evaluation")
-    return TileProof(REFUTED, dict(cex), message=f"tile sizes {sizes}: element {elem} of the "
-                     "tile is never read")
+    return TileProof(REFUTED, dict(cex),
+                     message=f"tile sizes {print_values(sizes)}: element "
+                             f"{print_values(elem)} of the tile is never read")
 
 
 def read_set(tile: SymbolicTile, sizes: Sequence[int], rt: Sequence[int] = (),
@@ -382,8 +387,9 @@ def _exhaustive(tile: SymbolicTile, exact: bool) -> TileProof | None:
             if missing:
                 what = "read outside the tile" if not exact else "in the tile but never read"
                 return TileProof(REFUTED, {f"t{i}": v for i, v in enumerate(sizes)},
-                                 message=f"tile sizes {list(sizes)} at origin {origin}: "
-                                         f"{sorted(missing)[0]} is {what}")
+                                 message=f"tile sizes {print_values(sizes)} at origin "
+                                         f"{print_values(origin)}: "
+                                         f"{print_values(sorted(missing)[0])} is {what}")
     return TileProof(PROVED, message=f"exhaustive over all {total} tile sizes")
 
 
