@@ -294,6 +294,21 @@ def test_progress_lines_in_a_log_every_few_seconds(monkeypatch: pytest.MonkeyPat
     assert capsys.readouterr().err == ""  # shorter than the interval: nothing to say
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_vx_prove_reports_each_rule_as_it_is_proven(jobs: int, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """`vx.prove(progress=True)` advances once per rule, from inside the proving loop (it
+    advanced once per chunk of 4 * jobs rules)."""
+    import verifidx as vx
+
+    monkeypatch.setenv("VERIFIDX_PROGRESS_SECONDS", "0")
+    results = vx.prove("rule a: x + 0 => x\nrule b: x * 1 => x\nrule c: x - x => 0\n",
+                       jobs=jobs, progress=True)
+    assert [r.verdict for r in results] == ["proved"] * 3
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.rsplit(",", 1)[0] for ln in lines] == [f"prove: {k}/3 items" for k in (1, 2, 3)]
+
+
 # -- proofs and re-checks ----------------------------------------------------------------------
 
 

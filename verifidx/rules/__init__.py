@@ -67,14 +67,8 @@ def prove(path_or_rule: str | Path | Rule | Sequence[Rule], config: ProverConfig
         return prove_rules(rules, config, jobs)
     from ..core.work import Progress
 
-    results: list[ProofResult] = []
     with Progress(len(rules), "prove", True) as bar:
-        chunk = 1 if jobs <= 1 else 4 * jobs  # a pool per chunk: a few rules per worker
-        for start in range(0, len(rules), chunk):
-            part = rules[start:start + chunk]
-            results += prove_rules(part, config, jobs)
-            bar.advance(len(part))
-    return results
+        return prove_rules(rules, config, jobs, bar)
 
 
 __all__ = [

@@ -43,6 +43,7 @@ import z3
 from ..core.errors import DivisorError, EvaluationError
 from ..core.expr import RAW_BINARY, Add, CeilDiv, Const, Expr, FloorDiv, Max, Mod, Mul
 from ..core.syntax import print_expr, print_point
+from ..core.work import Progress
 from ..solve.smt import Encoder
 from ..solve.smt_terms import safety_net_ms
 from .model import (
@@ -930,12 +931,18 @@ def _prove_in_worker(rule: Rule, config: ProverConfig) -> ProofResult:
     return result
 
 
-def prove_rules(rules: Sequence[Rule], config: ProverConfig | None = None, jobs: int = 1
-                ) -> list[ProofResult]:
-    """Prove each rule, in `jobs` worker processes when jobs > 1; results in input order."""
+def prove_rules(rules: Sequence[Rule], config: ProverConfig | None = None, jobs: int = 1,
+                progress: Progress | None = None) -> list[ProofResult]:
+    """Prove each rule, in `jobs` worker processes when jobs > 1; results in input order,
+    `progress` advanced as each is known."""
     config = config or ProverConfig()
+    results: list[ProofResult] = []
     if jobs <= 1 or len(rules) <= 1:
-        return [prove_rule(r, config) for r in rules]
+        for r in rules:
+            results.append(prove_rule(r, config))
+            if progress is not None:
+                progress.advance()
+        return results
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -943,7 +950,10 @@ def prove_rules(rules: Sequence[Rule], config: ProverConfig | None = None, jobs:
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(rules)), mp_context=ctx) as pool:
         futures = [pool.submit(_prove_in_worker, r, config) for r in rules]
-        results = [f.result() for f in futures]
+        for f in futures:
+            results.append(f.result())
+            if progress is not None:
+                progress.advance()
     for r, res in zip(rules, results):
         res.rule = r
     return results
