@@ -32,8 +32,9 @@ clamps it. Verdicts:
 from __future__ import annotations
 
 import itertools
+import operator
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from verifidx.analysis.computation_maps import ComputationWalker, simplify_indexing
@@ -365,8 +366,8 @@ def _conflict_map(q: _Query, problem: _Problem) -> IndexingMap:
         raw = Symbol(len(ranges) + len(raws))
         raws.append(Var(bounds))
         for k in members:
-            b = rts[k].bounds
-            constraints.append((RtVar(k) - maximum(minimum(raw, Const(b.hi)), Const(b.lo)),
+            iv = rts[k].bounds
+            constraints.append((RtVar(k) - maximum(minimum(raw, Const(iv.hi)), Const(iv.lo)),
                                 Interval(0, 0)))
     m = IndexingMap(rm.results, box + box, ranges + tuple(raws), rts)
     return m.add_constraints(constraints)
@@ -450,8 +451,12 @@ def _wrap(value: int, element_type: str) -> int:
     return value
 
 
-_COMPARE = {"LT": int.__lt__, "LE": int.__le__, "GT": int.__gt__, "GE": int.__ge__,
-            "EQ": int.__eq__, "NE": int.__ne__}
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
+    "EQ": operator.eq, "NE": operator.ne}
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "maximum": max,
+    "minimum": min, "and": operator.and_, "or": operator.or_}
 
 
 def scalar_value(comp: HloComputation, inst: HloInstruction, params: Mapping[int, int]
@@ -483,11 +488,8 @@ def scalar_value(comp: HloComputation, inst: HloInstruction, params: Mapping[int
         return a[1] if a[0] else a[2]
     if op == "clamp" and len(a) == 3:
         return min(max(a[1], a[0]), a[2])
-    binary = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
-              "multiply": lambda x, y: x * y, "maximum": max, "minimum": min,
-              "and": lambda x, y: x & y, "or": lambda x, y: x | y}
-    if op in binary and len(a) == 2:
-        return _wrap(binary[op](a[0], a[1]), et)
+    if op in _BINARY and len(a) == 2:
+        return _wrap(_BINARY[op](a[0], a[1]), et)
     if op in ("divide", "remainder") and len(a) == 2 and a[1] != 0:
         q = abs(a[0]) // abs(a[1]) * (1 if (a[0] >= 0) == (a[1] >= 0) else -1)  # truncating
         return _wrap(q if op == "divide" else a[0] - q * a[1], et)
