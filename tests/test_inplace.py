@@ -425,3 +425,30 @@ def test_shifted_slices_under_jit(lo: int, size: int, start: int) -> None:
     found = inplace_hazards(text)
     wrong = not np.array_equal(jitted, eager)
     assert wrong == any(f.status == HAZARD for f in found), (text, jitted, eager)
+
+
+def test_the_same_buffer_passed_twice() -> None:
+    """The caller passes the overwritten value as a second operand too: reads through that
+    parameter read the same buffer."""
+    text = """HloModule twice
+
+%body (p0: s32[4], p1: s32[4]) -> s32[4] {
+  %p0 = s32[4]{0} parameter(0)
+  %p1 = s32[4]{0} parameter(1)
+  %w = s32[3]{0} slice(%p1), slice={[0:3]}
+  %c = s32[] constant(1)
+  ROOT %dus = s32[4]{0} dynamic-update-slice(%p0, %w, %c)
+}
+
+ENTRY %main (x: s32[4]) -> s32[4] {
+  %x = s32[4]{0} parameter(0)
+  %copy = s32[4]{0} copy(%x)
+  ROOT %f = s32[4]{0} fusion(%copy, OTHER), kind=kLoop, calls=%body
+}
+"""
+    [same] = inplace_hazards(text.replace("OTHER", "%copy"))
+    assert same.status == HAZARD and same.hazard is not None
+    assert same.hazard.element == (1,) and same.hazard.written_at == (0,)
+    assert Program((4,), (0,), (3,), start=(1,)).brute_status() == HAZARD
+    [other] = inplace_hazards(text.replace("OTHER", "%x"))
+    assert other.status == SAFE

@@ -223,8 +223,23 @@ def _single_map(maps: Sequence[OperandIndexing]) -> OperandIndexing | None:
     return maps[0]
 
 
-def _dus_problem(module: HloModule, comp: HloComputation, writers: list[_Writer]
-                 ) -> _Problem | str:
+def _buffers(fusion: HloInstruction, comp: HloComputation, writers: list[_Writer]
+             ) -> dict[str, int]:
+    """The parameters that hold an overwritten buffer, by name, with the number of the
+    writer's parameter: the writers' own, and any other parameter the caller passes the same
+    value (XLA gives both the one buffer)."""
+    owner = {fusion.operands[_number(w.parameter)]: _number(w.parameter) for w in writers
+             if _number(w.parameter) < len(fusion.operands)}
+    found = {w.parameter.name: _number(w.parameter) for w in writers}
+    for p in comp.parameters:
+        k = _number(p)
+        if k < len(fusion.operands) and fusion.operands[k] in owner and not p.shape.is_tuple:
+            found.setdefault(p.name, owner[fusion.operands[k]])
+    return found
+
+
+def _dus_problem(module: HloModule, fusion: HloInstruction, comp: HloComputation,
+                 writers: list[_Writer]) -> _Problem | str:
     """The iteration space, writes and reads of the dynamic-update-slice emitter, or why they
     cannot be stated."""
     walker = ComputationWalker(module, comp)
@@ -232,7 +247,7 @@ def _dus_problem(module: HloModule, comp: HloComputation, writers: list[_Writer]
     dims = updates[0].shape.dims
     if any(u.shape.is_dynamic or u.shape.dims != dims for u in updates):
         return "the dynamic-update-slices have different or dynamic update shapes"
-    params = {w.parameter.name: w.parameter for w in writers}
+    params = _buffers(fusion, comp, writers)
     writes: list[_Access] = []
     reads: list[_Access] = []
     for k, (w, update) in enumerate(zip(writers, updates)):
@@ -251,11 +266,11 @@ def _dus_problem(module: HloModule, comp: HloComputation, writers: list[_Writer]
                 return (f"{w.dus.name}: a start index reads the aliased buffer (when the "
                         f"emitter reads it is not modelled)")
         reached = walker.walk_output_to_input(update)
-        for pname, p in params.items():
+        for pname, buffer in params.items():
             for m in reached.get((pname, 0), []):
                 if m.is_undefined:
                     return f"{w.dus.name}: the update reads {pname} through unknown indexing"
-                reads.append(_Access(w.dus.name, k, _number(p), m))
+                reads.append(_Access(w.dus.name, k, buffer, m))
     return _Problem(dims, _layout_order(updates[0].shape), writes, reads)
 
 
@@ -628,7 +643,7 @@ def _analyse(module: HloModule, caller: HloComputation, inst: HloInstruction,
             return InPlaceFusion(caller.name, inst.name, kind, pairs, UNKNOWN,
                                  "not every output is a dynamic-update-slice: the loop emitter "
                                  "that runs it is not modelled", line=inst.line)
-        problem = _dus_problem(module, comp, writers)
+        problem = _dus_problem(module, inst, comp, writers)
     elif aliasing:
         pairs = tuple((o[0] if o else 0, p) for o, p, _ in aliasing)
         kind = "output_to_operand_aliasing"
