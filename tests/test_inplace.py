@@ -193,7 +193,7 @@ def test_shifted_windows_against_the_simulation(program: Program) -> None:
 # -- the compiled programs of issue 36 ---------------------------------------------------------
 
 COMPILED = {"shift_right": HAZARD, "shift_left": ORDERED, "shift_param": HAZARD,
-            "reverse": HAZARD, "rows": SAFE}
+            "reverse": HAZARD, "rows": SAFE, "roll": HAZARD, "dynamic_slice": HAZARD}
 
 
 @pytest.mark.parametrize("name", sorted(COMPILED))
@@ -365,15 +365,23 @@ def test_cli_text_json_and_exit_codes(tmp_path: Path) -> None:
 
 
 def _jax_programs():  # type: ignore[no-untyped-def]
+    """name -> (function, input size, scalar arguments): issue 36's programs and two more
+    miscompiles of the same class (a roll, a dynamic slice, shifted into themselves)."""
+    import jax.numpy as jnp
     from jax import lax
     return {
-        "shift_right": (lambda x: lax.dynamic_update_slice(x, x[:3], (1,)).reshape(4, 1), ()),
-        "shift_left": (lambda x: lax.dynamic_update_slice(x, x[1:], (0,)).reshape(4, 1), ()),
+        "shift_right": (lambda x: lax.dynamic_update_slice(x, x[:3], (1,)).reshape(4, 1), 4, ()),
+        "shift_left": (lambda x: lax.dynamic_update_slice(x, x[1:], (0,)).reshape(4, 1), 4, ()),
         "shift_param": (lambda x, s: lax.dynamic_update_slice(x, x[:3], (s,)).reshape(4, 1),
-                        (1,)),
-        "reverse": (lambda x: lax.dynamic_update_slice(x, x[::-1][:3], (1,)).reshape(4, 1), ()),
+                        4, (1,)),
+        "reverse": (lambda x: lax.dynamic_update_slice(x, x[::-1][:3], (1,)).reshape(4, 1),
+                    4, ()),
         "rows": (lambda x: lax.dynamic_update_slice(
-            x.reshape(2, 2), x.reshape(2, 2)[0:1], (1, 0)).reshape(2, 2, 1), ()),
+            x.reshape(2, 2), x.reshape(2, 2)[0:1], (1, 0)).reshape(2, 2, 1), 4, ()),
+        "roll": (lambda x: lax.dynamic_update_slice(x, jnp.roll(x, 1)[:6], (2,)).reshape(8, 1),
+                 8, ()),
+        "dynamic_slice": (lambda x, s: lax.dynamic_update_slice(
+            x, lax.dynamic_slice(x, (s,), (4,)) * 2, (s + 1,)).reshape(8, 1), 8, (1,)),
     }
 
 
@@ -396,8 +404,8 @@ def test_hazard_iff_jit_is_wrong(name: str) -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     pytest.importorskip("jax")
     import jax.numpy as jnp
-    f, scalars = _jax_programs()[name]
-    x = jnp.arange(4, dtype=jnp.int32) + 10
+    f, size, scalars = _jax_programs()[name]
+    x = jnp.arange(size, dtype=jnp.int32) + 10
     text, jitted, eager = _run_jax(f, x, scalars)
     [found] = inplace_hazards(text)
     assert found.status == COMPILED[name]
@@ -452,3 +460,32 @@ ENTRY %main (x: s32[4]) -> s32[4] {
     assert Program((4,), (0,), (3,), start=(1,)).brute_status() == HAZARD
     [other] = inplace_hazards(text.replace("OTHER", "%x"))
     assert other.status == SAFE
+
+
+def test_loops_and_caches_are_safe() -> None:
+    """In-place updates that XLA compiles right: a scan stacking its outputs (in a loop body), a
+    cache written at a parameter position, a loop writing b[i] from b[i - 1]."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax import lax
+
+    def scan_stack(x):  # type: ignore[no-untyped-def]
+        return lax.scan(lambda c, xi: (c * 0.5 + xi, c * 2), jnp.zeros(8), x)[1]
+
+    def cache(c, new, pos):  # type: ignore[no-untyped-def]
+        return lax.dynamic_update_slice(c, new, (pos, 0))
+
+    def carry(x):  # type: ignore[no-untyped-def]
+        return lax.fori_loop(1, 8, lambda i, b: lax.dynamic_update_slice(
+            b, lax.dynamic_slice(b, (i - 1,), (1,)) + 1, (i,)), x)
+
+    for f, args in [(scan_stack, (jnp.ones((5, 8)),)),
+                    (cache, (jnp.zeros((16, 4)), jnp.ones((2, 4)), jnp.int32(3))),
+                    (carry, (jnp.arange(8.0),))]:
+        compiled = jax.jit(f).lower(*args).compile()
+        found = inplace_hazards(compiled.as_text())
+        assert [x.status for x in found] == [SAFE], [x.to_text() for x in found]
+        jitted = np.asarray(compiled(*args))
+        with jax.disable_jit():
+            assert np.allclose(jitted, np.asarray(f(*args)))
