@@ -489,3 +489,13 @@ def test_loops_and_caches_are_safe() -> None:
         jitted = np.asarray(compiled(*args))
         with jax.disable_jit():
             assert np.allclose(jitted, np.asarray(f(*args)))
+
+
+def test_an_update_from_another_operand_is_safe_without_a_query() -> None:
+    text = Program((4,), (0,), (3,), start=(1,)).hlo().replace(
+        "%window = s32[3]{0} slice(%p0), slice={[0:3]}", "%window = s32[3]{0} parameter(1)"
+    ).replace("(p0: s32[4]{0})", "(p0: s32[4]{0}, u: s32[3]{0})").replace(
+        "%copy = s32[4]{0} copy(%x)", "%copy = s32[4]{0} copy(%x)\n  %u = s32[3]{0} parameter(1)"
+    ).replace("fusion(%copy)", "fusion(%copy, %u)")
+    [f] = inplace_hazards(text)
+    assert (f.status, f.queries) == (SAFE, 0)

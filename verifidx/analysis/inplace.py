@@ -526,8 +526,11 @@ def _scalar_parameters(comp: HloComputation, inst: HloInstruction) -> set[int]:
     return seen
 
 
-#: Candidate values tried for each scalar operand of the fusion, around the sizes involved.
+#: Candidate values tried for each scalar operand of the fusion: the witness's start values and
+#: every integer within the start bounds' reach (plus this margin), at most `_CANDIDATE_REACH`
+#: from zero for one, two or three operands, so the search stays small.
 _CANDIDATE_SPAN = 2
+_CANDIDATE_REACH = (4096, 64, 12)
 
 
 def _operand_values(wanted: Sequence[tuple[HloInstruction, Interval, int]],
@@ -547,7 +550,10 @@ def _operand_values(wanted: Sequence[tuple[HloInstruction, Interval, int]],
         needed |= _scalar_parameters(comp, src)
     spans: list[list[int]] = []
     order = sorted(needed)
-    reach = max([abs(b.lo) + abs(b.hi) for _s, b, _v in wanted] + [1]) + _CANDIDATE_SPAN
+    if len(order) > len(_CANDIDATE_REACH):
+        return "more than three scalar operands feed the starts; the witness is not confirmed"
+    reach = min(max([abs(b.lo) + abs(b.hi) for _s, b, _v in wanted] + [1]) + _CANDIDATE_SPAN,
+                _CANDIDATE_REACH[len(order) - 1] if order else 0)
     for p in order:
         given = caller.instruction(fusion.operands[p]) if p < len(fusion.operands) else None
         if given is not None and given.opcode == "constant" and given.shape.rank == 0 \
@@ -556,8 +562,6 @@ def _operand_values(wanted: Sequence[tuple[HloInstruction, Interval, int]],
         else:
             base = [v for _s, _b, v in wanted]
             spans.append(sorted(set(range(-reach, reach + 1)) | set(base), key=abs))
-    if len(order) > 3:
-        return "more than three scalar operands feed the starts; the witness is not confirmed"
     for values in itertools.product(*spans):
         env = dict(zip(order, values))
         ok = True
