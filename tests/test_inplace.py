@@ -184,7 +184,7 @@ def programs(draw: st.DrawFn) -> Program:
     return Program(dims, lo, size, rev, start)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(programs())
 def test_shifted_windows_against_the_simulation(program: Program) -> None:
     check_verdict(program)
