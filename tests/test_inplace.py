@@ -167,6 +167,8 @@ def check_verdict(p: Program) -> str:
     (Program((4, 3), (1, 0), (3, 3), start=(0, 0)), ORDERED),  # rows shifted up
     (Program((3, 4), (0, 0), (3, 3), start=(0, 1)), HAZARD),  # columns shifted right
     (Program((3, 4), (0, 0), (3, 3), start=(0, 9)), HAZARD),  # start past the end: clamped
+    (Program((3, 3), (0, 1), (2, 2), start=(1, 0)), HAZARD),  # row-major order meets it ...
+    (Program((3, 3), (1, 0), (2, 2), start=(0, 1)), ORDERED),  # ... column-major would here
 ])
 def test_fixed_programs(program: Program, status: str) -> None:
     assert check_verdict(program) == status
@@ -193,7 +195,8 @@ def test_shifted_windows_against_the_simulation(program: Program) -> None:
 # -- the compiled programs of issue 36 ---------------------------------------------------------
 
 COMPILED = {"shift_right": HAZARD, "shift_left": ORDERED, "shift_param": HAZARD,
-            "reverse": HAZARD, "rows": SAFE, "roll": HAZARD, "dynamic_slice": HAZARD}
+            "reverse": HAZARD, "rows": SAFE, "roll": HAZARD, "dynamic_slice": HAZARD,
+            "down_left": HAZARD, "up_right": ORDERED}
 
 
 @pytest.mark.parametrize("name", sorted(COMPILED))
@@ -382,6 +385,11 @@ def _jax_programs():  # type: ignore[no-untyped-def]
                  8, ()),
         "dynamic_slice": (lambda x, s: lax.dynamic_update_slice(
             x, lax.dynamic_slice(x, (s,), (4,)) * 2, (s + 1,)).reshape(8, 1), 8, (1,)),
+        # the loop order: row-major sees the first conflict, column-major would see the second
+        "down_left": (lambda x: lax.dynamic_update_slice(
+            x.reshape(3, 3), x.reshape(3, 3)[0:2, 1:3], (1, 0)).reshape(3, 3, 1), 9, ()),
+        "up_right": (lambda x: lax.dynamic_update_slice(
+            x.reshape(3, 3), x.reshape(3, 3)[1:3, 0:2], (0, 1)).reshape(3, 3, 1), 9, ()),
     }
 
 
