@@ -507,3 +507,23 @@ def test_an_update_from_another_operand_is_safe_without_a_query() -> None:
     ).replace("fusion(%copy)", "fusion(%copy, %u)")
     [f] = inplace_hazards(text)
     assert (f.status, f.queries) == (SAFE, 0)
+
+
+@pytest.mark.parametrize("parts", [((3, 4), (0, 2)), ((2, 4), (0, 1)), ((0, 1), (1, 3))])
+def test_an_update_concatenated_from_windows(parts: tuple[tuple[int, int], ...]) -> None:
+    """The update joins windows of the operand (a concatenate's maps each cover part of the
+    update); written at 1 in a buffer of 4: against numpy's in-place loop on distinct values."""
+    pieces = [f"%w{k} = s32[{b - a}]{{0}} slice(%p0), slice={{[{a}:{b}]}}"
+              for k, (a, b) in enumerate(parts)]
+    text = Program((4,), (0,), (3,), start=(1,)).hlo().replace(
+        "%window = s32[3]{0} slice(%p0), slice={[0:3]}",
+        "\n  ".join(pieces) + "\n  %window = s32[3]{0} concatenate(%w0, %w1), dimensions={0}")
+    source = [i for a, b in parts for i in range(a, b)]
+    x = list(range(10, 14))
+    buf = list(x)
+    for u in range(3):
+        buf[1 + u] = buf[source[u]]
+    wrong = buf != [x[0]] + [x[i] for i in source]
+    earlier = any(source[u] == 1 + w for u in range(3) for w in range(u))
+    [f] = inplace_hazards(text)
+    assert wrong == earlier == (f.status == HAZARD), f.to_text()

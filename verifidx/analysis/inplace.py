@@ -353,6 +353,9 @@ def _conflict_map(q: _Query, problem: _Problem) -> IndexingMap:
     ranges = rm.range_vars + wm.range_vars
     rts = rm.rt_vars + wm.rt_vars
     constraints: list[tuple[Expr, Interval]] = []
+    # each map's own domain of iterations (a concatenate's operand covers part of it)
+    constraints += [(Dim(i), v.bounds) for i, v in enumerate(rm.dims)]
+    constraints += [(Dim(rank + i), v.bounds) for i, v in enumerate(wm.dims)]
     constraints += list(rm.constraints.items())
     constraints += [(_renumber(e, rank, rm.num_range_vars, rm.num_rt_vars), iv)
                     for e, iv in wm.constraints.items()]
@@ -445,9 +448,9 @@ def _hazard_of(q: _Query, problem: _Problem, m: IndexingMap, point: Mapping[str,
 
 
 def _before(q: _Query, problem: _Problem, u: Sequence[int], w: Sequence[int]) -> bool:
-    key = [problem.order.index(d) for d in range(len(u))]
-    ou = tuple(u[d] for d in sorted(range(len(u)), key=lambda d: key[d]))
-    ow = tuple(w[d] for d in sorted(range(len(w)), key=lambda d: key[d]))
+    """Whether iteration `w` of the writer comes before iteration `u` of the reader."""
+    ou = tuple(u[d] for d in problem.order)
+    ow = tuple(w[d] for d in problem.order)
     if q.level is None:
         return ou == ow and q.write.position < q.read.position
     return ow < ou
