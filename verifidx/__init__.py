@@ -65,6 +65,7 @@ _LAZY = {
     "set_simplifier": ("verifidx.analysis.computation_maps", "set_simplifier"),
     "result_range": ("verifidx.analysis.ranges", "result_range"),
     "fits": ("verifidx.analysis.ranges", "fits"),
+    "inplace_hazards": ("verifidx.analysis.inplace", "inplace_hazards"),
 }
 
 #: The modules that sat at the top of the package before it had a folder per layer, by
@@ -81,6 +82,7 @@ _MODULES = {
     "implied_bounds": "verifidx.core.implied_bounds",
     "indexing_map": "verifidx.core.indexing_map",
     "inductor": "verifidx.clients.inductor",
+    "inplace": "verifidx.analysis.inplace",
     "interval": "verifidx.core.interval",
     "laws": "verifidx.core.laws",
     "layout": "verifidx.hlo.layout",

@@ -70,6 +70,10 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
+    p.add_argument("--inplace", action="store_true",
+                   help="the fusions XLA runs in place (a dynamic-update-slice root, "
+                        "output_to_operand_aliasing) and whether one reads an element it has "
+                        "already overwritten: exit 1 on a hazard, 3 when only unknowns remain")
     add_batch_flags(p)
 
 
@@ -136,6 +140,10 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.inplace and (args.batch or args.instruction or args.refine
+                         or args.direction != "out2in" or args.explain_dedup):
+        raise UsageError("--inplace reports the in-place fusions of one module: drop --batch, "
+                         "--instruction, --refine, --direction and --explain-dedup")
     if args.batch:
         if args.instruction or args.computation or args.refine:
             raise UsageError("--batch reports every computation: drop --instruction, "
@@ -155,6 +163,8 @@ def _run(args: argparse.Namespace) -> int:
                           allow_unknown_opcodes=args.allow_unknown_opcodes)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
+    if args.inplace:
+        return _run_inplace(args, module, source)
     if args.instruction:
         comp, inst = _find_instruction(module, args.instruction, args.computation)
         if args.direction == "out2in":
@@ -204,6 +214,33 @@ def _run(args: argparse.Namespace) -> int:
             for mg in ci.merges:
                 print(_indent(str(mg), "  "))
     return 0
+
+
+def _run_inplace(args: argparse.Namespace, module: HloModule, source: str) -> int:
+    """`--inplace`: every in-place fusion with its verdict (`verifidx.analysis.inplace`); exit 1
+    on a hazard (named on stderr with its position), 3 when only unknowns remain."""
+    from ..analysis.inplace import HAZARD, UNKNOWN, inplace_hazards
+
+    found = inplace_hazards(module)
+    if args.computation:
+        found = [f for f in found if f.computation == args.computation.removeprefix("%")]
+    if args.json:
+        print(json.dumps({"module": module.name, "fusions": [f.to_json() for f in found]},
+                         indent=1))
+    else:
+        print(f"module {module.name or '(unnamed)'}: {len(found)} in-place "
+              f"fusion{'' if len(found) == 1 else 's'}")
+        for f in found:
+            print(f"  {f.to_text()}")
+    hazards = [f for f in found if f.status == HAZARD]
+    if hazards:
+        h = hazards[0]
+        inst = module.computation(h.computation).instruction(h.fusion)
+        assert h.hazard is not None
+        print(f"error: {source}:{inst.line}:{inst.column}: fusion {h.fusion} runs in place and "
+              f"reads an element it has overwritten: {h.hazard.to_text()}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if any(f.status == UNKNOWN for f in found) else EXIT_OK
 
 
 def _run_refine(args: argparse.Namespace, text: str, source: str) -> int:
