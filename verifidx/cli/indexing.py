@@ -237,8 +237,9 @@ def _run_inplace(args: argparse.Namespace, module: HloModule, source: str) -> in
         h = hazards[0]
         inst = module.computation(h.computation).instruction(h.fusion)
         assert h.hazard is not None
-        print(f"error: {source}:{inst.line}:{inst.column}: fusion {h.fusion} runs in place and "
-              f"reads an element it has overwritten: {h.hazard.to_text()}", file=sys.stderr)
+        print(f"error: {source}:{inst.line}:{inst.column}: fusion {h.fusion} runs in place and, "
+              f"in the emitter's order as modelled, reads an element it has overwritten: "
+              f"{h.hazard.to_text()} (not confirmed by running)", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_UNKNOWN if any(f.status == UNKNOWN for f in found) else EXIT_OK
 
