@@ -246,7 +246,8 @@ def test_rules_bind_size_expressions_where_they_bind_constants() -> None:
 
 
 def test_bounded_proofs_never_bind_a_size(monkeypatch) -> None:
-    from verifidx.simplifier.engine import Simplifier, default_simplifier
+    from verifidx.simplifier.engine import default_simplifier
+    from verifidx.simplifier.maps import Simplifier
 
     engine = default_simplifier().engine
     bounded = {t: [dataclasses.replace(r, max_constant=64) for r in rs]
