@@ -1,6 +1,7 @@
 """A rule's side instantiated at a match: the pattern with its variables replaced and its
 constant computations folded, by Python code generated once per pattern. Below the prefilters,
-which instantiate a rule at constants to find where it rewrites a term to itself."""
+which rebuild a rule's sides (`_rebuild`) to find the constants at which it rewrites a term to
+itself."""
 
 from __future__ import annotations
 
