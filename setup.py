@@ -31,7 +31,14 @@ COMPILED = [
     "verifidx/rules/matcher.py",
     # subclasses syntax's parser: an interpreted class cannot inherit from a compiled one
     "verifidx/rules/parser.py",
+    # the simplifier, top down: entry points, map phases, expressions, rule engine, prefilters,
+    # instantiation
     "verifidx/simplifier/engine.py",
+    "verifidx/simplifier/maps.py",
+    "verifidx/simplifier/expressions.py",
+    "verifidx/simplifier/rule_engine.py",
+    "verifidx/simplifier/prefilters.py",
+    "verifidx/simplifier/instantiate.py",
     # walks every sympy tree Inductor hands over (sympy stays untyped, imported lazily)
     "verifidx/clients/sympy_bridge.py",
 ]

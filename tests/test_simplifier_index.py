@@ -21,14 +21,11 @@ from strategies import expressions
 from verifidx import parse_map
 from verifidx.core.canonical import canon
 from verifidx.core.expr import Const, Dim, Expr, FloorDiv, Mod
-from verifidx.simplifier.engine import (
-    RuleEngine,
-    Simplifier,
-    _ExprSimplifier,
-    _Plan,
-    _prediction,
-    default_simplifier,
-)
+from verifidx.simplifier.engine import default_simplifier
+from verifidx.simplifier.expressions import _ExprSimplifier
+from verifidx.simplifier.maps import Simplifier
+from verifidx.simplifier.prefilters import _prediction
+from verifidx.simplifier.rule_engine import RuleEngine, _Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from families import FAMILIES  # noqa: E402

@@ -171,7 +171,7 @@ def test_generated_instances_agree_with_substitution(data) -> None:
     from verifidx.core.expr import Const
     from verifidx.core.interval import Interval, range_of
     from verifidx.rules.model import Call, ConstVar, TermVar, rule_exprs
-    from verifidx.simplifier.engine import _instantiate
+    from verifidx.simplifier.instantiate import _instantiate
 
     checked = 0
     for rule in default_simplifier().engine.rules:
@@ -215,12 +215,8 @@ def test_condition_checks_agree_with_compiled_conditions(data) -> None:
     from verifidx.core.expr import Const
     from verifidx.core.interval import Interval, range_of
     from verifidx.rules.model import ConstVar, TermVar, rule_exprs
-    from verifidx.simplifier.engine import (
-        _condition_env,
-        _NoValue,
-        compiled_condition,
-        condition_check,
-    )
+    from verifidx.simplifier.instantiate import _NoValue
+    from verifidx.simplifier.rule_engine import _condition_env, compiled_condition, condition_check
 
     for rule in default_simplifier().engine.rules:
         leaves = {n for e in rule_exprs(rule) for n in e.walk()}
@@ -253,7 +249,7 @@ def test_compiled_conditions_agree_with_the_interpreter(data) -> None:
     same errors as `evaluate_condition` on random values of constants and bounds."""
     from verifidx.core.errors import EvaluationError
     from verifidx.rules.model import ConstVar, evaluate_condition, rule_exprs
-    from verifidx.simplifier.engine import _rule_calls, compiled_condition
+    from verifidx.simplifier.rule_engine import _rule_calls, compiled_condition
 
     for rule in default_simplifier().engine.rules:
         constants = {n for e in rule_exprs(rule) for n in e.walk() if isinstance(n, ConstVar)}

@@ -19,7 +19,9 @@ from verifidx import parse_expr, parse_map
 from verifidx.core.canonical import canon
 from verifidx.rules.matcher import match
 from verifidx.rules.parser import parse_rules
-from verifidx.simplifier.engine import RuleEngine, Simplifier, default_simplifier
+from verifidx.simplifier.engine import default_simplifier
+from verifidx.simplifier.maps import Simplifier
+from verifidx.simplifier.rule_engine import RuleEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from families import FAMILIES, digits  # noqa: E402

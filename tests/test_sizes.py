@@ -17,7 +17,7 @@ from verifidx.core.errors import ParseError, UnsupportedError
 from verifidx.core.expr import Dim, Size
 from verifidx.core.indexing_map import SIZE_MAX, IndexingMap, SizeVar
 from verifidx.core.interval import Interval, range_of
-from verifidx.simplifier.engine import simplify
+from verifidx.simplifier.engine import default_simplifier, simplify
 
 RESHAPE = ("(d0, d1)<N> -> (d0 * N + d1), domain: d0 in [0, 15], d1 in [0, 63], N in [1, 64], "
            "d1 - N in [-64, -1]")
@@ -246,7 +246,7 @@ def test_rules_bind_size_expressions_where_they_bind_constants() -> None:
 
 
 def test_bounded_proofs_never_bind_a_size(monkeypatch) -> None:
-    from verifidx.simplifier.engine import Simplifier, default_simplifier
+    from verifidx.simplifier.maps import Simplifier
 
     engine = default_simplifier().engine
     bounded = {t: [dataclasses.replace(r, max_constant=64) for r in rs]
@@ -636,7 +636,7 @@ def test_division_free_results_over_a_settled_domain_come_out_as_alone() -> None
                 assert out == alone and str(out) == str(alone)
             brute = alone.with_sizes(M=3, N=5).relation()
             assert m.with_sizes(M=3, N=5).relation() == brute
-    quiet = dataclasses.replace(vx.simplifier.default_simplifier(), decide_emptiness=False)
+    quiet = dataclasses.replace(default_simplifier(), decide_emptiness=False)
     empty = vx.parse_map(f"(d0, d1)<M, N> -> (d0 + d1), {domains[3]}")
     assert simplify(empty).is_known_empty
     assert not quiet.simplify(empty).is_known_empty  # not the memo of the other setting

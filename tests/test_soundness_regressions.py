@@ -33,12 +33,8 @@ from verifidx.core.interval import range_of
 from verifidx.rules import parse_rule
 from verifidx.rules.base import UnprovenLawWarning, gate_laws
 from verifidx.rules.model import ConstVar
-from verifidx.simplifier.engine import (
-    RuleEngine,
-    Simplifier,
-    checked_residue_bounds,
-    checked_residue_merge,
-)
+from verifidx.simplifier.maps import Simplifier, checked_residue_bounds, checked_residue_merge
+from verifidx.simplifier.rule_engine import RuleEngine
 from verifidx.solve.smt import equal, is_empty
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +104,7 @@ def test_compiled_conditions_never_belong_to_a_dead_rule() -> None:
 
 
 def test_no_cache_in_the_package_is_keyed_by_id() -> None:
-    import verifidx.simplifier.engine as simp
+    import verifidx.simplifier.rule_engine as simp
 
     assert all(not isinstance(k, int) for k in simp._CONDITIONS)
     assert all(not isinstance(k, int) for k in simp._CALLS)

@@ -6,7 +6,8 @@ import argparse
 import json
 
 from ..core.syntax import print_map
-from ..simplifier.engine import SimplifyResult, Step, simplify
+from ..simplifier.engine import SimplifyResult, simplify
+from ..simplifier.rule_engine import Step
 from .common import EXIT_FAILED, EXIT_OK, Subparsers, UsageError, add_command, load_map
 
 

@@ -35,7 +35,7 @@ Maps (all exact, built with floordiv/mod by constants):
 * `bitcast_map(source, target)`: a source index -> the target index at the same offset;
 * `physical_mode_map(...)`: XLA's `use_physical_layout` mode (see its docstring).
 
-The maps are built and then simplified by the proven rule base (`verifidx.simplifier.engine`): no
+The maps are built and then simplified by the proven rule base (`verifidx.simplifier`): no
 rewrite of this module lives outside `rules/`. The tests check every map against a brute-force
 reading of the document and prove with Z3 that the simplified maps equal the raw compositions.
 """
