@@ -12,8 +12,8 @@ maps) adds nothing to the union and is dropped the same way, with its record: th
 may-read relation, is unchanged. An inclusion isl cannot decide keeps both.
 
 Only maps over the same domain are compared (same dimension bounds, result count and runtime
-variables, and the same provenance): the solver is the slow path, so cheap filters and a cache
-of verdicts come first.
+variables, and the same provenance; for an inclusion, dimension bounds may differ): the solver
+is the slow path, so cheap filters and a cache of verdicts come first.
 """
 
 from __future__ import annotations
@@ -103,6 +103,18 @@ def _same_domain(a: IndexingMap, b: IndexingMap) -> bool:
     )
 
 
+def _same_shape(a: IndexingMap, b: IndexingMap) -> bool:
+    """What an inclusion compares: `_same_domain` but for the dimensions' bounds, which differ
+    where the simplifier tightened them to what a constraint allows (`d0 in [1, 4]` inside
+    `d0 in [0, 4]`)."""
+    return (
+        not a.is_undefined and not b.is_undefined
+        and a.num_results == b.num_results
+        and a.num_rt_vars == b.num_rt_vars
+        and a.num_dims == b.num_dims
+    )
+
+
 def _size(m: IndexingMap) -> int:
     return sum(r.size for r in m.results) + sum(e.size for e in m.constraints)
 
@@ -157,7 +169,7 @@ class MapSet(Generic[T]):
         """Drops what the union does not need: True when a member contains `m` (then `m` is not
         added); members that `m` contains are removed. Each drop is recorded as a merge."""
         peers = [(i, om) for i, (_other, om, ctx) in enumerate(self._items)
-                 if ctx == context and (_same_domain(m, om) or m.is_known_empty
+                 if ctx == context and (_same_shape(m, om) or m.is_known_empty
                                         or om.is_known_empty)]
         for _i, om in peers:
             start = time.perf_counter()

@@ -4,7 +4,9 @@
    always-true constraints go, impossible ones make the map KNOWN EMPTY, `x mod c in [k, k]`
    constraints on one variable merge (Chinese remainder) and tighten its bounds;
 2. point dimensions (`d in [k, k]`) become constants (unless `point_dims="preserve"`);
-3. results are simplified with constraint-aware ranges (`expressions`).
+3. range variables pinned by a constraint (`s1 - d0 in [0, 0]`) are substituted away
+   (`substitute_pinned`);
+4. results are simplified with constraint-aware ranges (`expressions`).
 
 Two steps work on several constraints at once, which no rule can state: merging
 `x mod a = i`, `x mod b = j` into one constraint modulo lcm(a, b) (intersected with any
@@ -21,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ..core.canonical import canon
+from ..core.canonical import canon, from_linear, linear_form
 from ..core.errors import EvaluationError
-from ..core.expr import Const, Dim, Expr, Mod, Size, Variable, release_if_grown
+from ..core.expr import Const, Dim, Expr, Mod, Size, Symbol, Variable, release_if_grown
 from ..core.implied_bounds import implied_bounds
 from ..core.indexing_map import IndexingMap, Var, merge_residues
 from ..core.interval import Interval, range_of
@@ -150,6 +152,7 @@ class Simplifier:
             fixed = m
             if point_dims == "replace":
                 m = self._replace_point_dims(m)
+            m = substitute_pinned(m, trace)
             if m is fixed and settled:
                 break  # another round would reach this same fixpoint again
             if m == before:
@@ -343,6 +346,94 @@ class Simplifier:
         from ..solve.smt import is_empty
 
         return is_empty(m, self.emptiness_timeout_ms).holds is True
+
+
+# pinned range variables
+def substitute_pinned(m: IndexingMap, trace: list[Step] | None = None) -> IndexingMap:
+    """Each range variable that a constraint pins to a value of the other variables,
+    `a * s + rest in [k, k]` with a = 1 or -1 and s not in `rest`, is substituted away:
+    s := a * (k - rest) in the results and the other constraints, s's interval becomes a
+    constraint on that value (left out when intervals show it holds), the pinning constraint
+    goes, and s is removed (the range variables after it renumbered down by one).
+
+    Exact: s is existential, and the constraint holds for exactly one integer s at each point
+    (its coefficient is 1 or -1), which the value names; so a point of the other variables is
+    in the domain, with the same results, iff that value lies in s's interval and satisfies
+    the other constraints. Dimensions and runtime variables are never eliminated: both are
+    parameters of the relation (a runtime variable is a value read from data, so `rt0 - d0 in
+    [0, 0]` says the point exists only where the data holds d0; substituting rt0 := d0 would
+    claim it for every value). They appear in values instead (`s0 - d0 in [0, 0]`: s0 := d0).
+    In a map with sizes, only linear values (sums of variables and sizes) are substituted.
+
+    Costs one pass over the constraints when none pins a range variable."""
+    if not m.constraints or not m.range_vars or m.is_known_empty or m.is_undefined:
+        return m
+    for _ in range(m.num_range_vars):
+        found = _pinned(m)
+        if found is None:
+            return m
+        pin, s, value = found
+        out = _eliminate(m, pin, s, value)
+        if out is None:
+            return m
+        if trace is not None:
+            trace.append(Step("pinned_range_variable", s, value, {
+                f"{pin}": m.constraints[pin], f"{s}": m.range_vars[s.index].bounds}))
+        m = out
+        if m.is_known_empty or not m.constraints or not m.range_vars:
+            return m
+    return m
+
+
+def _pinned(m: IndexingMap) -> tuple[Expr, Symbol, Expr] | None:
+    """The first constraint of m that pins a range variable, the variable (the last one,
+    when several could go) and its value; None when none does."""
+    sized = bool(m.sizes)
+    for e, iv in m.constraints.items():
+        if iv.lo != iv.hi:
+            continue
+        coeffs, constant = linear_form(e)
+        if len(coeffs) < 2:
+            continue  # a bare variable: its bounds, which the constraint rounds set
+        best: Symbol | None = None
+        for b, c in coeffs.items():
+            if (c == 1 or c == -1) and type(b) is Symbol and (best is None or
+                                                              b.index > best.index):
+                if all(o is b or b not in o.variable_set() for o in coeffs):
+                    best = b
+        if best is None:
+            continue
+        if sized and not all(isinstance(o, Variable) for o in coeffs):
+            continue  # maps with sizes: linear values only
+        a = coeffs.pop(best)
+        value = from_linear({o: -a * c for o, c in coeffs.items()}, a * (iv.lo - constant))
+        # the value solves the constraint: e with s := value is identically k
+        if linear_form(canon(e.substitute({best: value}))) != ({}, iv.lo):
+            continue
+        return e, best, value
+    return None
+
+
+def _eliminate(m: IndexingMap, pin: Expr, s: Symbol, value: Expr) -> IndexingMap | None:
+    """m with s := value, s's interval a constraint on value, `pin` dropped and s removed;
+    None when the substituted map is outside the grammar (of maps with sizes)."""
+    sub: dict[Expr, Expr] = {s: value}
+    items: list[tuple[Expr, Interval]] = [
+        (canon(e.substitute(sub)) if s in e.variable_set() else e, iv)
+        for e, iv in m.constraints.items() if e != pin]
+    bound = m.range_vars[s.index].bounds
+    if not bound.contains(range_of(value, m.bounds)):
+        items.append((value, bound))
+    results = tuple([canon(r.substitute(sub)) if s in r.variable_set() else r
+                     for r in m.results])
+    try:
+        out = m.replace(results=results, constraints={}).add_constraints(items)
+        if out.is_known_empty:
+            return out
+        gone: set[Variable] = {s}
+        return out._drop(gone, {})
+    except ValueError:  # DivisorError too: a result the grammar of maps with sizes rejects
+        return None
 
 
 def _has_point_dim(m: IndexingMap) -> bool:

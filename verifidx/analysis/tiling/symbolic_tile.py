@@ -391,8 +391,10 @@ def _simplify_expr(e: Expr, reference: IndexingMap) -> Expr:
     out = tmp.simplify(point_dims="preserve")
     if out.is_known_empty or out.num_results != 1:
         return e
-    # simplification may renumber variables only when it removes them; it does not here
-    return out.results[0] if out.num_dims == reference.num_dims else e
+    # simplification renumbers range variables when it substitutes one away (a constraint
+    # pins it): the result is then over other variables than `reference`'s
+    same = out.num_dims == reference.num_dims and out.num_range_vars == reference.num_range_vars
+    return out.results[0] if same else e
 
 
 _SECTIONS = re.compile(r"(offset_map|size_map|stride_map|rt_vars|constraints):")
