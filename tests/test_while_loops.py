@@ -25,6 +25,8 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 lax = jax.lax
 
+from tests.fuzz import fuzz_oracle as oracle  # noqa: E402  (shares no code with verifidx)
+from tests.test_simplify_pinned import pinning_constraints  # noqa: E402
 from verifidx.analysis.computation_maps import (  # noqa: E402
     computation_indexing,
     input_to_output,
@@ -408,3 +410,32 @@ def test_loop_unions_have_no_member_another_contains(name: str) -> None:
                     for j, rj in enumerate(relations):
                         assert i == j or not ri <= rj, (name, optimized, o, pname,
                                                         str(maps[i]), str(maps[j]))
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_loop_maps_keep_no_pinned_range_variable(name: str) -> None:
+    """A loop's walks pin an event's iteration to an index (`s1 - d0 in [0, 0]`); the
+    simplifier substitutes such a range variable away (the union is checked against the
+    unrolled program above), read from the printed maps by an independent parser."""
+    fn, _u, shapes = PROGRAMS[name]
+    for direction in (output_to_input, input_to_output):
+        found = direction(module(fn, shapes, False), module(fn, shapes, False).entry)
+        assert isinstance(found, dict)
+        for per_param in found[module(fn, shapes, False).entry.name].values():
+            for maps in per_param.values():
+                for mm in maps:
+                    assert not pinning_constraints(oracle.parse(str(mm))), str(mm)
+
+
+def test_a_scan_of_fori_loops_prints_without_the_pinned_iteration() -> None:
+    """The example of the docs: output row i of `nested` reads row i through the inner loop
+    (the outer iteration pinned to i, substituted away) and every earlier row."""
+    m = module(nested, PROGRAMS["nested"][2], False)
+    found = output_to_input(m, m.entry)
+    assert isinstance(found, dict)
+    (maps,) = found[m.entry.name][0].values()
+    assert sorted(str(mm) for mm in maps) == [
+        "(d0)[s0, s1] -> (s1, s0), domain: d0 in [0, 2], s0 in [0, 3], s1 in [0, 2], "
+        "-s1 + d0 in [1, 2]",
+        "(d0)[s0] -> (d0, s0), domain: d0 in [0, 2], s0 in [0, 3]",
+    ]
