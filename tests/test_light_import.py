@@ -81,8 +81,8 @@ def test_the_gate_loads_every_kind_it_checks(word: str) -> None:
 #: The modules that sat at the top of the package before it had a folder per layer.
 OLD_TOP_LEVEL = ("batch", "canonical", "computation_maps", "dedup", "equality", "errors", "expr",
                  "fusion", "implied_bounds", "indexing_map", "inductor", "interval", "laws",
-                 "layout", "loop_maps", "native", "presburger", "ranges", "refinement", "seams", "smt",
-                 "smt_terms", "subst", "sympy_bridge", "syntax", "tiling", "validation",
+                 "layout", "loop_maps", "native", "presburger", "ranges", "refinement", "seams",
+                 "smt", "smt_terms", "subst", "sympy_bridge", "syntax", "tiling", "validation",
                  "vectorised", "version", "work")
 
 

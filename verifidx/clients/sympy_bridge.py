@@ -799,7 +799,7 @@ class _Parser:
 
         e = self.conjunction()
         while self.take("|"):
-            e = sympy.Or(self.truth(lambda: e), self.truth(self.conjunction), evaluate=False)
+            e = sympy.Or(self.truth(lambda e=e: e), self.truth(self.conjunction), evaluate=False)
         return e
 
     def conjunction(self) -> Sym:
@@ -807,7 +807,7 @@ class _Parser:
 
         e = self.negation()
         while self.take("&"):
-            e = sympy.And(self.truth(lambda: e), self.truth(self.negation), evaluate=False)
+            e = sympy.And(self.truth(lambda e=e: e), self.truth(self.negation), evaluate=False)
         return e
 
     def negation(self) -> Sym:

@@ -21,12 +21,12 @@ from verifidx.hlo.ops.common import (
 # -- elementwise and friends -------------------------------------------------------------------
 
 ELEMENTWISE: frozenset[str] = frozenset(
-    """abs acos acosh add and asin asinh atan atan2 atanh cbrt ceil clamp count-leading-zeros compare complex convert copy cosine cosh
-    divide erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic
-    map maximum minimum multiply negate not or popcnt power real reduce-precision remainder
-    round-nearest-afz round-nearest-even rsqrt select shift-left shift-right-arithmetic
-    shift-right-logical sign sine sinh sqrt stochastic-convert subtract tan tanh xor
-    collective-permute domain""".split()
+    """abs acos acosh add and asin asinh atan atan2 atanh cbrt ceil clamp count-leading-zeros
+    compare complex convert copy cosine cosh divide erf exponential exponential-minus-one
+    floor imag is-finite log log-plus-one logistic map maximum minimum multiply negate not
+    or popcnt power real reduce-precision remainder round-nearest-afz round-nearest-even
+    rsqrt select shift-left shift-right-arithmetic shift-right-logical sign sine sinh sqrt
+    stochastic-convert subtract tan tanh xor collective-permute domain""".split()
 )
 """Ops whose output element reads the element at the same index of every operand (a scalar
 operand of `select`/`clamp` is read by every element)."""
