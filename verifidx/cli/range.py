@@ -1,11 +1,13 @@
 """`verifidx range MAP [--bits 32] [--unsigned] [--layout SHAPE] [--sizes ...] [--json]`: each
 result's exact range for every size, and whether it fits the index type (exit 0 fits, 1
-overflows, 3 unknown)."""
+overflows, 3 unknown). `verifidx range --log LOG`: the same for every record of an Inductor
+log (`range_log`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from .common import (
@@ -20,6 +22,7 @@ from .common import (
 
 if TYPE_CHECKING:  # the solver loads only when the command runs
     from ..analysis.ranges import Extreme, Fit
+    from ..core.expr import Expr, Variable
     from ..core.interval import Interval
 
 
@@ -27,6 +30,9 @@ def register(sub: Subparsers) -> None:
     p = add_command(sub, "range", "exact range of each result for every size, and whether it "
                                   "fits a --bits integer", _run)
     p.add_argument("map", nargs="?", help="map text, @file, a file name, or - for stdin")
+    p.add_argument("--log", metavar="LOG",
+                   help="a log of Inductor records as `validate` reads them (JSON lines; - for "
+                        "stdin): every record's range, and its simplification's")
     p.add_argument("--bits", type=int, default=32, help="width of the index type (default 32)")
     p.add_argument("--unsigned", action="store_true", help="an unsigned index type")
     p.add_argument("--layout", metavar="SHAPE",
@@ -40,6 +46,15 @@ def register(sub: Subparsers) -> None:
 def _run(args: argparse.Namespace) -> int:
     from ..analysis.ranges import fits
 
+    if args.log is not None:
+        from .range_log import run_log
+
+        if args.map is not None or args.layout is not None or args.sizes:
+            raise UsageError("--log takes no MAP, --layout or --sizes (each record has its "
+                             "own ranges)")
+        return run_log(args)
+    if args.map is None:
+        raise UsageError("range needs a MAP (or --log LOG)")
     m = load_map(args.map)
     layout = None
     if args.layout is not None:
@@ -52,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.json:
-        print(json.dumps(_document(answer)))
+        print(json.dumps(document(answer)))
     else:
         _print(answer)
     return {"fits": EXIT_OK, "overflows": EXIT_FAILED}.get(answer.verdict, EXIT_UNKNOWN)
@@ -73,26 +88,49 @@ def _intervals(text: str) -> dict[str, Interval]:
     return out
 
 
-def _end(x: Extreme | None) -> int | str | None:
+def _end(x: Extreme | None, rename: Callable[[str], str] = str) -> int | str | None:
     """An extreme in JSON: the expression's text when it depends on the sizes, else the
     number (null for an empty domain)."""
     if x is None:
         return None
-    text = x.text()
+    text = extreme_text(x, rename)
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def _document(answer: Fit) -> dict[str, object]:
+def extreme_text(x: Extreme, rename: Callable[[str], str] = str) -> str:
+    """`Extreme.text`, the sizes named by `rename` (a sympy record's own names)."""
+    if x.expr is None or not x.expr.variable_set():
+        return x.text()
+    return printed(x.expr, rename)
+
+
+def printed(e: Expr, rename: Callable[[str], str] = str,
+            names: Mapping[Variable, str] | None = None) -> str:
+    """`e`'s text with each size named by `rename` (a sympy record's `s0` for `s0_`)."""
+    import re
+
+    from ..core.expr import Size
+    from ..core.syntax import print_expr
+
+    text = print_expr(e, names)
+    for v in e.variable_set():
+        if isinstance(v, Size) and rename(v.name) != v.name:
+            text = re.sub(rf"(?<!\w){re.escape(v.name)}(?!\w)", rename(v.name), text)
+    return text
+
+
+def document(answer: Fit, rename: Callable[[str], str] = str) -> dict[str, object]:
+    """The JSON of a `fits` answer (docs/contracts.md); `rename` names the sizes."""
     results = []
     for rr, holds, over in zip(answer.ranges, answer.result_fits, answer.overflows):
         doc: dict[str, object] = {
-            "result": rr.result, "expr": _result_text(answer, rr.result),
-            "min": _end(rr.low), "max": _end(rr.high),
+            "result": rr.result, "expr": result_text(answer, rr.result, rename),
+            "min": _end(rr.low, rename), "max": _end(rr.high, rename),
             "min_value": None if rr.low is None else rr.low.value,
             "max_value": None if rr.high is None else rr.high.value,
             "exact": rr.exact, "method": rr.method, "fits": holds}
         if over is not None:
-            doc.update(smallest=over.sizes, smallest_proven=over.smallest,
+            doc.update(smallest=_renamed(over.sizes, rename), smallest_proven=over.smallest,
                        witness=over.point, value=over.value)
         results.append(doc)
     iv = answer.type_range
@@ -101,28 +139,32 @@ def _document(answer: Fit) -> dict[str, object]:
                               "results": results}
     first = answer.overflow
     if first is not None:
-        out.update(smallest=first.sizes, smallest_proven=first.smallest, witness=first.point,
-                   result=first.result, value=first.value)
+        out.update(smallest=_renamed(first.sizes, rename), smallest_proven=first.smallest,
+                   witness=first.point, result=first.result, value=first.value)
     if answer.reason:
         out["reason"] = answer.reason
     return out
 
 
-def _result_text(answer: Fit, i: int) -> str:
-    """The checked result's expression, with the map's variable names."""
-    from ..core.syntax import print_expr, variable_names
+def _renamed(values: dict[str, int], rename: Callable[[str], str]) -> dict[str, int]:
+    return {rename(k): v for k, v in values.items()}
+
+
+def result_text(answer: Fit, i: int, rename: Callable[[str], str] = str) -> str:
+    """The checked result's expression, with the map's variable names (sizes by `rename`)."""
+    from ..core.syntax import variable_names
 
     assert answer.checked is not None
-    return print_expr(answer.checked.results[i], variable_names(answer.checked))
+    return printed(answer.checked.results[i], rename, variable_names(answer.checked))
 
 
-def _names(values: dict[str, int]) -> str:
+def names_text(values: dict[str, int]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in values.items())
 
 
 def _print(answer: Fit) -> None:
     for rr in answer.ranges:
-        head = f"result {rr.result} ({_result_text(answer, rr.result)})"
+        head = f"result {rr.result} ({result_text(answer, rr.result)})"
         if rr.low is None or rr.high is None:
             print(f"{head}: empty domain")
             continue
@@ -137,11 +179,11 @@ def _print(answer: Fit) -> None:
     if answer.verdict == "fits":
         print(f"{kind}: fits for every size")
     elif first is not None:
-        at = f"at {_names(first.sizes)} " if first.sizes else ""
+        at = f"at {names_text(first.sizes)} " if first.sizes else ""
         which = "the smallest sizes" if first.smallest else "not shown to be the smallest"
         print(f"{kind}: overflows: result {first.result} {at}"
               f"{'(' + which + ') ' if first.sizes else ''}is {first.value} at "
-              f"{_names(first.point) or 'the only point'}")
+              f"{names_text(first.point) or 'the only point'}")
     if answer.reason:
         print(f"{kind}: unknown: {answer.reason}" if answer.verdict == "unknown" else
               f"  also unknown: {answer.reason}")
