@@ -70,6 +70,11 @@ def register(sub: Subparsers) -> None:
                    help="StableHLO only: refine to these argument types "
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
+    p.add_argument("--widths", action="store_true",
+                   help="per fusion operand (an unfused module: per entry parameter), the range "
+                        "of its physical offset and whether 32-bit indexing is safe for every "
+                        "size, else the smallest sizes at which it is not")
+    p.add_argument("--bits", type=int, default=32, help="with --widths: the index width")
     add_batch_flags(p)
 
 
@@ -137,6 +142,8 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 def _run(args: argparse.Namespace) -> int:
     if args.batch:
+        if args.widths:
+            raise UsageError("--widths reads one FILE, not --batch")
         if args.instruction or args.computation or args.refine:
             raise UsageError("--batch reports every computation: drop --instruction, "
                              "--computation and --refine")
@@ -150,9 +157,18 @@ def _run(args: argparse.Namespace) -> int:
     set_proven_dedup(not args.textual_dedup)
     text, source = read_file(args.file[0])
     if args.refine:
+        if args.widths:
+            raise UsageError("--widths and --refine are separate questions: give one")
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True,
                           allow_unknown_opcodes=args.allow_unknown_opcodes)
+    if args.widths:
+        if args.instruction or args.computation or args.direction != "out2in":
+            raise UsageError("--widths checks every fusion operand: drop --instruction, "
+                             "--computation and --direction")
+        from .widths import run_widths
+
+        return run_widths(args, module)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.instruction:
