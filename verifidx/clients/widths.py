@@ -14,6 +14,7 @@ one per record, so one bad line never hides the others.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,5 +194,97 @@ def _read_sympy(record: dict[str, Any], source: str, line: int
     return "sympy", m, bound, masked
 
 
-__all__ = ["ERROR", "FITS", "OVERFLOWS", "UNKNOWN", "UNSUPPORTED", "RecordWidth",
-           "record_width"]
+
+
+# -- Inductor's index type --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    """One load or store of a kernel: the buffer, its index expression (sympy) and the loop
+    variables' extents (Inductor's `MemoryDep`: `index`, `ranges`)."""
+
+    buffer: str
+    index: Any
+    var_ranges: dict[Any, Any]
+
+
+@dataclass(frozen=True)
+class UnsafeAccess:
+    """An access whose index is not proven to fit the 32-bit type Inductor chose: `verdict`
+    "overflows" (at `sizes`, the smallest when `smallest`, the index is `value` at `point`) or
+    "unknown" (`reason`: undecided, or a form the bridge does not read)."""
+
+    access: Access
+    verdict: str
+    sizes: dict[str, int] = field(default_factory=dict)
+    smallest: bool = False
+    point: dict[str, int] = field(default_factory=dict)
+    value: int | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        what = f"{self.access.buffer}[{self.access.index}]"
+        if self.verdict == OVERFLOWS:
+            at = ", ".join(f"{k} = {v}" for k, v in self.sizes.items())
+            which = "smallest" if self.smallest else "not shown smallest"
+            return f"{what} overflows int32 at {at} ({which}): index {self.value} at " \
+                   f"{', '.join(f'{k} = {v}' for k, v in self.point.items())}"
+        return f"{what}: int32 not proven ({self.reason})"
+
+
+def check_index_type(index_dtype: str, accesses: list[Access],
+                     size_ranges: dict[str, list[str]], guards: Sequence[Any] = ()
+                     ) -> list[UnsafeAccess]:
+    """The accesses of a kernel whose index Inductor's `index_dtype` ("int32" or "int64") may
+    not hold for some size in `size_ranges` (the shape environment's, by symbol name). Only
+    an int32 choice is checked: int64 is the fallback the question is whether to avoid.
+    `guards` (sympy conditions over the sizes: the shape environment's guards, such as the
+    `8960*s0 <= 2147483647` Inductor installs with its int32 choice) restrict the sizes where
+    verifidx reads them (one conjunction of comparisons over the access's sizes); a guard not
+    read is left out, which can only turn a "fits" into a report, never the reverse."""
+    from .sympy_bridge import condition_cases, from_sympy, symbol_name
+
+    if index_dtype not in ("int32", "torch.int32"):
+        return []
+    out = []
+    for a in accesses:
+        try:
+            m = from_sympy(a.index, a.var_ranges, size_ranges,
+                           constraints=_guards_of(a, guards, condition_cases))
+            fit = fits(m, 32, True)
+        except (VerifidxError, ValueError, RecursionError) as err:
+            out.append(UnsafeAccess(a, UNKNOWN, reason=f"not read: {err}"))
+            continue
+        if fit.verdict == FITS:
+            continue
+        over = fit.overflow
+        if over is None:
+            out.append(UnsafeAccess(a, UNKNOWN, reason=fit.reason))
+        else:
+            out.append(UnsafeAccess(a, OVERFLOWS, {symbol_name(k): v for k, v in
+                                                   over.sizes.items()}, over.smallest,
+                                    over.point, over.value))
+    return out
+
+
+def _guards_of(a: Access, guards: Sequence[Any], cases_of: Any) -> list[Any]:
+    """The guards over the sizes the access uses, each a single case of constraints."""
+    used = {str(s) for e in (a.index, *a.var_ranges.values())
+            for s in getattr(e, "free_symbols", ())} - {str(k) for k in a.var_ranges}
+    out: list[Any] = []
+    for g in guards:
+        names = {str(s) for s in getattr(g, "free_symbols", ())}
+        if not names or not names <= used:
+            continue
+        try:
+            cases = cases_of(g, True)
+        except (VerifidxError, ValueError):
+            continue
+        if len(cases) == 1:
+            out += cases[0]
+    return out
+
+
+__all__ = ["ERROR", "FITS", "OVERFLOWS", "UNKNOWN", "UNSUPPORTED", "Access", "RecordWidth",
+           "UnsafeAccess", "check_index_type", "record_width"]

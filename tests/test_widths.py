@@ -1,0 +1,203 @@
+"""Index widths of logs, modules and Inductor kernels; masked bounds (issue 37).
+
+Oracles: plain Python integer arithmetic at the reported boundaries (just below and at the
+smallest overflowing size), and brute-force enumeration of masked indices at every size of a
+small interval, never verifidx's own evaluator."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+import verifidx as vx
+from verifidx.analysis.ranges import in_bounds
+from verifidx.cli import main
+from verifidx.core.expr import Dim, Size, add, mul
+from verifidx.core.interval import Interval
+
+DATA = Path(__file__).parent / "data"
+INT32_MAX = 2**31 - 1
+
+
+def _max_offset(rows: int, cols: int) -> int:
+    """The largest offset of a dense [rows, cols] array, by plain arithmetic."""
+    return (rows - 1) * cols + cols - 1
+
+
+def _log(tmp_path: Path, records: list[object]) -> Path:
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records)
+                    + "\n")
+    return path
+
+
+GATHER = {"expr": "x0 + 8960*x1", "var_ranges": {"x0": 8960, "x1": "s0"},
+          "size_ranges": {"s0": ["1", "262144"]}}
+POINTWISE = {"expr": "x0 + 67108864*x1", "var_ranges": {"x0": 67108864, "x1": "s0"},
+             "size_ranges": {"s0": ["1", "int_oo"]}}
+
+
+def test_range_log_boundaries_are_the_true_ones(tmp_path, capsys) -> None:
+    path = _log(tmp_path, [GATHER, POINTWISE, {"expr": "ModularIndexing(x0, 1, 4)",
+                                               "var_ranges": {"x0": 64}}])
+    assert main(["range", "--log", str(path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    gather, pointwise, small = doc["records"]
+    n = gather["expr"]["smallest"]["s0"]
+    assert _max_offset(n - 1, 8960) <= INT32_MAX < _max_offset(n, 8960)
+    assert gather["expr"]["results"][0]["max"] == "-1 + s0 * 8960"
+    assert gather["simplified"]["smallest"] == {"s0": n}
+    w = gather["expr"]["witness"]
+    assert w["x0"] + 8960 * w["x1"] == gather["expr"]["value"] > INT32_MAX
+    # `67108864 * x1` wraps for x1 >= 32: the smallest extent s0 is 33
+    x = pointwise["expr"]["witness"]["x1"]
+    assert 67108864 * (x - 1) + 67108863 <= INT32_MAX < 67108864 * x
+    assert pointwise["expr"]["smallest"] == {"s0": x + 1}
+    assert small["verdict"] == "fits" and small["expr"]["results"][0]["max"] == 3
+    assert doc["summary"] == {"fits": 1, "overflows": 2, "unknown": 0, "unsupported": 0,
+                              "error": 0}
+
+
+def test_range_log_malformed_records_are_one_line_each(tmp_path, capsys) -> None:
+    path = _log(tmp_path, ['{"expr": "x0 +* 2", "var_ranges": {"x0": 4}}',
+                           '{"expr": "x0", "var_ranges": {"x0": 4}',
+                           {"expr": "x0", "var_ranges": {"x0": 4}, "mask": "x0 < 2"},
+                           {"expr": "x0", "var_ranges": {"x0": 4}}])
+    assert main(["range", "--log", str(path)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    errors = [line for line in out if ": error: " in line]
+    unclosed = len('{"expr": "x0", "var_ranges": {"x0": 4}') + 1  # the missing brace
+    assert [e.split(": error: ")[0] for e in errors] == [f"{path}:1:5", f"{path}:2:{unclosed}",
+                                                         f"{path}:3:1"]
+    assert "Traceback" not in "\n".join(out)
+    assert out[-1].startswith("4 records: 1 fits")
+    assert main(["range", "--log", str(path), "x0"]) == 2  # a MAP beside --log
+
+
+@pytest.mark.parametrize("le", [False, True])
+def test_in_bounds_against_enumeration(le: bool) -> None:
+    """`x0 + 5*x1` over x0 < 5, x1 < 8 masked by x1 < S (or x1 <= S), extent 5*S: in
+    bounds exactly when enumeration finds no masked point outside [0, 5*S)."""
+    m = vx.parse_map("(d0, d1)<S> -> (d0 + d1 * 5), domain: d0 in [0, 4], d1 in [0, 7], "
+                     "S in [1, 6]")
+    mask = [(add(Dim(1), mul(-1, Size("S"))), Interval(-6, 0 if le else -1))]
+    b = in_bounds(m, mul(5, Size("S")), mask)
+    bad = [(s, x0, x1) for s in range(1, 7) for x0, x1 in itertools.product(range(5), range(8))
+           if (x1 <= s if le else x1 < s) and not 0 <= x0 + 5 * x1 < 5 * s]
+    if not bad:
+        assert b.verdict == "in bounds"
+        return
+    assert b.verdict == "out of bounds" and b.violation is not None
+    assert b.violation.sizes == {"S": min(s for s, _, _ in bad)}
+    p = b.violation.point
+    assert (b.violation.sizes["S"], p["d0"], p["d1"]) in bad
+    assert b.violation.value == p["d0"] + 5 * p["d1"]
+
+
+def test_range_log_mask_and_extent(tmp_path, capsys) -> None:
+    masked = {"expr": "x0 + 8960*x1", "var_ranges": {"x0": 8960, "x1": 262144},
+              "size_ranges": {"s0": ["1", "262144"]}, "extent": "8960*s0"}
+    path = _log(tmp_path, [{**masked, "mask": "x1 < s0"}, {**masked, "mask": "x1 <= s0"}])
+    assert main(["range", "--log", str(path), "--json"]) == 1
+    inside, outside = (r["bounds"] for r in json.loads(capsys.readouterr().out)["records"])
+    assert inside["verdict"] == "in bounds" and inside["extent"] == "s0 * 8960"
+    assert outside["verdict"] == "out of bounds"
+    s, w = outside["smallest"]["s0"], outside["witness"]
+    assert w["x1"] <= s and w["x0"] + 8960 * w["x1"] >= 8960 * s
+
+
+def test_indexing_widths_jax_export_gather(capsys) -> None:
+    path = DATA / "widths" / "gather_rows.dyn.mlir"
+    assert main(["indexing", str(path), "--widths"]) == 1
+    out = capsys.readouterr().out
+    assert "32-bit indexing is safe up to b = 239,674" in out
+    assert main(["indexing", str(path), "--widths", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    b = doc["widths"]["smallest"]["b"]
+    assert _max_offset(b - 1, 8960) <= INT32_MAX < _max_offset(b, 8960)
+    table = doc["computations"][0]["outputs"][0]["operands"][0]
+    assert table["widths"][0]["max"] == "-1 + b * 8960" and table["widths"][0]["fits"] is False
+    assert table["widths"][0]["value"] > INT32_MAX
+    index = doc["computations"][0]["outputs"][0]["operands"][1]
+    assert index["widths"][0] == {"min": 0, "max": 15, "min_value": 0, "max_value": 15,
+                                  "exact": True, "fits": True}
+    assert main(["indexing", str(path), "--widths", "--bits", "64"]) == 0
+
+
+def test_indexing_widths_static_hlo(tmp_path, capsys) -> None:
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text("HloModule m\n\nENTRY e {\n  p = f32[65537,32768]{1,0} parameter(0)\n"
+                   "  ROOT n = f32[65537,32768]{1,0} negate(p)\n}\n")
+    assert main(["indexing", str(hlo), "--widths", "--json"]) == 1
+    w = json.loads(capsys.readouterr().out)["widths"]
+    assert w["verdict"] == "overflows" and w["smallest"] == {}
+    assert w["value"] > INT32_MAX
+    assert main(["indexing", str(hlo), "--widths", "--bits", "40"]) == 0
+
+
+def test_check_index_type_guards() -> None:
+    """Inductor's int32 choice for `c0 < 8960*s0` is safe only under the guard it installs."""
+    sympy = pytest.importorskip("sympy")
+    from verifidx.clients.widths import Access, check_index_type
+
+    c0, s0 = sympy.symbols("c0 s0", integer=True)
+    access = Access("buf0", c0, {c0: 8960 * s0})
+    ranges = {"s0": ["2", "int_oo"]}
+    unsafe = check_index_type("int32", [access], ranges)
+    assert len(unsafe) == 1 and unsafe[0].verdict == "overflows"
+    n = unsafe[0].sizes["s0"]
+    assert 8960 * (n - 1) - 1 <= INT32_MAX < 8960 * n - 1
+    assert check_index_type("int32", [access], ranges, [8960 * s0 <= INT32_MAX]) == []
+    assert check_index_type("int64", [access], ranges) == []
+
+
+def test_inductor_widths_hook_through_the_decision_function() -> None:
+    """A CPU run: Inductor's own decision (`SIMDKernelFeatures.select_index_dtype`, which the
+    CPU backend never calls) is asked for each kernel the C++ backend generates; the hook sees
+    int32 and checks the kernel's accesses under the shape environment's ranges and guards."""
+    torch = pytest.importorskip("torch")
+    from torch._inductor.codegen import cpp
+    from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+    from torch._inductor.utils import sympy_product
+
+    from verifidx.clients import inductor as hook
+    from verifidx.clients.widths import check_index_type
+
+    seen: list[tuple[object, list[object], dict[str, list[str]]]] = []
+    original = cpp.CppScheduling.codegen_node
+
+    def codegen_node(self, node):  # type: ignore[no-untyped-def]
+        from torch._inductor.virtualized import V
+
+        numel, rnumel = (sympy_product(g) for g in node.group[1])
+        dtype = SIMDKernelFeatures(list(node.get_nodes()), numel, rnumel).select_index_dtype()
+        accesses = hook.kernel_accesses(node.get_nodes())
+        ranges = {str(k): [str(v.lower), str(v.upper)]
+                  for k, v in V.graph.sizevars.shape_env.var_to_range.items()}
+        seen.append((dtype, accesses, ranges))
+        return original(self, node)
+
+    x = torch.randn(8, 8960)
+    torch._dynamo.mark_dynamic(x, 0)
+    stats = hook.install("widths", on_unsafe="raise")
+    cpp.CppScheduling.codegen_node = codegen_node
+    try:
+        with torch._inductor.config.patch(force_disable_caches=True):
+            torch._dynamo.reset()
+            out = torch.compile(lambda t: t * 2 + 1)(x)
+    finally:
+        hook.uninstall()
+        cpp.CppScheduling.codegen_node = original
+        torch._dynamo.reset()
+    assert torch.equal(out, x * 2 + 1)
+    assert stats.kernels == {"int32": 1} and stats.unsafe == []  # safe under its guard
+    (dtype, accesses, ranges), = seen
+    assert str(dtype) == "torch.int32" and accesses
+    # the same recorded accesses without the guard: unsafe from the first size above it
+    unsafe = check_index_type("int32", accesses, ranges)  # type: ignore[arg-type]
+    assert unsafe and all(u.verdict == "overflows" for u in unsafe)
+    (name, n), = unsafe[0].sizes.items()
+    assert 8960 * (n - 1) - 1 <= INT32_MAX < 8960 * n - 1
