@@ -87,10 +87,12 @@ def checked_computations(module: HloModule) -> list[ComputationIndexing]:
     return [computation_indexing(module, c, "out2in") for c in fused or [module.entry]]
 
 
-def module_widths(module: HloModule, bits: int = 32, signed: bool = True) -> ModuleWidths:
-    """Every checked operand's offset against a `bits`-bit index (see the module docstring)."""
+def module_widths(module: HloModule, bits: int = 32, signed: bool = True,
+                  computations: Sequence[ComputationIndexing] | None = None) -> ModuleWidths:
+    """Every checked operand's offset against a `bits`-bit index (see the module docstring);
+    `computations` are `checked_computations(module)` where the caller has them."""
     out: list[OperandWidth] = []
-    for ci in checked_computations(module):
+    for ci in checked_computations(module) if computations is None else computations:
         comp = ci.computation
         for o in range(len(ci.outputs)):
             for p in comp.parameters:

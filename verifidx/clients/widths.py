@@ -29,13 +29,13 @@ from ..core.errors import (
 )
 from ..core.expr import Expr
 from ..core.indexing_map import IndexingMap
-from ..core.interval import Interval
 from ..core.syntax import parse_map
 
 #: What a record's check found: every result fits, one overflows / is out of bounds, undecided,
 #: beyond what the bridge reads, malformed.
 FITS, OVERFLOWS, UNKNOWN, UNSUPPORTED, ERROR = "fits", "overflows", "unknown", "unsupported", \
     "error"
+VERDICTS = (FITS, OVERFLOWS, UNKNOWN, UNSUPPORTED, ERROR)
 
 
 @dataclass
@@ -286,5 +286,5 @@ def _guards_of(a: Access, guards: Sequence[Any], cases_of: Any) -> list[Any]:
     return out
 
 
-__all__ = ["ERROR", "FITS", "OVERFLOWS", "UNKNOWN", "UNSUPPORTED", "Access", "RecordWidth",
-           "UnsafeAccess", "check_index_type", "record_width"]
+__all__ = ["ERROR", "FITS", "OVERFLOWS", "UNKNOWN", "UNSUPPORTED", "VERDICTS", "Access",
+           "RecordWidth", "UnsafeAccess", "check_index_type", "record_width"]
