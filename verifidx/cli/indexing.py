@@ -47,7 +47,6 @@ from .common import (
     read_file,
     run_batch,
 )
-from .range import extreme_text, names_text
 
 if TYPE_CHECKING:
     from ..analysis.widths import ModuleWidths, OperandWidth
@@ -319,6 +318,8 @@ def run_widths(args: argparse.Namespace, module: HloModule) -> int:
 
 def _result(o: OperandWidth) -> dict[str, Any]:
     """One map's width: min, max (of the offset), exact, fits, and smallest/witness."""
+    from .range import extreme_text
+
     if o.fit is None:
         return {"fits": None, "reason": o.reason}
     rr = o.fit.ranges[0]
@@ -354,6 +355,8 @@ def _summary(w: ModuleWidths) -> dict[str, Any]:
 
 
 def _line(o: OperandWidth) -> str:
+    from .range import extreme_text, names_text
+
     where = f"{o.computation} ({o.role}) output {o.output} parameter {o.parameter} " \
             f"({o.parameter_name}) {o.shape}" + (f" map {o.map_index}" if o.map_index else "")
     if o.fit is None:
