@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import verifidx as vx
 from verifidx.analysis.ranges import in_bounds
@@ -95,6 +97,31 @@ def test_in_bounds_against_enumeration(le: bool) -> None:
     p = b.violation.point
     assert (b.violation.sizes["S"], p["d0"], p["d1"]) in bad
     assert b.violation.value == p["d0"] + 5 * p["d1"]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(-3, 3), st.integers(-3, 3), st.integers(-5, 5), st.integers(-1, 1),
+       st.integers(1, 4), st.integers(0, 3))
+def test_in_bounds_property(a: int, b: int, c: int, k: int, e: int, f: int) -> None:
+    """`a*d0 + b*d1 + c` masked by `d1 < S + k`, extent `e*S + f`, S in [1, 4]: "in bounds"
+    exactly when enumeration finds no masked point outside, and the violation's S is the
+    first S at which it does."""
+    m = vx.parse_map(f"(d0, d1)<S> -> (d0 * {a} + d1 * {b} + {c}), domain: d0 in [0, 3], "
+                     "d1 in [0, 5], S in [1, 4]")
+    mask = [(add(Dim(1), mul(-1, Size("S"))), Interval(-10, k - 1))]
+    got = in_bounds(m, add(mul(e, Size("S")), f), mask)
+    bad = [s for s in range(1, 5) for d0, d1 in itertools.product(range(4), range(6))
+           if d1 < s + k and not 0 <= a * d0 + b * d1 + c < e * s + f]
+    if not bad:
+        assert got.verdict == "in bounds"
+    else:
+        assert got.verdict == "out of bounds" and got.violation is not None
+        assert got.violation.sizes == {"S": min(bad)}
+        p = got.violation.point
+        s_ = got.violation.sizes["S"]
+        assert p["d1"] < s_ + k and not 0 <= got.violation.value < e * s_ + f
+        assert got.violation.value == a * p["d0"] + b * p["d1"] + c
 
 
 def test_range_log_mask_and_extent(tmp_path, capsys) -> None:
@@ -201,3 +228,14 @@ def test_inductor_widths_hook_through_the_decision_function() -> None:
     assert unsafe and all(u.verdict == "overflows" for u in unsafe)
     (name, n), = unsafe[0].sizes.items()
     assert 8960 * (n - 1) - 1 <= INT32_MAX < 8960 * n - 1
+
+
+def test_check_index_type_leaves_out_a_guard_it_does_not_read() -> None:
+    sympy = pytest.importorskip("sympy")
+    from verifidx.clients.widths import Access, check_index_type
+
+    c0, s0 = sympy.symbols("c0 s0", integer=True)
+    access = Access("buf0", c0, {c0: 8960 * s0})
+    odd = sympy.sqrt(s0) < 5  # not a term verifidx reads
+    unsafe = check_index_type("int32", [access], {"s0": ["2", "int_oo"]}, [odd])
+    assert [u.verdict for u in unsafe] == ["overflows"]
