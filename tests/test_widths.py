@@ -239,3 +239,34 @@ def test_check_index_type_leaves_out_a_guard_it_does_not_read() -> None:
     odd = sympy.sqrt(s0) < 5  # not a term verifidx reads
     unsafe = check_index_type("int32", [access], {"s0": ["2", "int_oo"]}, [odd])
     assert [u.verdict for u in unsafe] == ["overflows"]
+
+
+def test_committed_corpus_records_get_ranges_and_checked_witnesses(tmp_path, capsys) -> None:
+    """The first records of the committed dynamic Inductor corpus: each gets a range (or is
+    unsupported with the reason), the expression and its simplification agree, and each
+    overflow's witness, evaluated on the sympy tree with Python integers at the smallest
+    sizes, is the reported value outside int32."""
+    pytest.importorskip("sympy")
+    from verifidx.clients.sympy_bridge import evaluate_sympy, parse_text
+
+    lines = (DATA / "inductor" / "dynamic_roll_scale.jsonl").read_text().splitlines()[:16]
+    path = _log(tmp_path, lines)
+    main(["range", "--log", str(path), "--json"])
+    records = json.loads(capsys.readouterr().out)["records"]
+    assert len(records) == 16 and {r["verdict"] for r in records} <= {"fits", "overflows"}
+    overflows = 0
+    for line, r in zip(lines, records):
+        assert r["expr"]["verdict"] == r["simplified"]["verdict"]
+        if r["verdict"] != "overflows":
+            continue
+        overflows += 1
+        e = r["expr"]
+        record = json.loads(line)
+        tree = parse_text(record["expr"], set(record["var_ranges"]) | set(record["size_ranges"]))
+        env = {**e["smallest"], **e["witness"]}
+        assert set(env) >= {str(s) for s in tree.free_symbols}
+        for name, extent in record["var_ranges"].items():  # a point of the loop nest
+            bound = evaluate_sympy(parse_text(str(extent), set(record["size_ranges"])), env)
+            assert 0 <= e["witness"].get(name, 0) < bound
+        assert evaluate_sympy(tree, env) == e["value"] > INT32_MAX
+    assert overflows
