@@ -270,3 +270,28 @@ def test_committed_corpus_records_get_ranges_and_checked_witnesses(tmp_path, cap
             assert 0 <= e["witness"].get(name, 0) < bound
         assert evaluate_sympy(tree, env) == e["value"] > INT32_MAX
     assert overflows
+
+
+def test_module_first_overflow_orders_every_size() -> None:
+    """Two operands, one without the size M: its overflow holds at every M, so at M's lower
+    end it comes first, lexicographically, before one that needs M = 2."""
+    from verifidx.analysis.ranges import fits
+    from verifidx.analysis.widths import ModuleWidths, OperandWidth
+
+    rows = vx.parse_map("(d0)<N> -> (d0 * 8960), domain: d0 in [0, 262143], N in [1, 262144], "
+                        "d0 - N in [-262144, -1]")
+    both = vx.parse_map("(d0)<M, N> -> (d0 * 1073741824 * M), domain: d0 in [0, 7], "
+                        "M in [1, 4], N in [1, 262144], d0 - N in [-262144, -1]")
+    ops = [OperandWidth("f", "fusion", 0, k, f"p{k}", 0, 0, "f32[]", fits(m))
+           for k, m in enumerate((rows, both))]
+    assert ops[1].fit is not None and ops[1].fit.overflow is not None
+    assert ops[1].fit.overflow.sizes == {"M": 1, "N": 3}  # 2 * 2^30 * 1 at d0 = 2
+    first = ModuleWidths(32, True, tuple(ops)).first
+    assert first is not None and first[0].parameter == 1
+    assert first[1].sizes == {"M": 1, "N": 3}
+    ops[1] = OperandWidth("f", "fusion", 0, 1, "p1", 0, 0, "f32[]",
+                          fits(both, params={"M": Interval(2, 4)}))
+    first = ModuleWidths(32, True, tuple(ops)).first
+    assert first is not None and first[0].parameter == 0
+    row = next(d for d in itertools.count(239000) if d * 8960 > INT32_MAX)
+    assert first[1].sizes == {"M": 1, "N": row + 1}

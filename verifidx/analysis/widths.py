@@ -63,11 +63,25 @@ class ModuleWidths:
 
     @property
     def first(self) -> tuple[OperandWidth, Overflow] | None:
-        found = [(o, o.fit.overflow) for o in self.operands
-                 if o.fit is not None and o.fit.overflow is not None]
+        """The operand whose overflow comes at the lexicographically smallest sizes of the
+        module (sizes by name; a size an operand's map does not have takes its lower end:
+        that map overflows at every value of it), with those sizes."""
+        lows: dict[str, int] = {}
+        for o in self.operands:
+            if o.fit is not None and o.fit.checked is not None:
+                for z in o.fit.checked.sizes:
+                    lows[z.name] = min(lows.get(z.name, z.bounds.lo), z.bounds.lo)
+        names = sorted(lows)
+        found = []
+        for o in self.operands:
+            over = None if o.fit is None else o.fit.overflow
+            if over is not None:
+                sizes = {k: over.sizes.get(k, lows[k]) for k in names}
+                found.append((o, Overflow(over.result, sizes, over.smallest, over.point,
+                                          over.value)))
         if not found:
             return None
-        return min(found, key=lambda p: tuple(p[1].sizes.values()))  # type: ignore[union-attr]
+        return min(found, key=lambda p: tuple(p[1].sizes.values()))
 
     @property
     def smallest_proven(self) -> bool:
