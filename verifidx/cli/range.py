@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.map is not None or args.layout is not None or args.sizes:
             raise UsageError("--log takes no MAP, --layout or --sizes (each record has its "
                              "own ranges)")
-        return run_log(args)
+        return _run_log(args)
     if args.map is None:
         raise UsageError("range needs a MAP (or --log LOG)")
     m = load_map(args.map)
@@ -200,9 +200,11 @@ def names_text(values: dict[str, int]) -> str:
 # -- `range --log` -----------------------------------------------------------------------------
 
 
-def run_log(args: argparse.Namespace) -> int:
+def _run_log(args: argparse.Namespace) -> int:
     from ..clients.widths import ERROR, OVERFLOWS, UNKNOWN, VERDICTS, record_width
 
+    if args.bits < 1:
+        raise UsageError(f"--bits must be at least 1, not {args.bits}")
     text, source = read_file(args.log)
     rows: list[tuple[int, RecordWidth]] = []
     for number, line in enumerate(text.splitlines(), 1):
