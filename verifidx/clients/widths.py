@@ -75,7 +75,8 @@ def record_width(line_text: str, bits: int = 32, signed: bool = True, source: st
         out.fit = fits(m, bits, signed)
         simplified = m.simplify()
         out.simplified = _shown(simplified, kind)
-        out.simplified_fit = fits(simplified, bits, signed)
+        # the same map is the same question: its answer is not computed twice
+        out.simplified_fit = out.fit if simplified == m else fits(simplified, bits, signed)
         if bound is not None:
             out.bounds = in_bounds(m, bound)
     except (VerifidxError, ValueError) as err:
