@@ -16,8 +16,8 @@ isl's `dim_max` of the same maps (the quasi-affine ones), and Inductor's own
 sizes as value ranges of a shape environment; torch needed), with the verdicts compared:
 `inductor wrong` counts expressions Inductor calls fitting where verifidx has a checked
 overflow (it should be 0), `inductor unsure` those it cannot call fitting where verifidx proves
-they fit. And `indexing --widths` on the 12-layer transformer (every fusion operand's offset),
-next to isl's `dim_max` of the same offset maps.
+they fit. And `indexing --widths` on the 12-layer transformer (every fusion operand's
+and output's offset), next to isl's `dim_max` of the same offset maps.
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def _transformer() -> None:
         same += value is not None and high is not None and high.value == value
     verdicts = {v: sum(o.verdict == v for o in w.operands) for v in ("fits", "overflows",
                                                                      "unknown")}
-    _table([("module", "operand maps", "fits", "overflows", "unknown", "verifidx s",
+    _table([("module", "maps (reads, stores)", "fits", "overflows", "unknown", "verifidx s",
              "isl s", "isl same"),
             ("transformer12.opt.hlo", str(len(w.operands)), str(verdicts["fits"]),
              str(verdicts["overflows"]), str(verdicts["unknown"]), f"{ours:.2f}",

@@ -295,3 +295,19 @@ def test_module_first_overflow_orders_every_size() -> None:
     assert first is not None and first[0].parameter == 0
     row = next(d for d in itertools.count(239000) if d * 8960 > INT32_MAX)
     assert first[1].sizes == {"M": 1, "N": row + 1}
+
+
+def test_indexing_widths_checks_the_stores(capsys) -> None:
+    """`x[None, :] + y[:, None]` on x: [8960], y: [b]: every read fits for every b, the
+    output [b, 8960] written does not."""
+    path = DATA / "widths" / "outer_sum.dyn.mlir"
+    assert main(["indexing", str(path), "--widths", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    output = doc["computations"][0]["outputs"][0]
+    assert all(w["fits"] for op in output["operands"] for w in op["widths"])
+    (store,) = output["widths"]
+    b = store["smallest"]["b"]
+    assert _max_offset(b - 1, 8960) <= INT32_MAX < _max_offset(b, 8960)
+    assert doc["widths"]["access"] == "write" and doc["widths"]["smallest"] == {"b": b}
+    w = store["witness"]
+    assert w["d0"] < b and w["d0"] * 8960 + w["d1"] == store["value"] > INT32_MAX

@@ -2,7 +2,8 @@
 
 For every operand a fusion reads (for a module without fusions, every parameter the entry
 reads), each of its root-to-parameter maps is composed with the operand's physical layout: the
-value checked is the offset in elements of the element read (`ranges.fits` on the offset map).
+value checked is the offset in elements of the element read (`ranges.fits` on the offset map);
+and for every output the fusion writes, the offset of each element written.
 A static dimension's stride comes from the shape's layout (tiles included, `verifidx.hlo.layout`).
 A dynamic dimension (StableHLO's `?`, jax.export's symbolic `b`) is dense in its actual size:
 the strides are products of the dimensions' symbolic sizes, in layout order, so the offset of
@@ -27,7 +28,8 @@ from .ranges import Fit, Overflow, fits, offset_map
 class OperandWidth:
     """One map of one operand: where it is (`computation`, `output`, `parameter`, `leaf`,
     `map_index`), the operand's shape, and `fit` of its physical offset (None: the map is
-    unknown or its offset is not read, `reason` says why)."""
+    unknown or its offset is not read, `reason` says why). `access` "write" is the store of
+    output `output` itself (`parameter` -1, `parameter_name` the root)."""
 
     computation: str
     role: str
@@ -39,6 +41,7 @@ class OperandWidth:
     shape: str
     fit: Fit | None
     reason: str = ""
+    access: str = "read"
 
     @property
     def verdict(self) -> str:
@@ -115,7 +118,24 @@ def module_widths(module: HloModule, bits: int = 32, signed: bool = True,
                     for k, ind in enumerate(ci.maps_for(o, number, leaf)):
                         out.append(_operand(ci, o, p, number, leaf, shape, k, ind.map,
                                             bits, signed))
+            out.append(_store(ci, o, bits, signed))
     return ModuleWidths(bits, signed, tuple(out))
+
+
+def _store(ci: ComputationIndexing, output: int, bits: int, signed: bool) -> OperandWidth:
+    """The offset of every element output `output` writes (the identity on the root's leaf,
+    cut to its dynamic sizes)."""
+    from ..hlo.dynamic_dims import start_indexing
+
+    root, shape = ci.computation.root, ci.outputs[output]
+    try:
+        m = start_indexing(root, output, shape).map
+        fit: Fit | None = fits(physical_offset(m, root, output, shape), bits, signed)
+        reason = ""
+    except (ValueError, NotImplementedError) as err:
+        fit, reason = None, str(err)
+    return OperandWidth(ci.computation.name, ci.role, output, -1, root.name, output, 0,
+                        str(shape), fit, reason, "write")
 
 
 def _operand(ci: ComputationIndexing, output: int, p: HloInstruction, number: int, leaf: int,

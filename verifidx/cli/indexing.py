@@ -74,9 +74,9 @@ def register(sub: Subparsers) -> None:
                         "('tensor<16x4xf32>,tensor<4xf32>') with StableHLO's passes, report the "
                         "static program's maps and prove the parametric maps equal them")
     p.add_argument("--widths", action="store_true",
-                   help="per fusion operand (an unfused module: per entry parameter), the range "
-                        "of its physical offset and whether 32-bit indexing is safe for every "
-                        "size, else the smallest sizes at which it is not")
+                   help="per fusion operand (an unfused module: per entry parameter) and "
+                        "output, the range of its physical offset and whether 32-bit indexing "
+                        "is safe for every size, else the smallest sizes at which it is not")
     p.add_argument("--bits", type=int, default=32, help="with --widths: the index width")
     add_batch_flags(p)
 
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
                           allow_unknown_opcodes=args.allow_unknown_opcodes)
     if args.widths:
         if args.instruction or args.computation or args.direction != "out2in":
-            raise UsageError("--widths checks every fusion operand: drop --instruction, "
+            raise UsageError("--widths checks every fusion operand and output: drop --instruction, "
                              "--computation and --direction")
         return run_widths(args, module)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
@@ -284,10 +284,11 @@ def _function_position(text: str, name: str) -> tuple[int, int]:
 
 
 def run_widths(args: argparse.Namespace, module: HloModule) -> int:
-    """`--widths`: per fusion operand (an unfused module: per entry parameter), the range of
-    its physical offset and whether a `--bits` index is safe for every size, else the smallest
-    sizes at which it is not (exit 0 safe, 1 not, 3 unknown). The JSON is `--json`'s, each
-    operand with a `widths` member aligned with its `maps`, and a top-level `widths` summary."""
+    """`--widths`: per fusion operand (an unfused module: per entry parameter) and output, the
+    range of its physical offset and whether a `--bits` index is safe for every size, else the
+    smallest sizes at which it is not (exit 0 safe, 1 not, 3 unknown). The JSON is `--json`'s,
+    each operand and output with a `widths` member (an operand's aligned with its `maps`), and
+    a top-level `widths` summary."""
     from ..analysis.widths import checked_computations, module_widths
 
     if args.bits < 1:
@@ -302,6 +303,8 @@ def run_widths(args: argparse.Namespace, module: HloModule) -> int:
                 _result(o))
         for comp in comps:
             for out in comp["outputs"]:
+                key = (comp["name"], out["output_index"], -1, out["output_index"])
+                out["widths"] = by_place.get(key, [])
                 for op in out["operands"]:
                     key = (comp["name"], out["output_index"], op["parameter_number"],
                            op.get("tuple_index", 0))
@@ -344,21 +347,25 @@ def _number(text: str) -> int | str:
 
 def _summary(w: ModuleWidths) -> dict[str, Any]:
     out: dict[str, Any] = {"bits": w.bits, "signed": w.signed, "verdict": w.verdict,
-                           "operands": len(w.operands)}
+                           "maps": len(w.operands)}
     first = w.first
     if first is not None:
         o, over = first
         out.update(smallest=over.sizes, smallest_proven=w.smallest_proven,
-                   computation=o.computation, parameter_number=o.parameter,
-                   output_index=o.output, witness=over.point, value=over.value)
+                   computation=o.computation, access=o.access, output_index=o.output)
+        if o.access == "read":
+            out["parameter_number"] = o.parameter
+        out.update(witness=over.point, value=over.value)
     return out
 
 
 def _line(o: OperandWidth) -> str:
     from .range import extreme_text, names_text
 
-    where = f"{o.computation} ({o.role}) output {o.output} parameter {o.parameter} " \
-            f"({o.parameter_name}) {o.shape}" + (f" map {o.map_index}" if o.map_index else "")
+    where = f"{o.computation} ({o.role}) output {o.output} " + (
+        f"parameter {o.parameter} ({o.parameter_name}) {o.shape}" if o.access == "read" else
+        f"written ({o.parameter_name}) {o.shape}") + (f" map {o.map_index}" if o.map_index
+                                                     else "")
     if o.fit is None:
         return f"{where}: unknown ({o.reason})"
     rr = o.fit.ranges[0]
@@ -382,12 +389,13 @@ def _sizes(values: dict[str, int]) -> str:
 def _headline(w: ModuleWidths) -> str:
     kind = f"{w.bits}-bit indexing"
     if w.verdict == "fits":
-        return f"{kind} is safe for every size ({len(w.operands)} operand maps)"
+        return f"{kind} is safe for every size ({len(w.operands)} maps)"
     first = w.first
     if first is None:
         return f"{kind} is not proven safe: an operand is unknown"
     o, over = first
-    where = f"{o.computation} parameter {o.parameter} ({o.parameter_name})"
+    where = f"{o.computation} parameter {o.parameter} ({o.parameter_name})" \
+        if o.access == "read" else f"{o.computation} output {o.output} ({o.parameter_name})"
     if not over.sizes:
         return f"{kind} is not safe: {where} reaches offset {over.value}"
     proven = "" if w.smallest_proven else " (not shown to be the smallest)"
