@@ -311,3 +311,41 @@ def test_indexing_widths_checks_the_stores(capsys) -> None:
     assert doc["widths"]["access"] == "write" and doc["widths"]["smallest"] == {"b": b}
     w = store["witness"]
     assert w["d0"] < b and w["d0"] * 8960 + w["d1"] == store["value"] > INT32_MAX
+
+
+def test_widths_hook_raises_on_an_overflow_and_only_warns_on_an_unread_index(caplog) -> None:
+    """`_check_widths` under a graph handler whose shape environment has `s0 in [2, oo]` and no
+    guard: `c0 < 8960*s0` raises with the smallest s0; an indirect index is a warning."""
+    torch = pytest.importorskip("torch")
+    import sympy
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch._inductor.virtualized import V
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    from verifidx.clients import inductor as hook
+
+    c0, s0, ind = sympy.symbols("c0 s0 indirect0", integer=True)
+    env = ShapeEnv()
+    env.var_to_range[s0] = ValueRanges(2, torch.utils._sympy.numbers.int_oo)
+
+    class Dep:
+        def __init__(self, name: str, index: object) -> None:
+            self.name, self.index, self.ranges = name, index, {c0: 8960 * s0}
+
+    class Node:
+        def __init__(self, *deps: Dep) -> None:
+            self.read_writes = type("RW", (), {"reads": deps, "writes": ()})()
+
+    class Graph:
+        sizevars = SizeVarAllocator(env)
+
+    with V.set_graph_handler(Graph()):  # type: ignore[arg-type]
+        with pytest.raises(hook.UnsafeIndexType) as raised:
+            hook._check_widths([Node(Dep("buf0", c0))], "raise")
+        (u,) = raised.value.unsafe
+        n = u.sizes["s0"]
+        assert 8960 * (n - 1) - 1 <= INT32_MAX < 8960 * n - 1
+        with caplog.at_level("WARNING", logger="verifidx.clients.inductor"):
+            hook._check_widths([Node(Dep("buf1", c0 + ind))], "raise")  # no raise
+        assert "buf1" in caplog.text and "not proven" in caplog.text

@@ -17,9 +17,10 @@ per-instance cache around it), until `uninstall()` puts Inductor's function back
   numel and buffer sizes against hints and guards, never the index expressions). When the
   choice is int32, every load and store of the kernel's nodes (their `MemoryDep` index
   expressions and loop ranges) is checked for every size the shape environment allows
-  (`verifidx.clients.widths.check_index_type`); an access not proven to fit raises
+  (`verifidx.clients.widths.check_index_type`); an access witnessed to overflow raises
   `UnsafeIndexType` with the smallest sizes and the expression (or, with `on_unsafe="log"`, is
-  logged and kept in `stats.unsafe`). Inductor's choice is never changed.
+  logged); one not proven either way (a form the bridge does not read, an indirect index) is
+  logged as a warning. Both are kept in `stats.unsafe`. Inductor's choice is never changed.
 
 Only the outermost call of a simplification is checked (Inductor recurses on its own
 intermediate forms). torch is imported by this module alone, and only inside `install`.
@@ -218,10 +219,12 @@ def _check_widths(nodes: Any, on_unsafe: str) -> None:
     if not unsafe:
         return
     stats.unsafe.extend(unsafe)
-    if on_unsafe == "raise":
-        raise UnsafeIndexType(unsafe)
-    for u in unsafe:
-        log.error("Inductor chose int32 indexing: %s", u)
+    witnessed = [u for u in unsafe if u.verdict == "overflows"]
+    if witnessed and on_unsafe == "raise":
+        raise UnsafeIndexType(witnessed)
+    for u in unsafe:  # an unread form (an indirect index) never breaks a compile
+        (log.error if u.verdict == "overflows" else log.warning)(
+            "Inductor chose int32 indexing: %s", u)
 
 
 def _size_ranges(allocator: Any, expr: Any, var_ranges: Any) -> dict[str, list[str]]:
