@@ -66,6 +66,7 @@ _LAZY = {
     "result_range": ("verifidx.analysis.ranges", "result_range"),
     "fits": ("verifidx.analysis.ranges", "fits"),
     "inplace_hazards": ("verifidx.analysis.inplace", "inplace_hazards"),
+    "in_bounds": ("verifidx.analysis.ranges", "in_bounds"),
 }
 
 #: The modules that sat at the top of the package before it had a folder per layer, by
@@ -153,7 +154,8 @@ __all__ = [
     "IndexingMap", "Interval",
     "ParseError", "RtVar", "Size", "SizeVar", "Symbol", "UnsupportedError", "Var", "Verdict",
     "VerifidxError",
-    "compose", "equal", "equal_relations", "fits", "input_to_output", "is_empty", "output_to_input",
+    "compose", "equal", "equal_relations", "fits", "in_bounds", "input_to_output", "is_empty",
+    "output_to_input",
     "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "parse_module",
     "print_affine_map", "print_map", "prove", "range_of", "result_range", "set_simplifier",
     "simplify",

@@ -38,7 +38,7 @@ from math import lcm
 from typing import Any
 
 from ..core.errors import EvaluationError
-from ..core.expr import Dim, Expr, Size, Variable, add, floordiv, mul
+from ..core.expr import Const, Dim, Expr, Size, Variable, add, floordiv, mul
 from ..core.indexing_map import IndexingMap
 from ..core.interval import Interval, range_of
 from ..solve import presburger, smt, smt_terms
@@ -191,7 +191,70 @@ def fits(m: IndexingMap, bits: int = 32, signed: bool = True, *,
     that shape and the value checked is its physical offset (`offset_map`)."""
     if layout is not None:
         m = offset_map(m, layout)
-    target = type_range(bits, signed)
+    ranges, verdicts, overflows, reason = _decide(m, type_range(bits, signed), params, rlimit)
+    verdict = "overflows" if False in verdicts else "unknown" if None in verdicts else "fits"
+    return Fit(verdict, bits, signed, ranges, verdicts, overflows, reason, m)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """`in_bounds`'s answer: `verdict` "in bounds" (proven wherever the mask holds, for every
+    parameter value), "out of bounds" (with `violation`: the smallest parameters, a checked
+    point and the index's value there) or "unknown" (`reason`); `range` is the index's range
+    on the masked domain, `extent` the bound as given."""
+
+    verdict: str
+    extent: Expr
+    range: ResultRange
+    violation: Overflow | None
+    reason: str = ""
+
+
+def in_bounds(m: IndexingMap, extent: Expr | int,
+              mask: Sequence[tuple[Expr, Interval]] = (), *, params: Parameters | None = None,
+              rlimit: int = RLIMIT) -> Bounds:
+    """Whether `0 <= m's one result < extent` at every point of the domain where the `mask`
+    constraints hold (a load's `xmask = xindex < xnumel`: `xindex - xnumel in [-inf, -1]`),
+    for every parameter value; `extent` is a number or an expression in the map's sizes (the
+    buffer's element count). The check is one `fits`-style decision over the two results
+    `index` and `extent - 1 - index`, both of which must be non-negative."""
+    if m.num_results != 1:
+        raise ValueError(f"in_bounds checks one index; the map has {m.num_results} results")
+    bound = Const(extent) if isinstance(extent, int) else extent
+    if not bound.variable_set() <= {_leaf(name) for name in parameters(m)}:
+        raise ValueError(f"the extent {bound} may use only the map's sizes")
+    masked = m.add_constraints(list(mask)) if mask else m
+    index = masked.results[0]
+    both = masked.with_results((index, add(bound, -1, mul(-1, index))))
+    ps = parameters(both, params)
+    top = max(0, *(iv.hi for iv in _enclosures(both, ps)))
+    ranges, verdicts, overflows, reason = _decide(both, Interval(0, top), ps, rlimit)
+    own = ranges[0]
+    found = [o for o in overflows if o is not None]
+    if found:
+        first = min(found, key=lambda o: tuple(o.sizes.values()))
+        value = masked.evaluate(*_split(masked, first.point), first.sizes or None)[0]
+        proven = all(o.smallest for o in found) and None not in verdicts
+        return Bounds("out of bounds", bound, own,
+                      Overflow(0, first.sizes, proven, first.point, value), reason)
+    return Bounds("unknown" if None in verdicts else "in bounds", bound, own, None, reason)
+
+
+def _split(m: IndexingMap, point: Mapping[str, int]) -> tuple[list[int], list[int]]:
+    """A named point (as `_point` gives it) as the map's dims and symbols."""
+    from ..core.syntax import variable_names
+
+    names = variable_names(m)
+    values = [point[names[v]] for v in m.variables]
+    return values[:m.num_dims], values[m.num_dims:]
+
+
+def _decide(m: IndexingMap, target: Interval, params: Parameters | None, rlimit: int
+            ) -> tuple[tuple[ResultRange, ...], tuple[bool | None, ...],
+                       tuple[Overflow | None, ...], str]:
+    """Per result of `m`: its range, whether it stays inside `target` for every parameter
+    value (None: undecided), the overflow at the smallest parameters where not, and the
+    reasons of the undecided."""
     ps = parameters(m, params)
     ranges = result_range(m, ps, rlimit=rlimit)
     verdicts: list[bool | None] = []
@@ -217,9 +280,7 @@ def fits(m: IndexingMap, bits: int = 32, signed: bool = True, *,
         overflows.append(over)
         if holds is None:
             reasons.append(f"result {rr.result}: {why}")
-    verdict = "overflows" if False in verdicts else "unknown" if None in verdicts else "fits"
-    return Fit(verdict, bits, signed, tuple(ranges), tuple(verdicts), tuple(overflows),
-               "; ".join(reasons), m)
+    return tuple(ranges), tuple(verdicts), tuple(overflows), "; ".join(reasons)
 
 
 def _witnessed_outside(rr: ResultRange, target: Interval) -> bool:

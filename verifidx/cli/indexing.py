@@ -17,7 +17,7 @@ import argparse
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.computation_maps import (
     ComputationIndexing,
@@ -48,6 +48,9 @@ from .common import (
     run_batch,
 )
 
+if TYPE_CHECKING:
+    from ..analysis.widths import ModuleWidths, OperandWidth
+
 
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "indexing",
@@ -74,6 +77,11 @@ def register(sub: Subparsers) -> None:
                    help="the fusions XLA runs in place (a dynamic-update-slice root, "
                         "output_to_operand_aliasing) and whether one reads an element it has "
                         "already overwritten: exit 1 on a hazard, 3 when only unknowns remain")
+    p.add_argument("--widths", action="store_true",
+                   help="per fusion operand (an unfused module: per entry parameter) and "
+                        "output, the range of its physical offset and whether 32-bit indexing "
+                        "is safe for every size, else the smallest sizes at which it is not")
+    p.add_argument("--bits", type=int, default=32, help="with --widths: the index width")
     add_batch_flags(p)
 
 
@@ -140,11 +148,15 @@ def _find_instruction(module: HloModule, name: str, computation: str | None
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.inplace and args.widths:
+        raise UsageError("--inplace and --widths are two reports: ask for one at a time")
     if args.inplace and (args.batch or args.instruction or args.refine
                          or args.direction != "out2in" or args.explain_dedup):
         raise UsageError("--inplace reports the in-place fusions of one module: drop --batch, "
                          "--instruction, --refine, --direction and --explain-dedup")
     if args.batch:
+        if args.widths:
+            raise UsageError("--widths reads one FILE, not --batch")
         if args.instruction or args.computation or args.refine:
             raise UsageError("--batch reports every computation: drop --instruction, "
                              "--computation and --refine")
@@ -158,9 +170,16 @@ def _run(args: argparse.Namespace) -> int:
     set_proven_dedup(not args.textual_dedup)
     text, source = read_file(args.file[0])
     if args.refine:
+        if args.widths:
+            raise UsageError("--widths and --refine are separate questions: give one")
         return _run_refine(args, text, source)
     module = parse_module(text, source, check_shapes=True,
                           allow_unknown_opcodes=args.allow_unknown_opcodes)
+    if args.widths:
+        if args.instruction or args.computation or args.direction != "out2in":
+            raise UsageError("--widths checks every fusion operand and output: drop --instruction, "
+                             "--computation and --direction")
+        return run_widths(args, module)
     if args.computation and args.computation.removeprefix("%") not in module.computations:
         raise UsageError(f"no computation {args.computation!r} in the module")
     if args.inplace:
@@ -299,3 +318,130 @@ def _function_position(text: str, name: str) -> tuple[int, int]:
         return 1, 1
     before = text[:found.start()]
     return before.count("\n") + 1, found.start() - (before.rfind("\n") + 1) + 1
+
+
+# -- --widths ----------------------------------------------------------------------------------
+
+
+def run_widths(args: argparse.Namespace, module: HloModule) -> int:
+    """`--widths`: per fusion operand (an unfused module: per entry parameter) and output, the
+    range of its physical offset and whether a `--bits` index is safe for every size, else the
+    smallest sizes at which it is not (exit 0 safe, 1 not, 3 unknown). The JSON is `--json`'s,
+    each operand and output with a `widths` member (an operand's aligned with its `maps`), and
+    a top-level `widths` summary."""
+    from ..analysis.widths import checked_computations, module_widths
+
+    if args.bits < 1:
+        raise UsageError(f"--bits must be at least 1, not {args.bits}")
+    checked = checked_computations(module)
+    widths = module_widths(module, args.bits, computations=checked)
+    if args.json:
+        comps = [_computation_json(ci) for ci in checked]
+        by_place: dict[tuple[str, int, int, int], list[dict[str, Any]]] = {}
+        for o in widths.operands:
+            by_place.setdefault((o.computation, o.output, o.parameter, o.leaf), []).append(
+                _result(o))
+        for comp in comps:
+            for out in comp["outputs"]:
+                key = (comp["name"], out["output_index"], -1, out["output_index"])
+                out["widths"] = by_place.get(key, [])
+                for op in out["operands"]:
+                    key = (comp["name"], out["output_index"], op["parameter_number"],
+                           op.get("tuple_index", 0))
+                    op["widths"] = by_place.get(key, [])
+        print(json.dumps({"module": module.name, "computations": comps,
+                          "widths": _summary(widths)}, indent=1))
+    else:
+        print(f"module {module.name}" if module.name else "module (unnamed)")
+        for o in widths.operands:
+            print(_line(o))
+        print(_headline(widths))
+    return {"fits": EXIT_OK, "overflows": EXIT_FAILED}.get(widths.verdict, EXIT_UNKNOWN)
+
+
+def _result(o: OperandWidth) -> dict[str, Any]:
+    """One map's width: min, max (of the offset), exact, fits, and smallest/witness."""
+    from .range import extreme_text
+
+    if o.fit is None:
+        return {"fits": None, "reason": o.reason}
+    rr = o.fit.ranges[0]
+    doc: dict[str, Any] = {
+        "min": None if rr.low is None else _number(extreme_text(rr.low)),
+        "max": None if rr.high is None else _number(extreme_text(rr.high)),
+        "min_value": None if rr.low is None else rr.low.value,
+        "max_value": None if rr.high is None else rr.high.value,
+        "exact": rr.exact, "fits": o.fit.result_fits[0]}
+    over = o.fit.overflow
+    if over is not None:
+        doc.update(smallest=over.sizes, smallest_proven=over.smallest, witness=over.point,
+                   value=over.value)
+    if o.fit.reason:
+        doc["reason"] = o.fit.reason
+    return doc
+
+
+def _number(text: str) -> int | str:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _summary(w: ModuleWidths) -> dict[str, Any]:
+    out: dict[str, Any] = {"bits": w.bits, "signed": w.signed, "verdict": w.verdict,
+                           "maps": len(w.operands)}
+    first = w.first
+    if first is not None:
+        o, over = first
+        out.update(smallest=over.sizes, smallest_proven=w.smallest_proven,
+                   computation=o.computation, access=o.access, output_index=o.output)
+        if o.access == "read":
+            out["parameter_number"] = o.parameter
+        out.update(witness=over.point, value=over.value)
+    return out
+
+
+def _line(o: OperandWidth) -> str:
+    from .range import extreme_text, names_text
+
+    where = f"{o.computation} ({o.role}) output {o.output} " + (
+        f"parameter {o.parameter} ({o.parameter_name}) {o.shape}" if o.access == "read" else
+        f"written ({o.parameter_name}) {o.shape}") + (f" map {o.map_index}" if o.map_index
+                                                     else "")
+    if o.fit is None:
+        return f"{where}: unknown ({o.reason})"
+    rr = o.fit.ranges[0]
+    if rr.low is None or rr.high is None:
+        return f"{where}: reads nothing"
+    span = f"offset [{extreme_text(rr.low)}, {extreme_text(rr.high)}]" + \
+        ("" if rr.exact else " (enclosure)")
+    over = o.fit.overflow
+    if o.fit.verdict == "fits":
+        return f"{where}: {span}: fits"
+    if over is not None:
+        at = f" at {_sizes(over.sizes)}" if over.sizes else ""
+        return f"{where}: {span}: overflows{at} ({over.value} at {names_text(over.point)})"
+    return f"{where}: {span}: unknown ({o.fit.reason})"
+
+
+def _sizes(values: dict[str, int]) -> str:
+    return ", ".join(f"{k} = {v:,}" for k, v in values.items())
+
+
+def _headline(w: ModuleWidths) -> str:
+    kind = f"{w.bits}-bit indexing"
+    if w.verdict == "fits":
+        return f"{kind} is safe for every size ({len(w.operands)} maps)"
+    first = w.first
+    if first is None:
+        return f"{kind} is not proven safe: an operand is unknown"
+    o, over = first
+    where = f"{o.computation} parameter {o.parameter} ({o.parameter_name})" \
+        if o.access == "read" else f"{o.computation} output {o.output} ({o.parameter_name})"
+    if not over.sizes:
+        return f"{kind} is not safe: {where} reaches offset {over.value}"
+    proven = "" if w.smallest_proven else " (not shown to be the smallest)"
+    if len(over.sizes) == 1 and w.smallest_proven:
+        (name, value), = over.sizes.items()
+        return f"{kind} is safe up to {name} = {value - 1:,}; at {name} = {value:,} {where} " \
+               f"reaches offset {over.value:,}"
+    return f"{kind} is not safe at {_sizes(over.sizes)}{proven}: {where} reaches offset " \
+           f"{over.value:,}"

@@ -12,6 +12,15 @@ per-instance cache around it), until `uninstall()` puts Inductor's function back
   handed back has been read again and proven equal to Inductor's input; otherwise Inductor's.
 - `record`: appends `{expr, var_ranges, size_ranges, result}` (the log `verifidx validate`
   reads) to a list you pass (`tools/capture_inductor.py` uses it).
+- `widths`: wraps `SIMDKernelFeatures.select_index_dtype` instead, where Inductor's GPU
+  (Triton) backends choose each kernel's index type (`SIMDScheduling.can_use_32bit_indexing`:
+  numel and buffer sizes against hints and guards, never the index expressions). When the
+  choice is int32, every load and store of the kernel's nodes (their `MemoryDep` index
+  expressions and loop ranges) is checked for every size the shape environment allows
+  (`verifidx.clients.widths.check_index_type`); an access witnessed to overflow raises
+  `UnsafeIndexType` with the smallest sizes and the expression (or, with `on_unsafe="log"`, is
+  logged); one not proven either way (a form the bridge does not read, an indirect index) is
+  logged as a warning. Both are kept in `stats.unsafe`. Inductor's choice is never changed.
 
 Only the outermost call of a simplification is checked (Inductor recurses on its own
 intermediate forms). torch is imported by this module alone, and only inside `install`.
@@ -30,7 +39,7 @@ from ..core.syntax import print_point
 from .validation import PROVED, REFUTED, UNSUPPORTED, Validation, validate_sympy
 
 TESTED_TORCH = ("2.13.0",)
-MODES = ("check", "simplify", "record")
+MODES = ("check", "simplify", "record", "widths")
 
 log = logging.getLogger("verifidx.clients.inductor")
 
@@ -46,6 +55,14 @@ class SimplificationRefuted(VerifidxError):
             f"{validation.result_value}")
 
 
+class UnsafeIndexType(VerifidxError):
+    """Inductor chose int32 indexing for a kernel with an access not proven to fit."""
+
+    def __init__(self, unsafe: list[Any]) -> None:
+        self.unsafe = unsafe
+        super().__init__("Inductor chose int32 indexing, but " + "; ".join(map(str, unsafe)))
+
+
 @dataclass
 class Stats:
     """What the hook saw since `install` (seconds are wall clock, for reports only)."""
@@ -56,6 +73,9 @@ class Stats:
     inductor_seconds: float = 0.0
     verifidx_seconds: float = 0.0
     refutations: list[Validation] = field(default_factory=list)
+    #: `widths`: kernels whose index type was chosen, and the accesses not proven to fit
+    kernels: dict[str, int] = field(default_factory=dict)
+    unsafe: list[Any] = field(default_factory=list)
 
 
 _original: Callable[..., Any] | None = None
@@ -64,13 +84,18 @@ stats = Stats()
 
 
 def install(mode: str = "check", *, on_refuted: str = "raise",
-            records: list[dict[str, Any]] | None = None) -> Stats:
-    """Wrap Inductor's simplification (see the module docstring); returns the live `Stats`."""
+            records: list[dict[str, Any]] | None = None, on_unsafe: str = "raise") -> Stats:
+    """Wrap Inductor's simplification, or with `widths` its choice of index type (see the
+    module docstring); returns the live `Stats`."""
     global _original, stats
     if mode not in MODES:
         raise UnsupportedError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if on_refuted not in ("raise", "log"):
         raise UnsupportedError(f"on_refuted must be 'raise' or 'log', not {on_refuted!r}")
+    if on_unsafe not in ("raise", "log"):
+        raise UnsupportedError(f"on_unsafe must be 'raise' or 'log', not {on_unsafe!r}")
+    if mode == "widths":
+        return _install_widths(on_unsafe)
     if mode == "record" and records is None:
         raise UnsupportedError("mode='record' needs a list to append to (records=)")
     try:
@@ -114,14 +139,92 @@ def install(mode: str = "check", *, on_refuted: str = "raise",
 
 
 def uninstall() -> None:
-    """Put Inductor's own `_simplify_with_ranges` back (nothing if the hook is not in)."""
-    global _original
-    if _original is None:
-        return
-    from torch._inductor.sizevars import SizeVarAllocator
+    """Put Inductor's own function back (nothing if the hook is not in)."""
+    global _original, _original_dtype
+    if _original is not None:
+        from torch._inductor.sizevars import SizeVarAllocator
 
-    SizeVarAllocator._simplify_with_ranges = _original  # type: ignore[method-assign]
-    _original = None
+        SizeVarAllocator._simplify_with_ranges = _original  # type: ignore[method-assign]
+        _original = None
+    if _original_dtype is not None:
+        from torch._inductor.codegen.simd_kernel_features import (  # type: ignore[import-not-found]
+            SIMDKernelFeatures,
+        )
+
+        SIMDKernelFeatures.select_index_dtype = _original_dtype
+        _original_dtype = None
+
+
+_original_dtype: Callable[..., Any] | None = None
+
+
+def _install_widths(on_unsafe: str) -> Stats:
+    global _original_dtype, stats
+    try:
+        from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+    except ImportError:
+        raise UnsupportedError("the Inductor hook needs torch (pip install "
+                               "'verifidx[inductor]')") from None
+    uninstall()
+    original = SIMDKernelFeatures.select_index_dtype
+    stats = Stats()
+
+    def wrapped(self: Any) -> Any:
+        dtype = original(self)
+        name = str(dtype).removeprefix("torch.")
+        stats.kernels[name] = stats.kernels.get(name, 0) + 1
+        if name == "int32":
+            _check_widths(self.scheduler_nodes(), on_unsafe)
+        return dtype
+
+    SIMDKernelFeatures.select_index_dtype = wrapped
+    _original_dtype = original
+    return stats
+
+
+def kernel_accesses(nodes: Any) -> list[Any]:
+    """The loads and stores of a kernel's scheduler nodes: each `MemoryDep`'s buffer, index
+    expression and loop ranges (`StarDep`s and `WeakDep`s have no index)."""
+    from .widths import Access
+
+    out = []
+    for node in nodes:
+        rw = node.read_writes
+        for dep in (*rw.reads, *rw.writes):
+            index = getattr(dep, "index", None)
+            ranges = getattr(dep, "ranges", None)
+            if index is None or ranges is None:
+                continue
+            out.append(Access(str(dep.name), index, dict(ranges)))
+    return out
+
+
+def _check_widths(nodes: Any, on_unsafe: str) -> None:
+    from torch._inductor.virtualized import V  # type: ignore[import-not-found]
+
+    from .widths import check_index_type
+
+    accesses = kernel_accesses(nodes)
+    known = getattr(V.graph.sizevars.shape_env, "var_to_range", {})
+    sizes: dict[str, list[str]] = {}
+    for a in accesses:
+        for e in (a.index, *a.var_ranges.values()):
+            for s in getattr(e, "free_symbols", ()):
+                if s not in a.var_ranges and str(s) not in sizes:
+                    r = known.get(s)
+                    sizes[str(s)] = [str(r.lower), str(r.upper)] if r is not None \
+                        else ["0", "int_oo"]
+    guards = [g.expr for g in getattr(V.graph.sizevars.shape_env, "guards", ())]
+    unsafe = check_index_type("int32", accesses, sizes, guards)
+    if not unsafe:
+        return
+    stats.unsafe.extend(unsafe)
+    witnessed = [u for u in unsafe if u.verdict == "overflows"]
+    if witnessed and on_unsafe == "raise":
+        raise UnsafeIndexType(witnessed)
+    for u in unsafe:  # an unread form (an indirect index) never breaks a compile
+        (log.error if u.verdict == "overflows" else log.warning)(
+            "Inductor chose int32 indexing: %s", u)
 
 
 def _size_ranges(allocator: Any, expr: Any, var_ranges: Any) -> dict[str, list[str]]:
@@ -192,5 +295,5 @@ def _simplified(expr: Any, result: Any, var_ranges: Any, sizes: dict[str, list[s
     return out
 
 
-__all__ = ["MODES", "TESTED_TORCH", "SimplificationRefuted", "Stats", "install", "stats",
-           "uninstall"]
+__all__ = ["MODES", "TESTED_TORCH", "SimplificationRefuted", "Stats", "UnsafeIndexType", "install",
+           "kernel_accesses", "stats", "uninstall"]

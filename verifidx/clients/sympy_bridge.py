@@ -770,8 +770,8 @@ class _Parser:
             return True
         return False
 
-    def parse(self) -> Sym:
-        e = self.term(self.condition)
+    def parse(self, condition: bool = False) -> Sym:
+        e = self.truth(self.condition) if condition else self.term(self.condition)
         if self.peek()[0] != "end":
             self.fail("an operator or the end")
         return e
@@ -982,14 +982,15 @@ def _is_condition(e: Sym) -> bool:
 
 
 def parse_text(text: str, known: set[str] | None = None, source: str = "<string>",
-               line: int = 1) -> Sym:
+               line: int = 1, condition: bool = False) -> Sym:
     """A sympy expression from the text Inductor prints (`str(expr)`), without torch: the
     function names of KNOWN_FUNCTIONS and INEXPRESSIBLE, `+ - * / // % **`, integers and
-    symbols (with `known`, every symbol must be in it). Never `eval`s the text."""
+    symbols (with `known`, every symbol must be in it). Never `eval`s the text. A term, or
+    with `condition` a condition (a comparison, `&`, `|`, `~`: a mask)."""
     limit = sys.getrecursionlimit()  # each level of nesting is a dozen calls of the parser
     sys.setrecursionlimit(limit + _FRAMES_PER_LEVEL * (MAX_NESTING + 2))
     try:
-        return _Parser(text, known, source, line).parse()
+        return _Parser(text, known, source, line).parse(condition)
     finally:
         sys.setrecursionlimit(limit)
 
