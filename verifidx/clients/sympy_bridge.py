@@ -1060,6 +1060,36 @@ def require_sympy() -> None:
                                      "installed: pip install 'verifidx[sympy]'") from None
 
 
+def record_ranges(record: Mapping[str, Any], source: str, line: int,
+                  required: Iterable[str] = ("expr", "var_ranges"),
+                  instead: str = "an 'input' map"
+                  ) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    """The `var_ranges` and `size_ranges` of a JSON record of an Inductor log (`verifidx
+    validate LOG`, `verifidx range --log LOG`), checked in shape, and the names they declare;
+    the fields `required` must be there (else the record should be `instead`). Needs sympy
+    (said with the record's place)."""
+    for key in required:
+        if key not in record:
+            raise ParseError(f"expected the field {key!r} (or {instead})", line, 1, source)
+    var_ranges = record["var_ranges"]
+    size_ranges = record.get("size_ranges") or {}
+    if not isinstance(var_ranges, dict) or not isinstance(size_ranges, dict):
+        raise ParseError("expected var_ranges and size_ranges as JSON objects", line, 1, source)
+    for name, extent in var_ranges.items():
+        if not isinstance(extent, (str, int)) or isinstance(extent, bool):
+            raise ParseError(f"expected the extent of {name} as a string or an integer", line,
+                             1, source)
+    for name, bounds in size_ranges.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(
+                isinstance(b, (str, int)) and not isinstance(b, bool) for b in bounds)):
+            raise ParseError(f"expected the range of {name} as [lo, hi]", line, 1, source)
+    try:
+        require_sympy()
+    except MissingDependencyError as err:
+        raise MissingDependencyError(f"{source}:{line}: {err}") from None
+    return var_ranges, size_ranges, {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
+
+
 def count_divisions(e: Expr) -> int:
     """floordiv, ceildiv and mod nodes: what simplification should remove."""
     seen: set[Expr] = set()

@@ -42,7 +42,7 @@ from .sympy_bridge import (
     from_sympy,
     has_where,
     parse_text,
-    require_sympy,
+    record_ranges,
     size_interval,
     symbol_name,
     to_sympy,
@@ -453,27 +453,9 @@ def _validate_record(line_text: str, source: str, line: int, timeout_ms: int) ->
         out = validate_maps(f, g, timeout_ms)
         out.text = record["input"]
         return out
-    for key in ("expr", "var_ranges", "result"):
-        if key not in record:
-            raise ParseError(f"expected the field {key!r} (or 'input' and 'output' maps)", line,
-                             1, source)
-    var_ranges = record["var_ranges"]
-    size_ranges = record.get("size_ranges") or {}
-    if not isinstance(var_ranges, dict) or not isinstance(size_ranges, dict):
-        raise ParseError("expected var_ranges and size_ranges as JSON objects", line, 1, source)
-    for name, extent in var_ranges.items():
-        if not isinstance(extent, (str, int)) or isinstance(extent, bool):
-            raise ParseError(f"expected the extent of {name} as a string or an integer", line,
-                             1, source)
-    for name, bounds in size_ranges.items():
-        if not (isinstance(bounds, list) and len(bounds) == 2 and all(
-                isinstance(b, (str, int)) and not isinstance(b, bool) for b in bounds)):
-            raise ParseError(f"expected the range of {name} as [lo, hi]", line, 1, source)
-    try:
-        require_sympy()
-    except MissingDependencyError as err:
-        raise MissingDependencyError(f"{source}:{line}: {err}") from None
-    known = {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
+    var_ranges, size_ranges, known = record_ranges(record, source, line,
+                                                   ("expr", "var_ranges", "result"),
+                                                   "'input' and 'output' maps")
     exprs = []
     for key in ("expr", "result"):
         if not isinstance(record[key], str):

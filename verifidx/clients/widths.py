@@ -137,28 +137,9 @@ def _read(line_text: str, source: str, line: int
 
 def _read_sympy(record: dict[str, Any], source: str, line: int
                 ) -> tuple[str, IndexingMap, Expr | None, IndexingMap | None]:
-    from .sympy_bridge import condition_cases, from_sympy, parse_text, require_sympy
+    from .sympy_bridge import condition_cases, from_sympy, parse_text, record_ranges
 
-    for key in ("expr", "var_ranges"):
-        if key not in record:
-            raise ParseError(f"expected the field {key!r} (or an 'input' map)", line, 1, source)
-    var_ranges = record["var_ranges"]
-    size_ranges = record.get("size_ranges") or {}
-    if not isinstance(var_ranges, dict) or not isinstance(size_ranges, dict):
-        raise ParseError("expected var_ranges and size_ranges as JSON objects", line, 1, source)
-    for name, extent in var_ranges.items():
-        if not isinstance(extent, (str, int)) or isinstance(extent, bool):
-            raise ParseError(f"expected the extent of {name} as a string or an integer", line,
-                             1, source)
-    for name, bounds in size_ranges.items():
-        if not (isinstance(bounds, list) and len(bounds) == 2 and all(
-                isinstance(b, (str, int)) and not isinstance(b, bool) for b in bounds)):
-            raise ParseError(f"expected the range of {name} as [lo, hi]", line, 1, source)
-    try:
-        require_sympy()
-    except MissingDependencyError as err:
-        raise MissingDependencyError(f"{source}:{line}: {err}") from None
-    known = {str(k) for k in var_ranges} | {str(k) for k in size_ranges}
+    var_ranges, size_ranges, known = record_ranges(record, source, line)
     trees = {}
     for key, condition in (("expr", False), ("extent", False), ("mask", True)):
         if key not in record:
