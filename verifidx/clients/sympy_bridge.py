@@ -792,6 +792,12 @@ class _Parser:
             self.fail("a condition (a comparison)", offset)
         return e
 
+    def truth_here(self, e: Sym) -> Sym:
+        """`e`, read already, which must be a condition (said at the current token)."""
+        if not _is_condition(e):
+            self.fail("a condition (a comparison)", self.peek()[2])
+        return e
+
     def condition(self) -> Sym:
         """`a | b`, `a & b`, `~a` over comparisons (sympy's printing of Or, And, Not), or a
         term: Python's precedence, `|` loosest."""
@@ -799,7 +805,7 @@ class _Parser:
 
         e = self.conjunction()
         while self.take("|"):
-            e = sympy.Or(self.truth(lambda e=e: e), self.truth(self.conjunction), evaluate=False)
+            e = sympy.Or(self.truth_here(e), self.truth(self.conjunction), evaluate=False)
         return e
 
     def conjunction(self) -> Sym:
@@ -807,7 +813,7 @@ class _Parser:
 
         e = self.negation()
         while self.take("&"):
-            e = sympy.And(self.truth(lambda e=e: e), self.truth(self.negation), evaluate=False)
+            e = sympy.And(self.truth_here(e), self.truth(self.negation), evaluate=False)
         return e
 
     def negation(self) -> Sym:
