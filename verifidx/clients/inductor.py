@@ -98,11 +98,9 @@ def install(mode: str = "check", *, on_refuted: str = "raise",
         return _install_widths(on_unsafe)
     if mode == "record" and records is None:
         raise UnsupportedError("mode='record' needs a list to append to (records=)")
-    try:
-        from torch._inductor.sizevars import SizeVarAllocator  # type: ignore[import-not-found]
-    except ImportError:
-        raise UnsupportedError("the Inductor hook needs torch (pip install "
-                               "'verifidx[inductor]')") from None
+    _require_torch()
+    from torch._inductor.sizevars import SizeVarAllocator  # type: ignore[import-not-found]
+
     uninstall()
     original = SizeVarAllocator._simplify_with_ranges
     stats = Stats()
@@ -158,13 +156,20 @@ def uninstall() -> None:
 _original_dtype: Callable[..., Any] | None = None
 
 
-def _install_widths(on_unsafe: str) -> Stats:
-    global _original_dtype, stats
+def _require_torch() -> None:
+    """torch is an optional extra: a missing one is said with the line that installs it."""
     try:
-        from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+        import torch._inductor  # noqa: F401  # type: ignore[import-not-found]
     except ImportError:
         raise UnsupportedError("the Inductor hook needs torch (pip install "
                                "'verifidx[inductor]')") from None
+
+
+def _install_widths(on_unsafe: str) -> Stats:
+    global _original_dtype, stats
+    _require_torch()
+    from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+
     uninstall()
     original = SIMDKernelFeatures.select_index_dtype
     stats = Stats()
