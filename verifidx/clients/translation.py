@@ -58,7 +58,7 @@ SAME, DIFFER, FEWER, UNKNOWN = "same", "differ", "fewer reads", "unknown"
 MAX_REGIONS = 64
 """Regions (one piece per map) compared per pair at most; more is `unknown`."""
 
-PROBES = (0, 1, -1, 2, 7, -7, 100, 2**31 - 1, -(2**31))
+PROBES = (0, 1, -1, 2, 3, 5, 7, -7, 100, 2**31 - 1, -(2**31))
 """Values of a value symbol where a difference is looked for besides the solver's (clipped
 to the symbol's interval): in range, past either end, the type's extremes."""
 
@@ -372,28 +372,27 @@ def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],
 
 def _assignments(names: Sequence[str], symbols: ValueSymbols,
                  seen: Sequence[Mapping[str, int] | None]) -> list[dict[str, int]]:
-    """Values of the value symbols where a difference is looked for: the solver's first,
-    then each symbol at each of PROBES (the others at 0), clipped to their intervals."""
+    """Values of the value symbols where a difference is looked for: each symbol at each of
+    PROBES (the others at 0), then the solver's points, then all symbols at once at each
+    probe; clipped to their intervals. Small values first, so a counterexample reads well."""
     out: list[dict[str, int]] = []
 
     def clip(n: str, v: int) -> int:
         iv = symbols.declared[n]
         return min(max(v, iv.lo), iv.hi)
 
-    for c in seen:
-        if c is not None and all(n in c for n in names):
-            at = {n: clip(n, c[n]) for n in names}
-            if at not in out:
-                out.append(at)
-    for n in names:
-        for v in PROBES:
-            at = {k: clip(k, v if k == n else 0) for k in names}
-            if at not in out:
-                out.append(at)
-    for v in PROBES:
-        at = {k: clip(k, v) for k in names}
+    def put(at: dict[str, int]) -> None:
         if at not in out:
             out.append(at)
+
+    for v in PROBES:
+        for n in names:
+            put({k: clip(k, v if k == n else 0) for k in names})
+    for c in seen:
+        if c is not None and all(n in c for n in names):
+            put({n: clip(n, c[n]) for n in names})
+    for v in PROBES:
+        put({k: clip(k, v) for k in names})
     return out
 
 
@@ -477,6 +476,10 @@ def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int)
     return None
 
 
+def _magnitude(cx: Counterexample) -> int:
+    return max((abs(v) for v in cx.values.values()), default=0)
+
+
 def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[OperandIndexing],
           sides: Mapping[str, tuple[ValueKeys, ValueSymbols, tuple[int, ...] | None]],
           loose: Mapping[str, bool], timeout_ms: int) -> tuple[str, str,
@@ -499,6 +502,7 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
     if count > MAX_REGIONS:
         return UNKNOWN, f"more than {MAX_REGIONS} regions of the index values' pieces", None
     verdicts: list[tuple[str, str]] = []
+    best: tuple[str, Counterexample] | None = None
     for combo in itertools.product(*groups):
         where = tuple(c for alt in combo for c in alt.where)
         region = _Region([], [])
@@ -509,14 +513,18 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
         verdict, reason, found = _compare_region(region, loose, sides["before"][1], timeout_ms)
         if verdict == DIFFER and found is not None:
             values, point, element, read_by = found
-            return DIFFER, reason, Counterexample(o, p, point, element, read_by, dict(values),
-                                                  {})
+            cx = Counterexample(o, p, point, element, read_by, dict(values), {})
+            if best is None or _magnitude(cx) < _magnitude(best[1]):
+                best = (reason, cx)  # the region with the smallest values reads best
+            continue
         if verdict != SAME:
             fewer = _fewer_reads(region.before, region.after, timeout_ms)
             if fewer is not None:
                 verdict, reason = FEWER, fewer + " (legal only where the value does not " \
                                                  "depend on the elements no longer read)"
         verdicts.append((verdict, reason))
+    if best is not None:
+        return DIFFER, best[0], best[1]
     for v in (UNKNOWN, FEWER):
         hit = [r for x, r in verdicts if x == v]
         if hit:
