@@ -47,7 +47,7 @@ from verifidx.core.errors import EvaluationError, VerifidxError
 from verifidx.core.expr import Expr, Size, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
-from verifidx.hlo.index_values import Piece, ValueSymbols, value_pieces
+from verifidx.hlo.index_values import Piece, ValueSymbols, feasible, value_pieces
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
@@ -222,7 +222,10 @@ def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] |
     if count > MAX_REGIONS:
         return None
     out = []
+    within_types = {Size(n): iv for n, iv in symbols.declared.items()}
     for combo in itertools.product(*(found[k] for k in keys)):
+        if not feasible(tuple(c for piece in combo for c in piece.where), within_types):
+            continue  # two variables read one select: its branches do not mix
         bounds = dict(m.bounds)
         for name, iv in symbols.declared.items():
             bounds[Size(name)] = iv
@@ -476,6 +479,26 @@ def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int)
     return None
 
 
+def _regions(groups: Sequence[Sequence[_Alternative]], symbols: ValueSymbols
+             ) -> list[tuple[_Alternative, ...]] | None:
+    """One alternative per map, every combination whose constraints intervals do not show
+    contradictory (the same select read by two maps takes one branch); None past
+    MAX_REGIONS."""
+    bounds = {Size(n): iv for n, iv in symbols.declared.items()}
+    out: list[tuple[_Alternative, ...]] = [()]
+    for g in groups:
+        grown = []
+        for combo in out:
+            for alt in g:
+                where = tuple(c for a in (*combo, alt) for c in a.where)
+                if not alt.where or feasible(where, bounds):
+                    grown.append((*combo, alt))
+        if len(grown) > MAX_REGIONS:
+            return None
+        out = grown
+    return out
+
+
 def _magnitude(cx: Counterexample) -> int:
     return max((abs(v) for v in cx.values.values()), default=0)
 
@@ -496,14 +519,12 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
                 return UNKNOWN, f"more than {MAX_REGIONS} pieces in {name}'s index values", None
             groups.append(alts)
             owners.append(name)
-    count = 1
-    for g in groups:
-        count *= len(g)
-    if count > MAX_REGIONS:
+    combos = _regions(groups, sides["before"][1])
+    if combos is None:
         return UNKNOWN, f"more than {MAX_REGIONS} regions of the index values' pieces", None
     verdicts: list[tuple[str, str]] = []
     best: tuple[str, Counterexample] | None = None
-    for combo in itertools.product(*groups):
+    for combo in combos:
         where = tuple(c for alt in combo for c in alt.where)
         region = _Region([], [])
         for alt, name in zip(combo, owners):
