@@ -468,6 +468,9 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
                      "not decided"), None
 
 
+_FEWER_NOTE = " (legal only where the value does not depend on the elements no longer read)"
+
+
 def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int) -> str | None:
     """Why AFTER reads a subset of what BEFORE reads, or None when that is not shown."""
     if all(is_empty(s.indexing.map, timeout_ms).holds is True for s in after):
@@ -532,6 +535,10 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
             s = Side(_in_region(alt.indexing, where, symbols), keys)
             (region.before if name == "before" else region.after).append(s)
         verdict, reason, found = _compare_region(region, loose, sides["before"][1], timeout_ms)
+        if verdict == DIFFER and found is not None and found[3] == "before":
+            fewer = _fewer_reads(region.before, region.after, timeout_ms)
+            if fewer is not None:  # what after reads, before reads: the difference is less
+                verdict, reason, found = FEWER, fewer + _FEWER_NOTE, None
         if verdict == DIFFER and found is not None:
             values, point, element, read_by = found
             cx = Counterexample(o, p, point, element, read_by, dict(values), {})
@@ -541,8 +548,7 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
         if verdict != SAME:
             fewer = _fewer_reads(region.before, region.after, timeout_ms)
             if fewer is not None:
-                verdict, reason = FEWER, fewer + " (legal only where the value does not " \
-                                                 "depend on the elements no longer read)"
+                verdict, reason = FEWER, fewer + _FEWER_NOTE
         verdicts.append((verdict, reason))
     if best is not None:
         return DIFFER, best[0], best[1]
