@@ -190,10 +190,21 @@ def _oracle(text: str, root: str, values: list[int]) -> int:
             env[name] = min(max(env[ops[1]], env[ops[0]]), env[ops[2]])
         else:
             a, b = env[ops[0]], env[ops[1]]
-            env[name] = {"add": lambda: wrap(a + b, bits), "subtract": lambda: wrap(a - b, bits),
-                         "multiply": lambda: wrap(a * b, bits), "minimum": lambda: min(a, b),
-                         "maximum": lambda: max(a, b), "divide": lambda: trunc_div(a, b),
-                         "remainder": lambda: trunc_rem(a, b)}[op]()
+            if op == "add":
+                env[name] = wrap(a + b, bits)
+            elif op == "subtract":
+                env[name] = wrap(a - b, bits)
+            elif op == "multiply":
+                env[name] = wrap(a * b, bits)
+            elif op == "minimum":
+                env[name] = min(a, b)
+            elif op == "maximum":
+                env[name] = max(a, b)
+            elif op == "divide":
+                env[name] = trunc_div(a, b)
+            else:
+                assert op == "remainder", op
+                env[name] = trunc_rem(a, b)
     return env[root]
 
 

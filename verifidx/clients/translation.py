@@ -40,11 +40,11 @@ from verifidx.analysis.refinement import (
     parameter_dims,
     reads_at,
     var_ranges,
-    witness,
     within,
+    witness,
 )
 from verifidx.core.errors import EvaluationError, VerifidxError
-from verifidx.core.expr import Expr, Size, is_value_name
+from verifidx.core.expr import Expr, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
 from verifidx.hlo.index_values import Piece, ValueSymbols, feasible, value_pieces
@@ -222,7 +222,8 @@ def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] |
     if count > MAX_REGIONS:
         return None
     out = []
-    within_types = {Size(n): iv for n, iv in symbols.declared.items()}
+    within_types: dict[Variable, Interval] = {Size(n): iv for n, iv in
+                                              symbols.declared.items()}
     for combo in itertools.product(*(found[k] for k in keys)):
         if not feasible(tuple(c for piece in combo for c in piece.where), within_types):
             continue  # two variables read one select: its branches do not mix
@@ -332,7 +333,8 @@ def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
 # -- one pair --------------------------------------------------------------------------------------
 
 
-def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int) -> tuple[Verdict, list[dict[str, int]]]:
+def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int
+                ) -> tuple[Verdict, list[dict[str, int]]]:
     """The first proof that `x` equals one of `ys` (runtime variables aligned by what they
     read), else the most telling verdict, with the solver's points of difference."""
     found: list[Verdict] = []
@@ -365,10 +367,10 @@ def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],
             return min(common)
         # each value reads some element outside: the first value's is one such element
         for rts in itertools.product(*var_ranges(m.rt_vars)):
-            got = sorted(reads_at(m, point, rts) - may)
-            if got and all(reads_at(m, point, r) - may
-                           for r in itertools.product(*var_ranges(m.rt_vars))):
-                return got[0]
+            first = sorted(reads_at(m, point, rts) - may)
+            if first and all(reads_at(m, point, r) - may
+                             for r in itertools.product(*var_ranges(m.rt_vars))):
+                return first[0]
             break
     return None
 
@@ -442,16 +444,16 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
                          + "): not decided"), None
     for values in _assignments(names, symbols, points) if names else [{}]:
         try:
-            xs, ys = [_at(m, values) for m in ma], [_at(m, values) for m in mb]
+            at_a, at_b = [_at(m, values) for m in ma], [_at(m, values) for m in mb]
         except (ValueError, EvaluationError):
             continue
-        found = witness(xs, ys, [p for p in points if all(k in p for k in values)] + [
+        found = witness(at_a, at_b, [p for p in points if all(k in p for k in values)] + [
             {k: v for k, v in p.items() if k not in values} for p in points])
         if found is None:
             continue
         point_named, which = found
         point = tuple(point_named[f"d{i}"] for i in range(len(point_named)))
-        mine, theirs = (xs, ys) if which == "first" else (ys, xs)
+        mine, theirs = (at_a, at_b) if which == "first" else (at_b, at_a)
         read_by = "before" if which == "first" else "after"
         if loose[read_by]:
             return UNKNOWN, (f"{read_by} reads an element the other does not, but its maps hold "
@@ -487,7 +489,7 @@ def _regions(groups: Sequence[Sequence[_Alternative]], symbols: ValueSymbols
     """One alternative per map, every combination whose constraints intervals do not show
     contradictory (the same select read by two maps takes one branch); None past
     MAX_REGIONS."""
-    bounds = {Size(n): iv for n, iv in symbols.declared.items()}
+    bounds: dict[Variable, Interval] = {Size(n): iv for n, iv in symbols.declared.items()}
     out: list[tuple[_Alternative, ...]] = [()]
     for g in groups:
         grown = []
