@@ -20,7 +20,8 @@ With `symbols` (a `ValueSymbols` of the module) and the index variables' `bounds
 followed (`value_pieces`): a scalar integer parameter of the entry is the *value symbol*
 `arg<N>` (a `Size` leaf with its element type's interval, docs/semantics.md, Values); a
 parameter of a called computation is its operand at the call this walk entered (a scalar
-`call`/`fusion` is its computation's root), or at its only call site; get-tuple-element
+`call`/`fusion` is its computation's root), or at its only call site; broadcast, reshape,
+reverse, concatenate, slice and transpose of such values; get-tuple-element
 of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
 `remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
 negative); `and` with a constant `2^k - 1` (`mod 2^k`); `clamp`, `minimum`, `maximum`;
@@ -465,7 +466,7 @@ class _Pieces:
                 isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
             plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
             return None if plain is None else [Piece(plain)]
-        if op in ("broadcast", "reshape", "reverse", "concatenate", "convert"):
+        if op in ("broadcast", "reshape", "reverse", "concatenate", "slice", "transpose"):
             return self._structural(inst, index, comp, depth, ctx)
         return None
 
@@ -484,8 +485,9 @@ class _Pieces:
 
     def _structural(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                     depth: int, ctx: Where) -> list[Piece] | None:
-        """Broadcast, reshape, reverse, concatenate: `value_at`'s index arithmetic, the element
-        read through this walk (a value symbol broadcast to an index vector)."""
+        """Broadcast, reshape, reverse, concatenate, slice, transpose: the element of the
+        operand at the index they read, through this walk (a value symbol broadcast to an index
+        vector and sliced back)."""
         op = inst.opcode
         operands = [comp.instruction(name) for name in inst.operands]
         if op == "broadcast":
@@ -501,6 +503,20 @@ class _Pieces:
             for k, j in zip(kept, src_kept):
                 idx[j] = index[k]
             return self.of(operands[0], idx, comp, depth - 1, ctx)
+        if op == "slice":
+            dims = inst.slice_dims or ()
+            if len(dims) != len(index):
+                return None
+            return self.of(operands[0], [add(d.start, mul(e, d.stride))
+                                         for d, e in zip(dims, index)], comp, depth - 1, ctx)
+        if op == "transpose":
+            perm = inst.dimensions or ()
+            if sorted(perm) != list(range(len(index))):
+                return None
+            src: list[Expr] = [Const(0)] * len(index)
+            for k, p in enumerate(perm):
+                src[p] = index[k]
+            return self.of(operands[0], src, comp, depth - 1, ctx)
         if op == "concatenate":
             axis = (inst.dimensions or (0,))[0]
             at_axis = index[axis] if axis < len(index) else None
