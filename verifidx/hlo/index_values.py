@@ -504,11 +504,11 @@ class _Pieces:
                 idx[j] = index[k]
             return self.of(operands[0], idx, comp, depth - 1, ctx)
         if op == "slice":
-            dims = inst.slice_dims or ()
-            if len(dims) != len(index):
+            window = inst.slice_dims or ()
+            if len(window) != len(index):
                 return None
-            return self.of(operands[0], [add(d.start, mul(e, d.stride))
-                                         for d, e in zip(dims, index)], comp, depth - 1, ctx)
+            return self.of(operands[0], [add(w.start, mul(e, w.stride))
+                                         for w, e in zip(window, index)], comp, depth - 1, ctx)
         if op == "transpose":
             perm = inst.dimensions or ()
             if sorted(perm) != list(range(len(index))):
