@@ -84,6 +84,16 @@ def run(text: str, args: list[object]) -> np.ndarray:
             v = np.concatenate([np.asarray(o) for o in ops], axis=(inst.dimensions or (0,))[0])
         elif op == "broadcast":
             v = np.broadcast_to(ops[0], inst.shape.dims)
+        elif op == "copy":
+            v = np.array(ops[0])
+        elif op == "negate":
+            v = -ops[0]  # type: ignore[operator]
+        elif op == "reverse":
+            v = np.flip(np.asarray(ops[0]), axis=inst.dimensions)
+        elif op == "pad":
+            cfg = inst.padding or ()
+            v = np.pad(np.asarray(ops[0]), [(d.low, d.high) for d in cfg],
+                       constant_values=ops[1])
         else:
             raise NotImplementedError(op)
         env[inst.name] = v
@@ -91,9 +101,10 @@ def run(text: str, args: list[object]) -> np.ndarray:
 
 
 def check_counterexample(before: str, after: str, result) -> None:  # type: ignore[no-untyped-def]
-    """Every counterexample shows in execution: inputs of distinct values (parameter k holds
-    100 * k + its element's flat position), the scalars at the counterexample's values; the
-    program that reads the element copies its value to the point, the other does not."""
+    """Every counterexample shows in execution: inputs of distinct nonzero values (parameter
+    k holds 1 + 100 * k + its element's flat position), the scalars at the counterexample's
+    values; the program that reads the element copies its value to the point, the other does
+    not."""
     m = parse_hlo(before)
     found = 0
     for pv in result.pairs:
@@ -106,11 +117,11 @@ def check_counterexample(before: str, after: str, result) -> None:  # type: igno
         for q in sorted(m.entry.parameters, key=lambda q: q.parameter_number or 0):
             if q.shape.rank:
                 n = int(np.prod(q.shape.dims))
-                args.append((100 * (q.parameter_number or 0) +
+                args.append((1 + 100 * (q.parameter_number or 0) +
                              np.arange(n, dtype=np.float64)).reshape(q.shape.dims))
             else:
                 args.append(cx.values.get(f"arg{q.parameter_number}", 0))  # unread: any
-        want = 100 * cx.parameter + int(np.ravel_multi_index(
+        want = 1 + 100 * cx.parameter + int(np.ravel_multi_index(
             cx.element, m.entry.parameters[cx.parameter].shape.dims))
         reader, other = (before, after) if cx.read_by == "before" else (after, before)
         assert run(reader, args)[cx.point] == want
@@ -298,3 +309,54 @@ def test_jax_programs_never_same_where_execution_differs(which: int) -> None:
         assert reader[cx.point] == cx.element[0] and other[cx.point] != cx.element[0]
     # what this pinned jax does, measured: the nested and the dynamic roll miscompile
     assert bool(mismatch) == (pair.verdict == DIFFER), (fn.__name__, pair, mismatch[:3])
+
+
+# -- mutants -------------------------------------------------------------------------------------
+
+MP = "  p0 = f32[4,4] parameter(0)\n  p1 = f32[4,4] parameter(1)\n  i = s32[] parameter(2)\n"
+Z = "  z = s32[] constant(0)\n"
+MUTANTS = {
+    "transpose permutation": ("  ROOT t = f32[4,4] transpose(p0), dimensions={1,0}",
+                              "  ROOT t = f32[4,4] copy(p0)"),
+    "slice window": ("  ROOT s = f32[2,4] slice(p0), slice={[1:3], [0:4]}",
+                     "  ROOT s = f32[2,4] slice(p0), slice={[2:4], [0:4]}"),
+    "concatenate swapped": ("  ROOT c = f32[8,4] concatenate(p0, p1), dimensions={0}",
+                            "  ROOT c = f32[8,4] concatenate(p1, p0), dimensions={0}"),
+    "pad edges swapped": ("  y = f32[] constant(0)\n  ROOT p = f32[4,7] pad(p0, y), "
+                          "padding=0_0x1_2",
+                          "  y = f32[] constant(0)\n  ROOT p = f32[4,7] pad(p0, y), "
+                          "padding=0_0x2_1"),
+    "start off by one": (Z + "  ROOT d = f32[2,4] dynamic-slice(p0, i, z), "
+                         "dynamic_slice_sizes={2,4}",
+                         Z + "  o = s32[] constant(1)\n  j = s32[] add(i, o)\n"
+                         "  ROOT d = f32[2,4] dynamic-slice(p0, j, z), dynamic_slice_sizes={2,4}"),
+    "clamp bound changed": (Z + "  h = s32[] constant(2)\n  c = s32[] clamp(z, i, h)\n"
+                            "  ROOT d = f32[2,4] dynamic-slice(p0, c, z), "
+                            "dynamic_slice_sizes={2,4}",
+                            Z + "  h = s32[] constant(1)\n  c = s32[] clamp(z, i, h)\n"
+                            "  ROOT d = f32[2,4] dynamic-slice(p0, c, z), "
+                            "dynamic_slice_sizes={2,4}"),
+    "clamp dropped": (Z + "  h = s32[] constant(1)\n  c = s32[] clamp(z, i, h)\n"
+                      "  ROOT d = f32[2,4] dynamic-slice(p0, c, z), dynamic_slice_sizes={2,4}",
+                      Z + "  ROOT d = f32[2,4] dynamic-slice(p0, i, z), "
+                      "dynamic_slice_sizes={2,4}"),
+    "reverse dropped": ("  ROOT r = f32[4,4] reverse(p0), dimensions={0}",
+                        "  ROOT r = f32[4,4] copy(p0)"),
+    "start negated": (Z + "  ROOT d = f32[1,4] dynamic-slice(p0, i, z), "
+                      "dynamic_slice_sizes={1,4}",
+                      Z + "  n = s32[] negate(i)\n  ROOT d = f32[1,4] dynamic-slice(p0, n, z), "
+                      "dynamic_slice_sizes={1,4}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_mutant_that_changes_the_results_differs(name: str) -> None:
+    before, after = (module(b, MP) for b in MUTANTS[name])
+    inputs = [np.arange(16.0).reshape(4, 4), 100 + np.arange(16.0).reshape(4, 4)]
+    changes = any(not np.array_equal(run(before, [*inputs, i]), run(after, [*inputs, i]))
+                  for i in range(-6, 7))
+    assert changes  # each mutant changes the results (the oracle says so, not the list)
+    result = validate_programs(before, after)
+    assert result.verdict() == DIFFER and not any(
+        p.verdict == SAME for p in result.pairs if p.parameter < 2 and p.counterexample), name
+    check_counterexample(before, after, result)
