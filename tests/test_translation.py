@@ -360,3 +360,15 @@ def test_a_mutant_that_changes_the_results_differs(name: str) -> None:
     assert result.verdict() == DIFFER and not any(
         p.verdict == SAME for p in result.pairs if p.parameter < 2 and p.counterexample), name
     check_counterexample(before, after, result)
+
+
+def test_maps_larger_than_the_reads_never_prove_same() -> None:
+    """Pad's map of its padding value holds every output element: two pads that pad
+    different elements have equal such maps, but read the value at different elements."""
+    params = "  p0 = f32[4] parameter(0)\n  p1 = f32[] parameter(1)\n"
+    before = module("  ROOT p = f32[7] pad(p0, p1), padding=1_2", params)
+    after = module("  ROOT p = f32[7] pad(p0, p1), padding=2_1", params)
+    assert not np.array_equal(run(before, [np.arange(1.0, 5.0), 0.0]),
+                              run(after, [np.arange(1.0, 5.0), 0.0]))
+    verdicts = {p.parameter: p.verdict for p in validate_programs(before, after).pairs}
+    assert verdicts == {0: DIFFER, 1: UNKNOWN}
