@@ -4,7 +4,7 @@
 The oracle is plain Python integer arithmetic with HLO's semantics written out here: s32 and
 s64 wrap (two's complement), divide truncates toward zero and remainder takes the dividend's
 sign, clamp is min(max(x, lo), hi), select picks by a comparison. Random computations are
-built as HLO text and evaluated both ways at random values, out-of-range and negative ones
+(also sign and `and` with a mask) built as HLO text and evaluated both ways at random values, out-of-range and negative ones
 included: exactly one piece's constraints must hold there, and its value must be the
 oracle's."""
 
@@ -63,7 +63,7 @@ class Program:
 
 
 OPS = ("add", "subtract", "mulc", "clamp", "minimum", "maximum", "select", "divide",
-       "remainder", "convert")
+       "remainder", "convert", "sign", "mask")
 DIRECTIONS = ("LT", "LE", "GT", "GE", "EQ", "NE")
 
 
@@ -129,6 +129,12 @@ def computations(draw: st.DrawFn) -> tuple[str, str, list[int]]:
             k = const(c, t)
             out = prog.emit(fresh(), t, f"{op}({a}, {k})",
                             trunc_div(va, c) if op == "divide" else trunc_rem(va, c))
+        elif op == "sign":
+            out = prog.emit(fresh(), t, f"sign({a})", (va > 0) - (va < 0))
+        elif op == "mask":
+            c = draw(st.sampled_from([1, 3, 7, 255]))
+            k = const(c, t)
+            out = prog.emit(fresh(), t, f"and({a}, {k})", va & c)  # two's complement
         else:  # convert to the other type
             other = "s64" if t == "s32" else "s32"
             out = prog.emit(fresh(), other, f"convert({a})",
@@ -188,6 +194,8 @@ def _oracle(text: str, root: str, values: list[int]) -> int:
             env[name] = wrap(env[ops[0]], bits)
         elif op == "clamp":
             env[name] = min(max(env[ops[1]], env[ops[0]]), env[ops[2]])
+        elif op == "sign":
+            env[name] = (env[ops[0]] > 0) - (env[ops[0]] < 0)
         else:
             a, b = env[ops[0]], env[ops[1]]
             if op == "add":
@@ -202,6 +210,8 @@ def _oracle(text: str, root: str, values: list[int]) -> int:
                 env[name] = max(a, b)
             elif op == "divide":
                 env[name] = trunc_div(a, b)
+            elif op == "and":
+                env[name] = a & b  # Python's & on negative ints is two's complement
             else:
                 assert op == "remainder", op
                 env[name] = trunc_rem(a, b)

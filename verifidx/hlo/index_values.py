@@ -24,7 +24,7 @@ parameter of a called computation is its operand at the call this walk entered (
 reverse, concatenate, slice and transpose of such values; get-tuple-element
 of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
 `remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
-negative); `and` with a constant `2^k - 1` (`mod 2^k`); `clamp`, `minimum`, `maximum`;
+negative); `and` with a constant `2^k - 1` (`mod 2^k`); `sign`; `clamp`, `minimum`, `maximum`;
 `select` on a predicate built from `compare`s of integers with `and`/`or`/`not`, `min`/`max`
 where it is one, else pieces, each under its condition. Wrapping is exact: where add,
 subtract, multiply, negate or a convert may leave the type's range (on the intervals,
@@ -47,6 +47,7 @@ from verifidx.core.expr import (
     Const,
     Dim,
     Expr,
+    Mul,
     RtVar,
     Size,
     Symbol,
@@ -267,17 +268,35 @@ def _comparison(direction: str, r: Interval) -> list[Interval]:
     return [iv for iv in found if not iv.intersect(r).is_empty]
 
 
+def _linear(e: Expr) -> tuple[Variable, int, int] | None:
+    """(x, a, b) where `e` is `a * x + b` for one variable x and a != 0, else None."""
+    b = 0
+    if isinstance(e, Add) and len(e.terms) == 2:
+        x, c = e.terms
+        if isinstance(c, Const):
+            e, b = x, c.value
+    a = 1
+    if isinstance(e, Mul):
+        x, c = e.lhs, e.rhs
+        if isinstance(c, Const) and c.value:
+            e, a = x, c.value
+    return (e, a, b) if isinstance(e, Variable) else None
+
+
 def _narrowed(bounds: Mapping[Variable, Interval], where: Sequence[tuple[Expr, Interval]]
               ) -> Mapping[Variable, Interval]:
-    """`bounds` cut by the constraints that bound one variable (`x`, `x + c`)."""
+    """`bounds` cut by the constraints that bound one variable linearly (`a * x + b`)."""
     out: dict[Variable, Interval] | None = None
     for e, iv in where:
-        v, c = e, 0
-        if isinstance(e, Add) and len(e.terms) == 2 and isinstance(e.terms[1], Const):
-            v, c = e.terms[0], e.terms[1].value
-        if isinstance(v, Variable) and v in bounds:
-            out = dict(bounds) if out is None else out
-            out[v] = out[v].intersect(Interval(iv.lo - c, iv.hi - c))
+        found = _linear(e)
+        if found is None or found[0] not in bounds:
+            continue
+        v, a, b = found
+        lo, hi = iv.lo - b, iv.hi - b  # a * x in [lo, hi]
+        if a < 0:
+            a, lo, hi = -a, -hi, -lo
+        out = dict(bounds) if out is None else out
+        out[v] = out[v].intersect(Interval(-((-lo) // a), hi // a))
     return bounds if out is None else out
 
 
@@ -440,6 +459,22 @@ class _Pieces:
                     (mask + 1) & mask == 0 and operands[1].shape.rank == 0:
                 return self._combine([at(0)], lambda v: mod(v[0], mask + 1))
             return None
+        if op == "sign" and len(operands) == 1:  # -1, 0, 1 by the operand's sign
+            found = at(0)
+            if found is None:
+                return None
+            out: list[Piece] = []
+            for p in found:
+                try:
+                    r = range_of(p.value, self.env((*ctx, *p.where)))
+                except (KeyError, ValueError, ArithmeticError):
+                    return None
+                for sign, iv in ((-1, Interval(r.lo, -1)), (0, Interval(0, 0)),
+                                 (1, Interval(1, r.hi))):
+                    if not iv.intersect(r).is_empty:
+                        cut = () if iv.contains(r) else ((p.value, iv),)
+                        out.append(Piece(Const(sign), (*p.where, *cut)))
+            return out
         if op == "clamp" and len(operands) == 3:
             lo, x, hi = at(0), at(1), at(2)
             return self._combine([lo, x, hi], lambda v: minimum(maximum(v[1], v[0]), v[2]))
