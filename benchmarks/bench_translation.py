@@ -23,7 +23,7 @@ from verifidx.clients.translation import DIFFER, validate_programs  # noqa: E402
 
 X = jnp.arange(1.0, 9.0)
 M = jnp.arange(1.0, 13.0).reshape(3, 4)
-I = jnp.int32(0)
+S = jnp.int32(0)
 
 PROGRAMS = {
     "slice": (lambda x: x[1:6:2], (X,)),
@@ -34,20 +34,20 @@ PROGRAMS = {
     "roll": (lambda x: jnp.roll(x, 3), (X,)),
     "broadcast": (lambda x: jnp.broadcast_to(x[:3], (2, 3)), (X,)),
     "reshape": (lambda m: m.reshape(4, 3)[1], (M,)),
-    "dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i,), (3,)), (X, I)),
+    "dynamic_slice": (lambda x, i: lax.dynamic_slice(x, (i,), (3,)), (X, S)),
     "nested dynamic_slice": (lambda x, i, j: lax.dynamic_slice(
-        lax.dynamic_slice(x, (i,), (4,)), (j,), (2,)), (X, I, I)),
+        lax.dynamic_slice(x, (i,), (4,)), (j,), (2,)), (X, S, S)),
     "roll + dynamic_slice": (lambda x, i: lax.dynamic_slice(jnp.roll(x, 3), (i,), (2,)),
-                             (X, I)),
+                             (X, S)),
     "dynamic roll + dynamic_slice": (lambda x, i: lax.dynamic_slice(jnp.roll(x, i), (i,), (2,)),
-                                     (X, I)),
-    "dynamic_slice 2-d": (lambda m, i, j: lax.dynamic_slice(m, (i, j), (2, 2)), (M, I, I)),
-    "dynamic_update_slice": (lambda x, i: lax.dynamic_update_slice(x, x[:3], (i,)), (X, I)),
-    "index by scalar": (lambda m, i: m[i], (M, I)),
+                                     (X, S)),
+    "dynamic_slice 2-d": (lambda m, i, j: lax.dynamic_slice(m, (i, j), (2, 2)), (M, S, S)),
+    "dynamic_update_slice": (lambda x, i: lax.dynamic_update_slice(x, x[:3], (i,)), (X, S)),
+    "index by scalar": (lambda m, i: m[i], (M, S)),
     "take": (lambda x: x[jnp.array([3, 1, 4])], (X,)),
-    "clamp start": (lambda x, i: lax.dynamic_slice(x, (jnp.clip(i, 1, 3),), (2,)), (X, I)),
-    "start arithmetic": (lambda x, i: lax.dynamic_slice(x, (2 * i - 1,), (2,)), (X, I)),
-    "start division": (lambda x, i: lax.dynamic_slice(x, (i // 3,), (2,)), (X, I)),
+    "clamp start": (lambda x, i: lax.dynamic_slice(x, (jnp.clip(i, 1, 3),), (2,)), (X, S)),
+    "start arithmetic": (lambda x, i: lax.dynamic_slice(x, (2 * i - 1,), (2,)), (X, S)),
+    "start division": (lambda x, i: lax.dynamic_slice(x, (i // 3,), (2,)), (X, S)),
     "cumsum": (lambda x: jnp.cumsum(x), (X,)),
     "scan": (lambda x: lax.scan(lambda c, v: (c + v, c), 0.0, x)[1], (X,)),
 }

@@ -3,10 +3,10 @@
 
 The oracle is plain Python integer arithmetic with HLO's semantics written out here: s32 and
 s64 wrap (two's complement), divide truncates toward zero and remainder takes the dividend's
-sign, clamp is min(max(x, lo), hi), select picks by a comparison. Random computations are
-(also sign and `and` with a mask) built as HLO text and evaluated both ways at random values, out-of-range and negative ones
-included: exactly one piece's constraints must hold there, and its value must be the
-oracle's."""
+sign, clamp is min(max(x, lo), hi), select picks by a comparison, `and` is two's complement.
+Random computations are built as HLO text and evaluated both ways at random values,
+out-of-range and negative ones included: exactly one piece's constraints must hold there, and
+its value must be the oracle's."""
 
 from __future__ import annotations
 
