@@ -372,3 +372,21 @@ def test_maps_larger_than_the_reads_never_prove_same() -> None:
                               run(after, [np.arange(1.0, 5.0), 0.0]))
     verdicts = {p.parameter: p.verdict for p in validate_programs(before, after).pairs}
     assert verdicts == {0: DIFFER, 1: UNKNOWN}
+
+
+@pytest.mark.parametrize("indices, same", [("{ {3}, {1}, {4} }", True),
+                                           ("{ {3}, {2}, {4} }", False)])
+def test_a_gather_by_a_constant_index_array(indices: str, same: bool) -> None:
+    def take(idx: str) -> str:
+        return module(f"  c = s32[3,1] constant({idx})\n  ROOT g = f32[3] gather(p0, c), "
+                      "offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, "
+                      "index_vector_dim=1, slice_sizes={1}", "  p0 = f32[8] parameter(0)\n")
+    before, after = take("{ {3}, {1}, {4} }"), take(indices)
+    result = validate_programs(before, after)
+    assert result.verdict() == (SAME if same else DIFFER)
+    if not same:  # numpy's take as the oracle: x[[3, 1, 4]] against x[[3, 2, 4]]
+        cx = result.pairs[0].counterexample
+        assert cx is not None
+        reads = {"before": [3, 1, 4], "after": [3, 2, 4]}
+        other = "after" if cx.read_by == "before" else "before"
+        assert reads[cx.read_by][cx.point[0]] == cx.element[0] != reads[other][cx.point[0]]

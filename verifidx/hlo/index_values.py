@@ -25,6 +25,7 @@ reverse, concatenate, slice and transpose of such values; get-tuple-element
 of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
 `remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
 negative); `and` with a constant `2^k - 1` (`mod 2^k`); `sign`; `clamp`, `minimum`, `maximum`;
+integer array constants (piece by piece over the index variables' values, up to MAX_PIECES);
 `select` on a predicate built from `compare`s of integers with `and`/`or`/`not`, `min`/`max`
 where it is one, else pieces, each under its condition. Wrapping is exact: where add,
 subtract, multiply, negate or a convert may leave the type's range (on the intervals,
@@ -318,6 +319,20 @@ def feasible(where: Where, bounds: Mapping[Variable, Interval]) -> bool:
         return True
 
 
+def _literal_ints(text: str, dims: Sequence[int]) -> list[int] | None:
+    """The elements of an integer array literal (`{ {3}, {1}, {4} }`) in row-major order, or
+    None when the text does not hold exactly one integer per element."""
+    words = text.replace("{", " ").replace("}", " ").replace(",", " ").split()
+    try:
+        values = [int(w) for w in words]
+    except ValueError:
+        return None
+    count = 1
+    for n in dims:
+        count *= n
+    return values if len(values) == count else None
+
+
 def value_pieces(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                  used: list[SymSize], symbols: ValueSymbols,
                  bounds: Mapping[Variable, Interval], depth: int = _DEPTH
@@ -495,8 +510,10 @@ class _Pieces:
                                  else mul(v[0], v[1]))
         if op == "constant":
             v = inst.literal_value
-            return [Piece(Const(v))] if inst.shape.rank == 0 and isinstance(v, int) and \
-                not isinstance(v, bool) else None
+            if inst.shape.rank == 0:
+                return [Piece(Const(v))] if isinstance(v, int) and not isinstance(v, bool) \
+                    else None
+            return self._array_constant(inst, index)
         if op in ("iota", "get-dimension-size") or \
                 isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
             plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
@@ -504,6 +521,37 @@ class _Pieces:
         if op in ("broadcast", "reshape", "reverse", "concatenate", "slice", "transpose"):
             return self._structural(inst, index, comp, depth, ctx)
         return None
+
+    def _array_constant(self, inst: HloInstruction, index: Sequence[Expr]
+                        ) -> list[Piece] | None:
+        """An integer array constant at `index`: its element where the index is constant, else
+        one piece per value of the index variables it names (each variable at one value, at
+        most MAX_PIECES points), the element read there."""
+        values = _literal_ints(inst.literal or "", inst.shape.dims)
+        if values is None:
+            return None
+        names = sorted({v for e in index for v in e.variables()}, key=str)
+        try:
+            ranges = [range(self.bounds[v].lo, self.bounds[v].hi + 1) for v in names]
+        except KeyError:
+            return None  # a value symbol or an unbounded variable: not enumerable
+        count = 1
+        for r in ranges:
+            count *= len(r)
+        if count > MAX_PIECES:
+            return None
+        out: list[Piece] = []
+        for point in itertools.product(*ranges):
+            env: dict[Expr, int] = dict(zip(names, point))
+            at = [e.evaluate(env) for e in index]
+            if not all(0 <= i < n for i, n in zip(at, inst.shape.dims)):
+                return None  # the index leaves the array: not the op's to read
+            flat = 0
+            for i, n in zip(at, inst.shape.dims):
+                flat = flat * n + i
+            where = tuple((v, Interval(x, x)) for v, x in env.items())
+            out.append(Piece(Const(values[flat]), where))
+        return out
 
     def _bind(self, body: HloComputation, operands: Sequence[HloInstruction],
               comp: HloComputation) -> dict[int, tuple[HloComputation, HloInstruction]] | None:
