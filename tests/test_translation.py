@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -246,6 +247,11 @@ def test_the_command_exits_by_verdict(tmp_path) -> None:  # type: ignore[no-unty
                                           "values", "sizes"}
     text = cli(str(files["nested"]), str(files["folded"]))
     assert "reads parameter 0 element" in text.stdout and "at arg1 = " in text.stdout
+    junit = cli(str(files["nested"]), str(files["folded"]), "--format", "junit")
+    suite = ET.fromstring(junit.stdout.split("\n", 1)[1]).find("testsuite")
+    assert junit.returncode == 1 and suite is not None and suite.get("failures") == "1"
+    github = cli(str(files["nested"]), str(files["folded"]), "--format", "github")
+    assert github.stdout.startswith("::error file=") and github.returncode == 1
     err = cli(str(files["nested"]), str(bad))
     assert err.returncode == 2 and err.stdout == ""
     line = err.stderr.strip()
