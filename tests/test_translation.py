@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -221,13 +219,16 @@ def test_signatures_must_agree() -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-m", "verifidx.cli", "validate", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`verifidx validate ARGS` in this process: exit code, stdout, stderr."""
+    import verifidx.cli
+
+    code = verifidx.cli.main(["validate", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
-def test_the_command_exits_by_verdict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_command_exits_by_verdict(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     files = {}
     for name, text in (("nested", NESTED), ("folded", NESTED_FOLDED)):
         files[name] = tmp_path / f"{name}.hlo"
@@ -235,27 +236,41 @@ def test_the_command_exits_by_verdict(tmp_path) -> None:  # type: ignore[no-unty
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\nENTRY e {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] "
                    "frobnicate(p0)\n}\n")
-    same = cli(str(files["nested"]), str(files["nested"]))
-    assert same.returncode == 0 and "3 pairs: 3 same" in same.stdout
-    differ = cli(str(files["nested"]), str(files["folded"]), "--format", "json")
-    assert differ.returncode == 1
-    out = json.loads(differ.stdout)
-    row = out["pairs"][0]
-    assert out["verdict"] == DIFFER and row["verdict"] == DIFFER
+    nested, folded = str(files["nested"]), str(files["folded"])
+    code, out, _ = cli(capsys, nested, nested)
+    assert code == 0 and "3 pairs: 3 same" in out
+    code, out, _ = cli(capsys, nested, folded, "--format", "json")
+    assert code == 1
+    found = json.loads(out)
+    row = found["pairs"][0]
+    assert found["verdict"] == DIFFER and row["verdict"] == DIFFER
     assert row["confirmation"] == "not confirmed (no runtime)"
     assert set(row["counterexample"]) == {"output", "parameter", "point", "element", "read_by",
                                           "values", "sizes"}
-    text = cli(str(files["nested"]), str(files["folded"]))
-    assert "reads parameter 0 element" in text.stdout and "at arg1 = " in text.stdout
-    junit = cli(str(files["nested"]), str(files["folded"]), "--format", "junit")
-    suite = ET.fromstring(junit.stdout.split("\n", 1)[1]).find("testsuite")
-    assert junit.returncode == 1 and suite is not None and suite.get("failures") == "1"
-    github = cli(str(files["nested"]), str(files["folded"]), "--format", "github")
-    assert github.stdout.startswith("::error file=") and github.returncode == 1
-    err = cli(str(files["nested"]), str(bad))
-    assert err.returncode == 2 and err.stdout == ""
-    line = err.stderr.strip()
+    code, out, _ = cli(capsys, nested, folded)
+    assert code == 1 and "reads parameter 0 element" in out and "at arg1 = " in out
+    code, out, _ = cli(capsys, nested, folded, "--format", "junit")
+    suite = ET.fromstring(out.split("\n", 1)[1]).find("testsuite")
+    assert code == 1 and suite is not None and suite.get("failures") == "1"
+    code, out, _ = cli(capsys, nested, folded, "--format", "github")
+    assert code == 1 and out.startswith("::error file=")
+    code, out, err = cli(capsys, nested, str(bad))
+    assert code == 2 and out == ""
+    line = err.strip()
     assert "\n" not in line and "bad.hlo:4" in line and "Traceback" not in line
+    code, _, err = cli(capsys, nested, str(tmp_path / "missing.hlo"))
+    assert code == 2 and "cannot read" in err
+    unknown = tmp_path / "u.hlo"
+    params = "  p0 = f32[8] parameter(0)\n  p1 = s32[2] parameter(1)\n"
+    start = "  q = s32[1] slice(p1), slice={[0:1]}\n  r = s32[] reshape(q)\n"
+    unknown.write_text(module(start + "  ROOT d = f32[2] dynamic-slice(p0, r), "
+                              "dynamic_slice_sizes={2}", params))
+    shifted = tmp_path / "s.hlo"
+    shifted.write_text(module(start + "  one = s32[] constant(1)\n  r1 = s32[] add(r, one)\n"
+                              "  ROOT d = f32[2] dynamic-slice(p0, r1), dynamic_slice_sizes={2}",
+                              params))
+    code, out, _ = cli(capsys, str(unknown), str(shifted))
+    assert code == 3 and "verdict: unknown" in out
 
 
 # -- JAX programs --------------------------------------------------------------------------------
