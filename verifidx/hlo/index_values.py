@@ -28,13 +28,12 @@ negative); `and` with a constant `2^k - 1` (`mod 2^k`); `sign`; `clamp`, `minimu
 integer array constants (piece by piece over the index variables' values, up to MAX_PIECES);
 `select` on a predicate built from `compare`s of integers with `and`/`or`/`not`, `min`/`max`
 where it is one, else pieces, each under its condition. Wrapping is exact: where add,
-subtract, multiply, negate or a convert may leave the type's range (on the intervals,
-narrowed by the pieces' conditions on a single variable), the value splits into pieces
-`v - k * 2^bits` under `v in [min + k * 2^bits, max + k * 2^bits]` (at most MAX_WRAPS, else
-the whole value is None); every other op followed gives one of its operands' values or one
-between or below them, so it stays in range as they do. Loop induction variables are
-not followed.
-"""
+subtract, multiply or negate may leave the type's range (on the intervals, narrowed by the
+pieces' conditions linear in one variable), the value splits into pieces `v - k * 2^bits`
+under `v in [min + k * 2^bits, max + k * 2^bits]` (at most MAX_WRAPS, else the whole value is
+None); a `convert` must be shown to fit its target type; every other op followed gives one of
+its operands' values or one between or below them, so it stays in range as they do. Loop
+induction variables are not followed."""
 
 from __future__ import annotations
 
@@ -194,9 +193,10 @@ MAX_PIECES = 32
 MAX_WRAPS = 3
 """A value that may wrap around its type more than this many ways is not followed."""
 
-_MODULAR = frozenset({"add", "subtract", "multiply", "negate", "convert"})
-"""Integer ops whose result is the mathematical value modulo 2^bits (two's complement; a
-narrowing `convert` keeps the low bits)."""
+_MODULAR = frozenset({"add", "subtract", "multiply", "negate"})
+"""Integer ops whose result is the mathematical value modulo 2^bits (two's complement). A
+`convert` is followed only where its value fits the target type (what a narrowing convert of
+a value that does not fit gives is not HLO's to promise)."""
 
 
 def type_interval(element_type: str) -> Interval | None:
@@ -385,7 +385,8 @@ class _Pieces:
         for p in found:
             if p.where and not self.feasible((*ctx, *p.where)):
                 continue  # a piece no value reaches here
-            if inst.opcode not in _MODULAR or self.fits(p, shape.element_type, ctx):
+            if (inst.opcode not in _MODULAR and inst.opcode != "convert") or \
+                    self.fits(p, shape.element_type, ctx):
                 # every other op's value is one of its operands' or between them (select,
                 # clamp, min, max), or no larger (divide, remainder, and): it fits as they do
                 out.append(p)
