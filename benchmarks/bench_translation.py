@@ -48,6 +48,14 @@ PROGRAMS = {
     "clamp start": (lambda x, i: lax.dynamic_slice(x, (jnp.clip(i, 1, 3),), (2,)), (X, S)),
     "start arithmetic": (lambda x, i: lax.dynamic_slice(x, (2 * i - 1,), (2,)), (X, S)),
     "start division": (lambda x, i: lax.dynamic_slice(x, (i // 3,), (2,)), (X, S)),
+    "two outputs": (lambda x, i: (x[::-1], lax.dynamic_slice(x, (i,), (2,))), (X, S)),
+    "take by an index array": (lambda x, idx: x[idx], (X, jnp.array([2, 0, 5], jnp.int32))),
+    "fori_loop of dynamic_slice": (lambda x: lax.fori_loop(
+        0, 3, lambda k, c: c + lax.dynamic_slice(x, (k,), (2,)), jnp.zeros(2)), (X,)),
+    "where start": (lambda x, i: lax.dynamic_slice(
+        x, (jnp.where(i > 3, i - 4, i + 2),), (2,)), (X, S)),
+    "mod start": (lambda x, i: lax.dynamic_slice(x, (i % 5,), (2,)), (X, S)),
+    "u8 start": (lambda x, i: lax.dynamic_slice(x, (i,), (2,)), (X, jnp.uint8(0))),
     "cumsum": (lambda x: jnp.cumsum(x), (X,)),
     "scan": (lambda x: lax.scan(lambda c, v: (c + v, c), 0.0, x)[1], (X,)),
 }
@@ -56,7 +64,7 @@ PROGRAMS = {
 def _confirmed(fn, args, cx) -> bool:  # type: ignore[no-untyped-def]
     """Eager and jit disagree at the counterexample's scalars, where it says they read
     differently."""
-    call = [jnp.int32(cx.values.get(f"arg{k}", 0)) if np.ndim(a) == 0 else a
+    call = [jnp.asarray(cx.values.get(f"arg{k}", 0), a.dtype) if np.ndim(a) == 0 else a
             for k, a in enumerate(args)]
     with jax.disable_jit():
         eager = np.asarray(fn(*call))
