@@ -259,3 +259,22 @@ def test_a_value_symbol_divides_only_where_its_interval_is_positive() -> None:
         parse_map("(d0)<N> -> (d0), domain: d0 in [0, 1], N in [-5, 5]")
     with pytest.raises(ValueError):
         IndexingMap((Size("arg1"),), (Var(Interval(0, 1)),))  # undeclared symbol
+
+
+def test_inclusion_holds_for_every_value_of_a_value_symbol_or_is_refuted_at_one() -> None:
+    """Oracle: the relations enumerated at every value of arg1 in a small interval."""
+    from verifidx.solve.smt import includes
+
+    def m(text: str):  # type: ignore[no-untyped-def]
+        return parse_map(f"(d0)<arg1> -> ({text}), domain: d0 in [0, 3], arg1 in [-6, 9]")
+
+    whole, clamped, shifted = m("d0"), m("min(max(arg1, 0), 3)"), m("min(max(arg1, 0), 4)")
+    for small, large in ((clamped, whole), (shifted, whole), (whole, clamped)):
+        brute = all(small.with_sizes(arg1=v).relation() <= large.with_sizes(arg1=v).relation()
+                    for v in range(-6, 10))
+        verdict = includes(small, large)
+        assert verdict.holds is brute, (small, large, verdict.message)
+        if verdict.holds is False:
+            at = verdict.counterexample or {}
+            assert not small.with_sizes(arg1=at["arg1"]).relation() <= \
+                large.with_sizes(arg1=at["arg1"]).relation()
