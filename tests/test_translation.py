@@ -411,3 +411,20 @@ def test_a_gather_by_a_constant_index_array(indices: str, same: bool) -> None:
         reads = {"before": [3, 1, 4], "after": [3, 2, 4]}
         other = "after" if cx.read_by == "before" else "before"
         assert reads[cx.read_by][cx.point[0]] == cx.element[0] != reads[other][cx.point[0]]
+
+
+def test_fewer_reads_for_every_value_of_the_starts() -> None:
+    """Before reads the window at p1 and the one at p2 (a select that always takes the
+    first); after only the first: a subset for every p1, p2 (the interpreter agrees that the
+    results are the same, so the dropped reads do not reach the value)."""
+    before = module("""  a = f32[2] dynamic-slice(p0, p1), dynamic_slice_sizes={2}
+  b = f32[2] dynamic-slice(p0, p2), dynamic_slice_sizes={2}
+  t = pred[] constant(true)
+  k = pred[2] broadcast(t), dimensions={}
+  ROOT s = f32[2] select(k, a, b)""", P3)
+    after = module("  ROOT a = f32[2] dynamic-slice(p0, p1), dynamic_slice_sizes={2}", P3)
+    x = np.arange(8.0)
+    assert all(np.array_equal(run(before, [x, i, j]), run(after, [x, i, j]))
+               for i in range(-3, 10) for j in range(-3, 10))
+    verdicts = {p.parameter: p.verdict for p in validate_programs(before, after).pairs}
+    assert verdicts == {0: FEWER, 1: SAME, 2: FEWER}, verdicts

@@ -18,8 +18,8 @@ Verdicts, per pair:
   output point where one program reads, for every value of its remaining runtime variables,
   a parameter element the other reads for none of its own (`refinement.witness`);
 - `fewer reads`: AFTER reads nothing of the parameter for the output where BEFORE reads some,
-  or (one map of BEFORE, no runtime variables) a proven subset, for every value of the value
-  symbols: legal only where the value does not depend on the elements no longer read;
+  or (no runtime variables) each AFTER map proven inside a BEFORE map, for every value of the
+  value symbols: legal only where the value does not depend on the elements no longer read;
 - `unknown`: the solver's unknown or budget, an unfollowed runtime variable without
   counterpart, or no point that shows a difference.
 """
@@ -535,8 +535,8 @@ def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int,
     if loose:
         return None
     ma, mb = [s.indexing.map for s in before], [s.indexing.map for s in after]
-    if len(ma) == 1 and not any(m.num_rt_vars for m in (*ma, *mb)) and \
-            all(includes(m, ma[0], timeout_ms).holds is True for m in mb):
+    if not any(m.num_rt_vars for m in (*ma, *mb)) and \
+            all(any(includes(m, x, timeout_ms).holds is True for x in ma) for m in mb):
         return "after reads a proper subset of the elements before reads"
     return None
 
