@@ -9,8 +9,8 @@ whose value the program computes from scalar parameters, constants and iotas
 (`arg<N>`, sizes with the element type's interval, docs/semantics.md, Values), clamped as the
 op clamps it; a value computed by a select splits the map into pieces, each under its
 condition. Both programs name the same symbol for the same entry parameter, so the maps are
-compared for every value of the symbols (they are sizes to the solver). Wrapping arithmetic is
-never modelled: a value that may wrap stays a runtime variable.
+compared for every value of the symbols (they are sizes to the solver). Integer arithmetic that
+may wrap gives one piece per wrap, so each piece is the program's value.
 
 Verdicts, per pair:
 - `same`: proven (`vx.equal` for every value of the symbols, each region of the pieces);
@@ -21,7 +21,8 @@ Verdicts, per pair:
   or (no runtime variables) each AFTER map proven inside a BEFORE map, for every value of the
   value symbols: legal only where the value does not depend on the elements no longer read;
 - `unknown`: the solver's unknown or budget, an unfollowed runtime variable without
-  counterpart, or no point that shows a difference.
+  counterpart, no point that shows a difference, or maps that may hold more than the program
+  reads (`loose_parameters`): those never prove `same`.
 """
 
 from __future__ import annotations
@@ -399,27 +400,22 @@ def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int
 
 
 def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],
-             point: tuple[int, ...]) -> tuple[int, ...] | None:
-    """An element some map of `mine` reads at `point` for every value of its runtime
-    variables, which no map of `theirs` reads for any (what `witness` found exists)."""
+             point: tuple[int, ...]) -> tuple[tuple[int, ...], bool] | None:
+    """An element some map of `mine` reads at `point` which no map of `theirs` reads for any
+    value of their runtime variables (what `witness` found exists), and whether it is read for
+    every value of `mine`'s runtime variables (else it is the one read at their first values:
+    each value reads one such element, not always the same)."""
     may: set[tuple[int, ...]] = set()
     for m in theirs:
         for rts in itertools.product(*var_ranges(m.rt_vars)):
             may |= reads_at(m, point, rts)
     for m in mine:
-        common: set[tuple[int, ...]] | None = None
-        for rts in itertools.product(*var_ranges(m.rt_vars)):
-            got = reads_at(m, point, rts) - may
-            common = got if common is None else common & got
-        if common:
-            return min(common)
-        # each value reads some element outside: the first value's is one such element
-        for rts in itertools.product(*var_ranges(m.rt_vars)):
-            first = sorted(reads_at(m, point, rts) - may)
-            if first and all(reads_at(m, point, r) - may
-                             for r in itertools.product(*var_ranges(m.rt_vars))):
-                return first[0]
-            break
+        outside = [reads_at(m, point, rts) - may
+                   for rts in itertools.product(*var_ranges(m.rt_vars))]
+        if not outside or not all(outside):
+            continue
+        common = set.intersection(*outside)
+        return (min(common), True) if common else (min(outside[0]), False)
     return None
 
 
@@ -512,11 +508,15 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
             return UNKNOWN, (f"{read_by}'s maps hold an element the other's do not, but they may "
                              f"hold more than it reads (a loop, or an op whose maps "
                              f"over-approximate): not decided"), None
-        element = _element(mine, theirs, point)
-        if element is None:
+        found_element = _element(mine, theirs, point)
+        if found_element is None:
             continue
-        return DIFFER, (f"{read_by} reads an element the other does not, whatever values the "
-                        f"runtime variables take"), (values, point, element, read_by)
+        element, every = found_element
+        why = f"{read_by} reads an element the other does not, whatever values the runtime " \
+              f"variables take"
+        if not every:
+            why += " (which element depends on them: this one at their lowest values)"
+        return DIFFER, why, (values, point, element, read_by)
     if verdict.holds is None:
         return UNKNOWN, verdict.message or "the solver did not decide", None
     return UNKNOWN, ("no map of the other program equals it, and no point shows a difference: "
