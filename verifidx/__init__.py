@@ -67,6 +67,7 @@ _LAZY = {
     "fits": ("verifidx.analysis.ranges", "fits"),
     "inplace_hazards": ("verifidx.analysis.inplace", "inplace_hazards"),
     "in_bounds": ("verifidx.analysis.ranges", "in_bounds"),
+    "validate_programs": ("verifidx.clients.translation", "validate_programs"),
 }
 
 #: The modules that sat at the top of the package before it had a folder per layer, by
@@ -158,5 +159,5 @@ __all__ = [
     "output_to_input",
     "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "parse_module",
     "print_affine_map", "print_map", "prove", "range_of", "result_range", "set_simplifier",
-    "simplify",
+    "simplify", "validate_programs",
 ]
