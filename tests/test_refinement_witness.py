@@ -1,4 +1,4 @@
-"""`verifidx.analysis.refinement._witness`: the point a refinement is refuted at holds for every
+"""`verifidx.analysis.refinement.witness`: the point a refinement is refuted at holds for every
 value of the runtime variables (issue 38 item 1).
 
 The oracle enumerates each map's relation (`IndexingMap.relation`, not the evaluator the witness
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifidx import parse_map
-from verifidx.analysis.refinement import _witness
+from verifidx.analysis.refinement import witness
 from verifidx.core.indexing_map import IndexingMap
 
 
@@ -63,7 +63,7 @@ def sides(rt: bool) -> st.SearchStrategy:
 @given(sides(rt=True))
 def test_a_witness_holds_for_every_value_of_the_runtime_variables(pair) -> None:
     xs, ys = pair
-    found = _witness(xs, ys, [])
+    found = witness(xs, ys, [])
     if found is not None:
         point, which = found
         assert which in ("first", "second")
@@ -79,7 +79,7 @@ def test_without_runtime_variables_every_difference_has_a_witness(pair) -> None:
     points = sorted({(d,) for m in (*xs, *ys) for d in range(m.dims[0].bounds.lo,
                                                                m.dims[0].bounds.hi + 1)})
     differs = any(differ_for_every_value(xs, ys, p) for p in points)
-    assert (_witness(xs, ys, []) is not None) == differs, (xs, ys)
+    assert (witness(xs, ys, []) is not None) == differs, (xs, ys)
 
 
 def test_the_reversal_kept_as_a_gather_index_has_no_witness() -> None:
@@ -87,8 +87,8 @@ def test_the_reversal_kept_as_a_gather_index_has_no_witness() -> None:
     parametric = parse_map("(d0, d1) -> (-d0 + 4, d1), domain: d0 in [0, 4], d1 in [0, 7]")
     refined = parse_map("(d0, d1){rt0} -> (rt0, d1), domain: d0 in [0, 4], d1 in [0, 7], "
                         "rt0 in [0, 4]")
-    assert _witness([parametric], [refined], [{"d0": 0, "d1": 0}]) is None
+    assert witness([parametric], [refined], [{"d0": 0, "d1": 0}]) is None
     # a row outside the refined program's output is read whatever the index: refuted there
     wider = parse_map("(d0, d1){rt0} -> (rt0, d1), domain: d0 in [0, 5], d1 in [0, 7], "
                       "rt0 in [0, 4]")
-    assert _witness([wider], [refined], []) == ({"d0": 5, "d1": 0}, "first")
+    assert witness([wider], [refined], []) == ({"d0": 5, "d1": 0}, "first")

@@ -169,7 +169,7 @@ def _identity(n: int) -> OperandIndexing:
 def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
     """A parametric map cut to a size no argument fixes (a value the program computes) equals
     the static map for one value of that size and differs for the others: unknown."""
-    from verifidx.analysis.refinement import ValueKeys, _Side, equal_as_relations
+    from verifidx.analysis.refinement import ValueKeys, Side, equal_as_relations
     from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
 
     opaque = SymSize.of(SizeVar("f/%x#1/0", "dimension 0 of %x in f", 16))
@@ -178,13 +178,13 @@ def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
     module = parse_stablehlo("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                              "  return %a : tensor<4xf32>\n}\n")
     keys = ValueKeys(module, {}, {})
-    verdict = equal_as_relations(_Side(cut, keys), _Side(static, keys))
+    verdict = equal_as_relations(Side(cut, keys), Side(static, keys))
     assert verdict.holds is None and "dimension 0 of %x in f" in verdict.message
     # the size is the only difference: with it fixed at 16 the two are equal
     from verifidx.hlo.dynamic_dims import instantiate_sizes
 
     fixed = instantiate_sizes(cut, {"f/%x#1/0": 16})
-    assert equal_as_relations(_Side(fixed, keys), _Side(static, keys)).holds is True
+    assert equal_as_relations(Side(fixed, keys), Side(static, keys)).holds is True
 
 
 def test_a_call_to_a_declared_function_is_unknown_not_a_crash(

@@ -65,6 +65,7 @@ _LAZY = {
     "set_simplifier": ("verifidx.analysis.computation_maps", "set_simplifier"),
     "result_range": ("verifidx.analysis.ranges", "result_range"),
     "fits": ("verifidx.analysis.ranges", "fits"),
+    "validate_programs": ("verifidx.clients.translation", "validate_programs"),
 }
 
 #: The modules that sat at the top of the package before it had a folder per layer, by
@@ -154,5 +155,5 @@ __all__ = [
     "compose", "equal", "equal_relations", "fits", "input_to_output", "is_empty", "output_to_input",
     "parse_affine_map", "parse_expr", "parse_hlo", "parse_map", "parse_module",
     "print_affine_map", "print_map", "prove", "range_of", "result_range", "set_simplifier",
-    "simplify",
+    "simplify", "validate_programs",
 ]

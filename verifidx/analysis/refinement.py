@@ -18,7 +18,7 @@ values the unpaired variables take.
 
 A runtime variable holds one value at each point, which the maps do not know: a difference
 the solver finds at some values of them may be at values the program never computes. So a
-difference is reported only with a witness that needs no value (`_witness`): an output point
+difference is reported only with a witness that needs no value (`witness`): an output point
 where one program reads, for every value of its runtime variables, an element the other reads
 for none of its own; found by evaluating the maps, one point at a time. Without one the answer
 is unknown, naming the variables without counterpart.
@@ -168,7 +168,7 @@ class ValueKeys:
 
 
 @dataclass(frozen=True)
-class _Side:
+class Side:
     """One map with what each of its runtime variables reads."""
 
     indexing: OperandIndexing
@@ -178,7 +178,7 @@ class _Side:
         return self.indexing.runtime[k].label
 
 
-def _same_value(a: _Side, i: int, b: _Side, j: int) -> bool:
+def _same_value(a: Side, i: int, b: Side, j: int) -> bool:
     """Runtime variable i of `a` and j of `b` always hold the same value: both are data read
     from values with the same structural name, at the same element, with the same interval."""
     ra, rb = a.indexing.runtime[i], b.indexing.runtime[j]
@@ -305,7 +305,7 @@ def _renumbered(m: IndexingMap, where: Sequence[int], rt_vars: tuple[Var, ...]) 
     return out
 
 
-def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[str]]:
+def align(a: Side, b: Side) -> tuple[IndexingMap, IndexingMap, list[str]]:
     """Both maps over one list of runtime variables: the pairs that read the same value first,
     then a's unpaired variables, then b's (each map ignores the other's). Also the labels of
     the unpaired variables."""
@@ -334,12 +334,12 @@ def align(a: _Side, b: _Side) -> tuple[IndexingMap, IndexingMap, list[str]]:
     return _renumbered(ma, where_a, rt_vars), _renumbered(mb, where_b, rt_vars), unpaired
 
 
-def equal_as_relations(a: _Side, b: _Side) -> Verdict:
+def equal_as_relations(a: Side, b: Side) -> Verdict:
     """Whether the two maps denote the same relation; runtime variables paired by what they
     read (`align`), never by position. False only for maps without runtime variables (the
     solver's point is then a difference of the two maps); with them a difference the solver
     finds may be at values the program never computes (a runtime variable holds one value at
-    each point, unknown to the maps), so it is unknown, its point kept for `_witness`."""
+    each point, unknown to the maps), so it is unknown, its point kept for `witness`."""
     x, y, unpaired = align(a, b)
     v = equal(x.simplify(), y.simplify())
     if v.holds is not False:
@@ -359,7 +359,7 @@ def equal_as_relations(a: _Side, b: _Side) -> Verdict:
         "never compute: not decided"))
 
 
-def _find_equal(m: _Side, others: Sequence[_Side]) -> tuple[Verdict, list[dict[str, int]]]:
+def _find_equal(m: Side, others: Sequence[Side]) -> tuple[Verdict, list[dict[str, int]]]:
     """The first proof that `m` equals one of `others`, else the reason it is not decided
     (an unknown's reason before a difference of two maps, which may be two pieces of a union
     cut differently); with the points where the solver saw `m` differ."""
@@ -378,14 +378,14 @@ def _find_equal(m: _Side, others: Sequence[_Side]) -> tuple[Verdict, list[dict[s
 # -- a difference, shown -------------------------------------------------------------------------
 
 _WITNESS_BUDGET = 30_000
-"""Evaluations `_witness` spends at most (points of runtime and range variables): about a
+"""Evaluations `witness` spends at most (points of runtime and range variables): about a
 second in pure Python, spent only where no proof was found."""
 
 _SMALL_BOX = 256
 """Output boxes up to this many points are searched whole for a witness."""
 
 
-def _witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
+def witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
              candidates: Sequence[Mapping[str, int] | None]) -> tuple[dict[str, int], str] | None:
     """An output point where one program surely reads an element the other cannot read, found
     by brute force, and which side reads it ("first" for `xs`, "second"). Surely: some map of
@@ -406,7 +406,7 @@ def _witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
               if c is not None and all(f"d{i}" in c for i in range(nd))]
     if _count(boxes) <= _SMALL_BOX:
         points.extend(itertools.product(*boxes))
-    cost = sum(_count(_ranges(m.rt_vars)) * _count(_ranges(m.range_vars)) for m in maps)
+    cost = sum(_count(var_ranges(m.rt_vars)) * _count(var_ranges(m.range_vars)) for m in maps)
     budget = _WITNESS_BUDGET
     seen: set[tuple[int, ...]] = set()
     for point in points:
@@ -420,17 +420,17 @@ def _witness(xs: Sequence[IndexingMap], ys: Sequence[IndexingMap],
             for mine, theirs, which in ((xs, ys, "first"), (ys, xs, "second")):
                 may: set[tuple[int, ...]] = set()
                 for m in theirs:
-                    for rts in itertools.product(*_ranges(m.rt_vars)):
-                        may |= _reads_at(m, point, rts)
-                if any(all(_reads_at(m, point, rts) - may
-                           for rts in itertools.product(*_ranges(m.rt_vars))) for m in mine):
+                    for rts in itertools.product(*var_ranges(m.rt_vars)):
+                        may |= reads_at(m, point, rts)
+                if any(all(reads_at(m, point, rts) - may
+                           for rts in itertools.product(*var_ranges(m.rt_vars))) for m in mine):
                     return {f"d{i}": c for i, c in enumerate(point)}, which
         except EvaluationError:
             continue  # undefined somewhere at this point: no witness here
     return None
 
 
-def _ranges(vs: Sequence[Var]) -> list[range]:
+def var_ranges(vs: Sequence[Var]) -> list[range]:
     return [range(v.bounds.lo, v.bounds.hi + 1) for v in vs]
 
 
@@ -441,20 +441,20 @@ def _count(ranges: Sequence[range]) -> int:
     return n
 
 
-def _reads_at(m: IndexingMap, point: tuple[int, ...], rts: tuple[int, ...]
+def reads_at(m: IndexingMap, point: tuple[int, ...], rts: tuple[int, ...]
               ) -> set[tuple[int, ...]]:
     """The elements `m` reads at output `point` with its runtime variables at `rts`."""
     if m.is_known_empty or any(c not in d.bounds for c, d in zip(point, m.dims)):
         return set()
     out = set()
-    for s in itertools.product(*_ranges(m.range_vars)):
+    for s in itertools.product(*var_ranges(m.range_vars)):
         env: dict[Expr, int] = dict(zip(m.variables, (*point, *s, *rts)))
         if all(e.evaluate(env) in iv for e, iv in m.constraints.items()):
             out.add(tuple(r.evaluate(env) for r in m.results))
     return out
 
 
-def _within(ind: OperandIndexing, dims: Sequence[int] | None) -> OperandIndexing:
+def within(ind: OperandIndexing, dims: Sequence[int] | None) -> OperandIndexing:
     """`ind` cut to the indices inside the parameter's shape `dims`: an index outside names
     no element, so it reads nothing (XLA's map of a dynamic-update-slice's update names such
     indices for the outputs outside the updated window, cut to a dynamic parameter's size in
@@ -467,7 +467,7 @@ def _within(ind: OperandIndexing, dims: Sequence[int] | None) -> OperandIndexing
     return OperandIndexing(m, ind.runtime, ind.replica, ind.notes)
 
 
-def _parameter_dims(module: HloModule, values: Mapping[str, int]
+def parameter_dims(module: HloModule, values: Mapping[str, int]
                     ) -> dict[int, tuple[int, ...]]:
     """The array parameters' dimensions of the entry, by number, its dynamic ones at the sizes
     `values` (the bound where a size is not given): each side is cut to its own parameters,
@@ -483,7 +483,7 @@ def _parameter_dims(module: HloModule, values: Mapping[str, int]
     return out
 
 
-def _has_loop(module: HloModule) -> bool:
+def has_loop(module: HloModule) -> bool:
     return any(inst.opcode == "while" for c in module.computations.values()
                for inst in c.instructions)
 
@@ -493,20 +493,20 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
     on the elements of its own program's parameters."""
     dyn = computation_indexing(dynamic, dynamic.entry, "out2in")
     sta = computation_indexing(static, static.entry, "out2in")
-    dyn_dims, sta_dims = _parameter_dims(dynamic, values), _parameter_dims(static, {})
+    dyn_dims, sta_dims = parameter_dims(dynamic, values), parameter_dims(static, {})
     names: dict[Hashable, int] = {}
     dyn_keys, sta_keys = ValueKeys(dynamic, values, names), ValueKeys(static, {}, names)
     keys = sorted({(o, p) for o, p, _l in dyn.maps} | {(o, p) for o, p, _l in sta.maps})
     # A side's maps witness a read only where they are exact: a while loop's are a superset of
     # what it reads (a trip count not followed lets a row read any row), so a side with one
     # never refutes by reading more; the other side may (its maps, though larger, lack it).
-    loose = {True: _has_loop(dynamic), False: _has_loop(static)}
+    loose = {True: has_loop(dynamic), False: has_loop(static)}
     checks: list[Check] = []
     for o, p in keys:
-        a = [_Side(_within(_computed(_clamped(m, values), dyn_keys, values), dyn_dims.get(p)),
+        a = [Side(within(_computed(_clamped(m, values), dyn_keys, values), dyn_dims.get(p)),
                        dyn_keys)
              for m in dyn.maps_for(o, p)]
-        b = [_Side(_within(_computed(m, sta_keys, {}), sta_dims.get(p)), sta_keys)
+        b = [Side(within(_computed(m, sta_keys, {}), sta_dims.get(p)), sta_keys)
              for m in sta.maps_for(o, p)]
         if any(s.indexing.is_undefined for s in (*a, *b)):
             checks.append(Check(o, p, None, "unknown indexing on one side: nothing to prove"))
@@ -533,7 +533,7 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
                 continue
             if union.counterexample is not None:
                 points.append(union.counterexample)
-        found = _witness(xs_, ys_, points)
+        found = witness(xs_, ys_, points)
         if found is not None and loose[found[1] == "first"]:
             first = "parametric" if found[1] == "first" else "refined"
             checks.append(Check(o, p, None, (

@@ -4,7 +4,8 @@ LOG holds JSON lines: sympy text as Inductor prints it (`{"expr": ..., "var_rang
 "16"}, "size_ranges": {...}, "result": ...}`) or XLA map pairs (`{"input": MAP, "output":
 MAP}`). One verdict per non-blank line, a malformed one included (`error`, with its line and
 column). Exit 1 when a record is refuted, else 2 when one is an error (or the log cannot be
-read), else 3 when one is unknown, else 0.
+read), else 3 when one is unknown, else 0. `verifidx validate BEFORE AFTER` compares two
+programs instead (`verifidx.cli.translation`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ VERDICTS = (PROVED, REFUTED, UNKNOWN, UNSUPPORTED, ERROR)
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "validate", "prove or refute another compiler's simplifications "
                     "(Inductor sympy logs, XLA map pairs)", _run)
-    p.add_argument("log", nargs="?", help="JSON lines file; - for stdin")
+    p.add_argument("log", nargs="?", help="JSON lines file; - for stdin. With AFTER: the "
+                   "program the compiler was given (HLO or StableHLO text)")
+    p.add_argument("after", nargs="?", default=None,
+                   help="the program it produced (HLO text): compare the two programs' reads "
+                        "(verifidx.clients.translation)")
     p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
     p.add_argument("--timeout-ms", type=int, default=2000,
                    help="Z3's budget per record, after the cheap decisions (an exhausted budget "
@@ -61,7 +66,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.xla_dump is not None:
         return _run_dump(args)
     if args.log is None:
-        raise UsageError("validate: give a LOG file, or --xla-dump DIR")
+        raise UsageError("validate: give a LOG file, BEFORE AFTER, or --xla-dump DIR")
+    if args.after is not None:
+        from ..clients.xla_runtime import confirm
+        from .translation import run_programs
+
+        return run_programs(args, confirm=confirm)
     text, source = read_file(args.log)
     rows: list[tuple[int, Validation]] = []
     for number, line in enumerate(text.splitlines(), 1):

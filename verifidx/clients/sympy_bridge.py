@@ -630,9 +630,9 @@ def to_sympy(m: IndexingMap, symbols: Iterable[Sym] | None = None,
              sizes: Mapping[str, Sym] | None = None) -> Sym:
     """The one result of `m` as a sympy expression over the dims' symbols (`symbols`, or new
     integer, nonnegative symbols named as the dims) and its sizes' (`sizes`, by the sympy
-    symbol's name, or new integer, positive symbols named by `symbol_name`). Uses Inductor's
-    function classes when torch is loaded already, the stand-ins otherwise; `(a floordiv d)
-    mod m` is written `ModularIndexing(a, d, m)` and another `a mod m` as
+    symbol's name, or new integer symbols named by `symbol_name`, positive where the interval
+    is). Uses Inductor's function classes when torch is loaded already, the stand-ins
+    otherwise; `(a floordiv d) mod m` is written `ModularIndexing(a, d, m)` and another `a mod m` as
     `ModularIndexing(a, 1, m)` where `a` cannot be negative on the map's domain,
     `PythonMod(a, m)` elsewhere."""
     import sympy
@@ -648,8 +648,11 @@ def to_sympy(m: IndexingMap, symbols: Iterable[Sym] | None = None,
     for z in m.sizes:
         name = symbol_name(z.name)
         given = (sizes or {}).get(name)
-        env[Size(z.name)] = given if given is not None else sympy.Symbol(
-            name, integer=True, positive=True)
+        if given is None:  # a value symbol (`arg1`) is as signed as its interval
+            given = sympy.Symbol(name, integer=True, positive=True) if z.bounds.lo >= 1 else \
+                sympy.Symbol(name, integer=True, nonnegative=True) if z.bounds.lo >= 0 else \
+                sympy.Symbol(name, integer=True)
+        env[Size(z.name)] = given
     fns = inductor_classes()
     cache: dict[Expr, Sym] = {}
     bounds = m.bounds

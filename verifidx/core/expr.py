@@ -439,6 +439,13 @@ def is_size_name(name: str) -> bool:
     return True
 
 
+def is_value_name(name: str) -> bool:
+    """A value symbol's name: `arg` and the decimal number of an entry parameter (`arg1`).
+    A value symbol is a `Size` leaf whose interval is its element type's, so it may be zero
+    or negative (docs/semantics.md, Values); every other size is positive."""
+    return name.startswith("arg") and name[3:].isdecimal() and name[3:].isascii()
+
+
 class Size(Variable):
     """A size: a named, positive integer parameter (a dynamic dimension, a `jax.export`
     dimension variable), universally quantified over the interval the map gives it

@@ -40,6 +40,7 @@ from .expr import (
     as_expr,
     has_index_variable,
     is_size_expr,
+    is_value_name,
     mul,
 )
 from .interval import Interval, range_of
@@ -194,7 +195,8 @@ def merge_sizes(a: tuple[SizeVar, ...], b: tuple[SizeVar, ...]) -> tuple[SizeVar
 
 @dataclass(frozen=True, slots=True)
 class SizeVar:
-    """One size of a map: its name, its interval (`lo >= 1`) and where it comes from
+    """One size of a map: its name, its interval (`lo >= 1`, except for a value symbol,
+    `expr.is_value_name`, whose interval is its element type's) and where it comes from
     (`provenance`: presentation only, not part of the map's value, like custom names)."""
 
     name: str
@@ -205,7 +207,7 @@ class SizeVar:
                  provenance: str | None = None) -> None:
         if bounds is None:
             bounds = Interval(1, SIZE_MAX)
-        if bounds.lo < 1:
+        if bounds.lo < 1 and not is_value_name(name):
             raise ValueError(f"size {name} must be positive: its interval {bounds} admits "
                              f"{bounds.lo}")
         object.__setattr__(self, "name", name)

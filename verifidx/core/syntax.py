@@ -46,6 +46,7 @@ from .expr import (
     is_constant_valued,
     is_size_expr,
     is_size_name,
+    is_value_name,
     maximum,
     minimum,
     mod,
@@ -416,13 +417,13 @@ class _Parser:
 
     def sized(self, bounds: dict[str, Interval], tokens: dict[str, Token]
               ) -> tuple[SizeVar, ...]:
-        """The sizes of the header with their intervals (the default where none is given);
-        every divisor that is a size expression must be positive over them."""
+        """The sizes of the header with their intervals (the default where none is given; a
+        value symbol's, `arg<N>`, may reach 0 and below); every divisor that is a size expression must be positive over them."""
         sizes: list[SizeVar] = []
         table: dict[Variable, Interval] = {}
         for name in self.size_names:
             iv = bounds.get(name)
-            if iv is not None and iv.lo < 1:
+            if iv is not None and iv.lo < 1 and not is_value_name(name):
                 line, col = locate(self.text, tokens[name].offset)
                 raise ParseError(f"expected an interval of positive values for size {name!r}, "
                                  f"found [{iv.lo}, {iv.hi}]", line, col, self.source)

@@ -15,16 +15,50 @@ arithmetic wraps in the program, but add, subtract, multiply and negate agree wi
 mathematical value modulo 2^bits, so an expression shown to lie in `[-2^31, 2^31)` is the
 program's value (for 32- and 64-bit integers, the only ones followed). Anything else gives
 None (the start stays a runtime variable).
+
+With `symbols` (a `ValueSymbols` of the module) and the index variables' `bounds`, more is
+followed (`value_pieces`): a scalar integer parameter of the entry is the *value symbol*
+`arg<N>` (a `Size` leaf with its element type's interval, docs/semantics.md, Values); a
+parameter of a called computation with one call site is its operand there; get-tuple-element
+of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
+`remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
+negative); `clamp`, `minimum`, `maximum`; `select` on a `compare` of integers, `min`/`max`
+where it is one, else two pieces, each under its condition. Wrapping is exact: where add,
+subtract, multiply, negate or a narrowing convert may leave the type's range (on the
+intervals, narrowed by the pieces' conditions on a single variable), the value splits into
+pieces `v - k * 2^bits` under `v in [min + k * 2^bits, max + k * 2^bits]`; any other op must
+be shown inside its type's range, else the whole value is None. Loop induction variables are
+not followed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import cast
 
-from verifidx.core.expr import Const, Dim, Expr, RtVar, Symbol, add, mul, neg
+from verifidx.core.expr import (
+    Add,
+    Const,
+    Dim,
+    Expr,
+    RtVar,
+    Size,
+    Symbol,
+    Variable,
+    add,
+    ceildiv,
+    floordiv,
+    maximum,
+    minimum,
+    mod,
+    mul,
+    neg,
+)
+from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
-from verifidx.hlo.module import HloComputation, HloInstruction
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 
 _INTEGER = ("s32", "s64", "u32", "u64")
 """Index types followed: at least 32 bits, so a value shown in `[0, 2^31)` is representable
@@ -53,9 +87,16 @@ def _has_index(e: Expr) -> bool:
 
 
 def value_at(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
-             used: list[SymSize], depth: int = _DEPTH) -> Expr | None:
+             used: list[SymSize], depth: int = _DEPTH, *, symbols: ValueSymbols | None = None,
+             bounds: Mapping[Variable, Interval] | None = None) -> Expr | None:
     """The element of `inst` at `index` (one expression per dimension), or None; `used`
-    collects the sizes the expression names (to declare them in a map)."""
+    collects the sizes the expression names (to declare them in a map). With `symbols` and
+    `bounds` (of the index variables) as `value_pieces`, when that gives one piece."""
+    if symbols is not None and bounds is not None:
+        found = value_pieces(inst, index, comp, used, symbols, bounds, depth)
+        if found is None or len(found) != 1 or found[0].where:
+            return None
+        return found[0].value
     shape = inst.shape
     if depth <= 0 or shape.is_tuple or shape.element_type not in _INTEGER or \
             len(index) != shape.rank:
@@ -133,3 +174,365 @@ def value_at(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
             return add(a, neg(b))
         return None if _has_index(a) and _has_index(b) else mul(a, b)
     return None
+
+
+# -- value symbols ------------------------------------------------------------------------------
+
+INTEGER_BITS = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (64, True),
+                "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False)}
+"""Integer element types: bits and signedness."""
+
+MAX_PIECES = 16
+"""A value split into more pieces than this (selects of selects) is not followed."""
+
+MAX_WRAPS = 3
+"""A value that may wrap around its type more than this many ways is not followed."""
+
+_MODULAR = frozenset({"add", "subtract", "multiply", "negate", "convert"})
+"""Integer ops whose result is the mathematical value modulo 2^bits (two's complement; a
+narrowing `convert` keeps the low bits)."""
+
+
+def type_interval(element_type: str) -> Interval | None:
+    """The values of an integer element type, None for another type."""
+    found = INTEGER_BITS.get(element_type)
+    if found is None:
+        return None
+    bits, signed = found
+    return Interval(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else \
+        Interval(0, 2 ** bits - 1)
+
+
+def value_name(parameter: int) -> str:
+    """The value symbol of entry parameter `parameter`: `arg<N>` (`expr.is_value_name`)."""
+    return f"arg{parameter}"
+
+
+Where = tuple[tuple[Expr, Interval], ...]
+"""Constraints: each expression lies in its interval."""
+
+
+class ValueSymbols:
+    """What `value_pieces` needs of the module (the entry, each computation's call sites) and
+    what it found: the value symbols named so far, with their types' intervals."""
+
+    def __init__(self, module: HloModule) -> None:
+        self.entry = module.entry
+        self.home: dict[int, HloComputation] = {}
+        self.callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
+        for comp in module.computations.values():
+            for inst in comp.instructions:
+                self.home[id(inst)] = comp
+                for name in inst.called_computations:
+                    self.callers.setdefault(name, []).append((comp, inst))
+        self.declared: dict[str, Interval] = {}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """The value where every constraint of `where` holds (expression in its interval)."""
+
+    value: Expr
+    where: Where = ()
+
+
+_COMPLEMENTS = {"LT": "GE", "LE": "GT", "GT": "LE", "GE": "LT", "EQ": "NE", "NE": "EQ"}
+
+
+def _comparison(direction: str, r: Interval) -> list[Interval]:
+    """The intervals of `a - b` (which lies in `r`) where `a DIRECTION b` holds, empty ones
+    left out."""
+    lo, hi = min(r.lo, -1), max(r.hi, 1)
+    found = {"LT": [Interval(lo, -1)], "LE": [Interval(lo, 0)], "GT": [Interval(1, hi)],
+             "GE": [Interval(0, hi)], "EQ": [Interval(0, 0)],
+             "NE": [Interval(lo, -1), Interval(1, hi)]}[direction]
+    return [iv for iv in found if not iv.intersect(r).is_empty]
+
+
+def _narrowed(bounds: Mapping[Variable, Interval], where: Sequence[tuple[Expr, Interval]]
+              ) -> Mapping[Variable, Interval]:
+    """`bounds` cut by the constraints that bound one variable (`x`, `x + c`)."""
+    out: dict[Variable, Interval] | None = None
+    for e, iv in where:
+        v, c = e, 0
+        if isinstance(e, Add) and len(e.terms) == 2 and isinstance(e.terms[1], Const):
+            v, c = e.terms[0], e.terms[1].value
+        if isinstance(v, Variable) and v in bounds:
+            out = dict(bounds) if out is None else out
+            out[v] = out[v].intersect(Interval(iv.lo - c, iv.hi - c))
+    return bounds if out is None else out
+
+
+def value_pieces(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+                 used: list[SymSize], symbols: ValueSymbols,
+                 bounds: Mapping[Variable, Interval], depth: int = _DEPTH
+                 ) -> list[Piece] | None:
+    """The element of `inst` at `index` as pieces (each value under its constraints; the
+    constraints of the pieces cover every point and value, disjointly), or None. Each value
+    is the program's: shown inside its type's range on the intervals of `bounds` (with the
+    value symbols', recorded in `symbols.declared`) narrowed by its piece's constraints."""
+    return _Pieces(symbols, bounds, used).of(inst, index, comp, depth, ())
+
+
+class _Pieces:
+    def __init__(self, symbols: ValueSymbols, bounds: Mapping[Variable, Interval],
+                 used: list[SymSize]) -> None:
+        self.symbols = symbols
+        self.bounds = bounds
+        self.used = used
+
+    def env(self, where: Sequence[tuple[Expr, Interval]]) -> Mapping[Variable, Interval]:
+        env: dict[Variable, Interval] = dict(self.bounds)
+        for name, iv in self.symbols.declared.items():
+            env[Size(name)] = iv
+        return _narrowed(env, where)
+
+    def fits(self, p: Piece, element_type: str, ctx: Where) -> bool:
+        """The piece's value lies in the type's range (where its and `ctx`'s constraints
+        hold)."""
+        iv = type_interval(element_type)
+        try:
+            return iv is not None and iv.contains(range_of(p.value, self.env((*ctx, *p.where))))
+        except (KeyError, ValueError, ArithmeticError):
+            return False  # a variable without bounds, or a division interval arithmetic refuses
+
+    def of(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+           depth: int, ctx: Where) -> list[Piece] | None:
+        """The pieces of `inst` at `index` where the constraints `ctx` hold (the conditions
+        of the selects on the way here)."""
+        shape = inst.shape
+        if depth <= 0 or shape.is_tuple or shape.element_type not in INTEGER_BITS or \
+                len(index) != shape.rank:
+            return None
+        found = self._of(inst, index, comp, depth, ctx)
+        if found is None:
+            return None
+        out: list[Piece] = []
+        for p in found:
+            if self.fits(p, shape.element_type, ctx):
+                out.append(p)
+                continue
+            wrapped = self.wrapped(p, shape.element_type, ctx) \
+                if inst.opcode in _MODULAR else None
+            if wrapped is None:
+                return None
+            out.extend(wrapped)
+        return out if len(out) <= MAX_PIECES else None
+
+    def wrapped(self, p: Piece, element_type: str, ctx: Where) -> list[Piece] | None:
+        """The piece as the program computes it where its value leaves the type's range: an
+        op whose result is the mathematical one modulo 2^bits (`_MODULAR`) gives `value - k *
+        2^bits` where `value` lies in the type's range shifted by `k * 2^bits`, one piece per
+        `k` (at most MAX_WRAPS)."""
+        iv = type_interval(element_type)
+        try:
+            r = range_of(p.value, self.env((*ctx, *p.where)))
+        except (KeyError, ValueError, ArithmeticError):
+            return None
+        if iv is None:
+            return None
+        span = iv.hi - iv.lo + 1
+        first, last = (r.lo - iv.lo) // span, (r.hi - iv.lo) // span
+        if last - first + 1 > MAX_WRAPS:
+            return None
+        return [Piece(add(p.value, -k * span) if k else p.value,
+                      (*p.where, (p.value, Interval(iv.lo + k * span, iv.hi + k * span))))
+                for k in range(first, last + 1)]
+
+    def _of(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+            depth: int, ctx: Where) -> list[Piece] | None:
+        op = inst.opcode
+        operands = [comp.instruction(name) for name in inst.operands]
+
+        def at(i: int, idx: Sequence[Expr] = index) -> list[Piece] | None:
+            return self.of(operands[i], idx, comp, depth - 1, ctx)
+
+        if op == "parameter" and inst.parameter_number is not None:
+            n = inst.parameter_number
+            if comp is self.symbols.entry:
+                iv = type_interval(inst.shape.element_type)
+                if inst.shape.rank or iv is None:
+                    return None
+                self.symbols.declared[value_name(n)] = iv
+                return [Piece(Size(value_name(n)))]
+            sites = self.symbols.callers.get(comp.name, [])
+            if len(sites) != 1 or sites[0][1].opcode not in ("fusion", "call") or \
+                    n >= len(sites[0][1].operands):
+                return None
+            caller, call = sites[0]
+            return self.of(caller.instruction(call.operands[n]), index, caller, depth - 1, ctx)
+        if op == "get-tuple-element" and operands and operands[0].opcode == "tuple":
+            k = inst.tuple_index
+            tup = operands[0]
+            if k is None or k >= len(tup.operands):
+                return None
+            return self.of(comp.instruction(tup.operands[k]), index, comp, depth - 1, ctx)
+        if op in ("reshape", "bitcast") and all(n == 1 for n in inst.shape.dims) and \
+                not any(inst.shape.dynamic) and operands and \
+                all(n == 1 for n in operands[0].shape.dims) and \
+                not any(operands[0].shape.dynamic) and not operands[0].shape.is_tuple and \
+                operands[0].shape.element_type == inst.shape.element_type:
+            return at(0, [Const(0)] * operands[0].shape.rank)
+        if op == "convert" and operands and operands[0].shape.element_type in INTEGER_BITS:
+            return at(0)  # `of` checks the value fits the target type: no wrap
+        if op in ("divide", "remainder") and len(operands) == 2:
+            return self._division(op, at(0), at(1), ctx)
+        if op == "clamp" and len(operands) == 3:
+            lo, x, hi = at(0), at(1), at(2)
+            return self._combine([lo, x, hi], lambda v: minimum(maximum(v[1], v[0]), v[2]))
+        if op in ("minimum", "maximum") and len(operands) == 2:
+            fn = minimum if op == "minimum" else maximum
+            return self._combine([at(0), at(1)], lambda v: fn(v[0], v[1]))
+        if op == "select" and len(operands) == 3:
+            return self._select(operands, index, comp, depth, ctx)
+        if op in ("add", "subtract", "multiply", "negate") and len(operands) in (1, 2):
+            args = [at(i) for i in range(len(operands))]
+            if op == "negate":
+                return self._combine(args, lambda v: neg(v[0]))
+            if op == "add":
+                return self._combine(args, lambda v: add(v[0], v[1]))
+            if op == "subtract":
+                return self._combine(args, lambda v: add(v[0], neg(v[1])))
+            return self._combine(args, lambda v: None if _has_index(v[0]) and _has_index(v[1])
+                                 else mul(v[0], v[1]))
+        if op == "constant":
+            v = inst.literal_value
+            return [Piece(Const(v))] if inst.shape.rank == 0 and isinstance(v, int) and \
+                not isinstance(v, bool) else None
+        if op in ("iota", "get-dimension-size") or \
+                isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
+            plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
+            return None if plain is None else [Piece(plain)]
+        if op in ("broadcast", "reshape", "reverse", "concatenate", "convert"):
+            return self._structural(inst, index, comp, depth, ctx)
+        return None
+
+    def _structural(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+                    depth: int, ctx: Where) -> list[Piece] | None:
+        """Broadcast, reshape, reverse, concatenate: `value_at`'s index arithmetic, the element
+        read through this walk (a value symbol broadcast to an index vector)."""
+        op = inst.opcode
+        operands = [comp.instruction(name) for name in inst.operands]
+        if op == "broadcast":
+            dims = inst.dimensions or ()
+            if any(d >= len(index) for d in dims):
+                return None
+            return self.of(operands[0], [index[d] for d in dims], comp, depth - 1, ctx)
+        if op == "reshape":
+            kept, src_kept = _non_unit(inst), _non_unit(operands[0])
+            if [_sym(inst, k) for k in kept] != [_sym(operands[0], j) for j in src_kept]:
+                return None
+            idx: list[Expr] = [Const(0)] * operands[0].shape.rank
+            for k, j in zip(kept, src_kept):
+                idx[j] = index[k]
+            return self.of(operands[0], idx, comp, depth - 1, ctx)
+        if op == "concatenate":
+            axis = (inst.dimensions or (0,))[0]
+            at_axis = index[axis] if axis < len(index) else None
+            if not isinstance(at_axis, Const):
+                return None
+            offset = 0
+            for o in operands:
+                if o.shape.dynamic[axis]:
+                    return None
+                if offset <= at_axis.value < offset + o.shape.dims[axis]:
+                    return self.of(o, [Const(at_axis.value - offset) if k == axis else e
+                                       for k, e in enumerate(index)], comp, depth - 1, ctx)
+                offset += o.shape.dims[axis]
+            return None
+        if op == "reverse":
+            axes = set(cast("tuple[int, ...]", inst.dimensions or ()))
+            idx = []
+            for k, e in enumerate(index):
+                if k in axes:
+                    s = _sym(inst, k)
+                    self.used.append(s)
+                    e = add(s.expr(), -1, neg(e))
+                idx.append(e)
+            return self.of(operands[0], idx, comp, depth - 1, ctx)
+        return None
+
+    @staticmethod
+    def _combine(args: Sequence[list[Piece] | None], fn: object) -> list[Piece] | None:
+        """`fn` of the operands' values, piece by piece (the product of their pieces)."""
+        if any(a is None for a in args):
+            return None
+        lists = cast("list[list[Piece]]", list(args))
+        count = 1
+        for a in lists:
+            count *= len(a)
+        if count > MAX_PIECES:
+            return None
+        out = []
+        for combo in itertools.product(*lists):
+            value = fn([p.value for p in combo])  # type: ignore[operator]
+            if value is None:
+                return None
+            out.append(Piece(value, tuple(c for p in combo for c in p.where)))
+        return out
+
+    def _division(self, op: str, a: list[Piece] | None, b: list[Piece] | None, ctx: Where
+                  ) -> list[Piece] | None:
+        """HLO's truncating `divide`/`remainder` by a positive constant: floor division where
+        the dividend is nonnegative, `ceildiv` (remainder `a - c * ceildiv(a, c)`) where it is
+        negative, split on its sign where it may be either."""
+        if a is None or b is None or len(b) != 1 or not isinstance(b[0].value, Const) or \
+                b[0].value.value <= 0:
+            return None
+        c = b[0].value.value
+        out: list[Piece] = []
+        for p in a:
+            try:
+                r = range_of(p.value, self.env((*ctx, *p.where)))
+            except (KeyError, ValueError, ArithmeticError):
+                return None
+            if r.hi >= 0:
+                where = p.where if r.lo >= 0 else (*p.where, (p.value, Interval(0, r.hi)))
+                value = floordiv(p.value, c) if op == "divide" else mod(p.value, c)
+                out.append(Piece(value, where))
+            if r.lo < 0:
+                where = p.where if r.hi < 0 else (*p.where, (p.value, Interval(r.lo, -1)))
+                q = ceildiv(p.value, c)
+                value = q if op == "divide" else add(p.value, mul(q, -c))
+                out.append(Piece(value, where))
+        return out
+
+    def _select(self, operands: Sequence[HloInstruction], index: Sequence[Expr],
+                comp: HloComputation, depth: int, ctx: Where) -> list[Piece] | None:
+        """select(compare(a, b, DIR), x, y): `min`/`max` where x, y are a, b; else the pieces
+        of x where `a DIR b`, of y where not (each read under its condition)."""
+        pred, x_inst, y_inst = operands
+        if pred.opcode != "compare" or len(pred.operands) != 2 or \
+                pred.comparison_direction not in _COMPLEMENTS:
+            return None
+        a_inst, b_inst = (comp.instruction(n) for n in pred.operands)
+        if a_inst.shape.element_type not in INTEGER_BITS or a_inst.shape.rank != len(index):
+            return None
+        direction = cast(str, pred.comparison_direction)
+        a = self.of(a_inst, index, comp, depth - 1, ctx)
+        b = self.of(b_inst, index, comp, depth - 1, ctx)
+        if a is None or b is None:
+            return None
+        if direction in ("LT", "LE", "GT", "GE") and {x_inst.name, y_inst.name} == \
+                {a_inst.name, b_inst.name} and x_inst.name != y_inst.name:
+            smaller = direction in ("LT", "LE")  # true picks the smaller of a, b
+            pick = minimum if smaller == (x_inst.name == a_inst.name) else maximum
+            return self._combine([a, b], lambda v: pick(v[0], v[1]))
+        out: list[Piece] = []
+        for pa, pb in itertools.product(a, b):
+            diff = add(pa.value, neg(pb.value))
+            base = (*pa.where, *pb.where)
+            try:
+                r = range_of(diff, self.env((*ctx, *base)))
+            except (KeyError, ValueError, ArithmeticError):
+                return None
+            for branch, d in ((x_inst, direction), (y_inst, _COMPLEMENTS[direction])):
+                for iv in _comparison(d, r):
+                    cond = (*base, (diff, iv))
+                    found = self.of(branch, index, comp, depth - 1, (*ctx, *cond))
+                    if found is None:
+                        return None
+                    out.extend(Piece(p.value, (*cond, *p.where)) for p in found)
+                    if len(out) > MAX_PIECES:
+                        return None
+        return out

@@ -1,0 +1,578 @@
+"""Translation validation: the program a compiler was given (BEFORE) against the one it
+produced (AFTER), compared as relations "output element -> the parameter elements it reads",
+for every value of the scalar integer parameters (issue 36).
+
+Each (output leaf, entry parameter) pair gets the maps of both programs
+(`verifidx.analysis.computation_maps`). A runtime variable (a start index read at run time)
+whose value the program computes from scalar parameters, constants and iotas
+(`verifidx.hlo.index_values.value_pieces`) is replaced by that value over *value symbols*
+(`arg<N>`, sizes with the element type's interval, docs/semantics.md, Values), clamped as the
+op clamps it; a value computed by a select splits the map into pieces, each under its
+condition. Both programs name the same symbol for the same entry parameter, so the maps are
+compared for every value of the symbols (they are sizes to the solver). Wrapping arithmetic is
+never modelled: a value that may wrap stays a runtime variable.
+
+Verdicts, per pair:
+- `same`: proven (`vx.equal` for every value of the symbols, each region of the pieces);
+- `differ`: only with a counterexample checked by evaluating the maps: symbol values and an
+  output point where one program reads, for every value of its remaining runtime variables,
+  a parameter element the other reads for none of its own (`refinement.witness`);
+- `fewer reads`: AFTER reads nothing of the parameter for the output where BEFORE reads some,
+  or (maps without symbols or runtime variables) a proven subset: legal only where the value
+  does not depend on the elements no longer read;
+- `unknown`: the solver's unknown or budget, an unfollowed runtime variable without
+  counterpart, or no point that shows a difference.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from verifidx.analysis.computation_maps import computation_indexing
+from verifidx.analysis.refinement import (
+    Side,
+    ValueKeys,
+    align,
+    has_loop,
+    parameter_dims,
+    reads_at,
+    var_ranges,
+    witness,
+    within,
+)
+from verifidx.core.errors import EvaluationError, VerifidxError
+from verifidx.core.expr import Expr, Size, is_value_name
+from verifidx.core.indexing_map import IndexingMap, SizeVar
+from verifidx.core.interval import Interval
+from verifidx.hlo.index_values import Piece, ValueSymbols, value_pieces
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
+from verifidx.hlo.shape import Shape
+from verifidx.solve.smt import Verdict, equal, equal_relations, includes, is_empty
+
+SAME, DIFFER, FEWER, UNKNOWN = "same", "differ", "fewer reads", "unknown"
+
+MAX_REGIONS = 64
+"""Regions (one piece per map) compared per pair at most; more is `unknown`."""
+
+PROBES = (0, 1, -1, 2, 3, 5, 7, -7, 100, 2**31 - 1, -(2**31))
+"""Values of a value symbol where a difference is looked for besides the solver's (clipped
+to the symbol's interval): in range, past either end, the type's extremes."""
+
+
+class SignatureError(VerifidxError, ValueError):
+    """The two programs' entry signatures differ: nothing to compare."""
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Where the two programs read differently: at the value symbols' `values` (and `sizes`),
+    output `output` element `point` reads parameter `parameter` element `element` in the
+    program `read_by` ("before" or "after"), and not in the other."""
+
+    output: int
+    parameter: int
+    point: tuple[int, ...]
+    element: tuple[int, ...]
+    read_by: str
+    values: dict[str, int]
+    sizes: dict[str, int]
+
+    def to_json(self) -> dict[str, object]:
+        return {"output": self.output, "parameter": self.parameter, "point": list(self.point),
+                "element": list(self.element), "read_by": self.read_by,
+                "values": dict(self.values), "sizes": dict(self.sizes)}
+
+    def describe(self) -> str:
+        other = "before" if self.read_by == "after" else "after"
+        at = ", ".join(f"{k} = {v}" for k, v in {**self.values, **self.sizes}.items())
+        return (f"output {self.output} element {_tuple(self.point)} reads parameter "
+                f"{self.parameter} element {_tuple(self.element)} in {self.read_by}, not in "
+                f"{other}" + (f", at {at}" if at else ""))
+
+
+def _tuple(xs: Sequence[int]) -> str:
+    return "(" + ", ".join(str(x) for x in xs) + ")"
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """The verdict on one (output leaf, entry parameter) pair."""
+
+    output: int
+    parameter: int
+    verdict: str
+    reason: str
+    counterexample: Counterexample | None = None
+    value_equality: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"output": self.output, "parameter": self.parameter, "verdict": self.verdict,
+                "reason": self.reason, "value_equality": self.value_equality,
+                "counterexample": None if self.counterexample is None
+                else self.counterexample.to_json()}
+
+
+@dataclass(frozen=True)
+class ProgramValidation:
+    """Every pair's verdict, in (output, parameter) order."""
+
+    pairs: tuple[PairVerdict, ...]
+
+    def verdict(self) -> str:
+        found = {p.verdict for p in self.pairs}
+        for v in (DIFFER, UNKNOWN, FEWER):
+            if v in found:
+                return v
+        return SAME
+
+    def summary(self) -> dict[str, int]:
+        return {v: sum(p.verdict == v for p in self.pairs) for v in (SAME, DIFFER, FEWER,
+                                                                      UNKNOWN)}
+
+    def to_json(self) -> dict[str, object]:
+        return {"verdict": self.verdict(), "pairs": [p.to_json() for p in self.pairs],
+                "summary": self.summary()}
+
+
+Confirm = Callable[[str, str, Counterexample], str]
+"""A hook that runs both programs (texts) at a counterexample and says what it saw."""
+
+
+# -- reading and signatures ------------------------------------------------------------------------
+
+
+def read_program(program: str | HloModule, source: str = "<string>") -> HloModule:
+    """HLO text, StableHLO text (needs jax) or a parsed module."""
+    if isinstance(program, HloModule):
+        return program
+    from verifidx.stablehlo import parse_module
+
+    return parse_module(program, source)
+
+
+def _leaves(shape: Shape) -> list[tuple[str, tuple[int, ...], tuple[bool, ...]]]:
+    return [(s.element_type, s.dims, s.dynamic) for s in shape.leaves()]
+
+
+def _spelled(leaf: tuple[str, tuple[int, ...], tuple[bool, ...]]) -> str:
+    t, dims, dyn = leaf
+    return f"{t}[" + ",".join(("<=" if d else "") + str(n) for n, d in zip(dims, dyn)) + "]"
+
+
+def check_signatures(before: HloModule, after: HloModule) -> None:
+    """Raises SignatureError naming the first difference of the entry signatures (parameter
+    count, each parameter's element types and dimensions, the result's); layouts may differ."""
+    pa = sorted(before.entry.parameters, key=lambda q: q.parameter_number or 0)
+    pb = sorted(after.entry.parameters, key=lambda q: q.parameter_number or 0)
+    if len(pa) != len(pb):
+        raise SignatureError(f"the entry signatures differ: BEFORE has {len(pa)} parameters, "
+                             f"AFTER {len(pb)}")
+    for x, y in zip(pa, pb):
+        if _leaves(x.shape) != _leaves(y.shape):
+            raise SignatureError(
+                f"the entry signatures differ: parameter {x.parameter_number} is "
+                f"{' '.join(map(_spelled, _leaves(x.shape)))} in BEFORE, "
+                f"{' '.join(map(_spelled, _leaves(y.shape)))} in AFTER")
+    ra, rb = _leaves(before.entry.root.shape), _leaves(after.entry.root.shape)
+    if ra != rb:
+        raise SignatureError(f"the entry signatures differ: the result is "
+                             f"({', '.join(map(_spelled, ra))}) in BEFORE, "
+                             f"({', '.join(map(_spelled, rb))}) in AFTER")
+
+
+# -- runtime variables replaced by their values ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Alternative:
+    """One piece of a map: the map with followed runtime variables replaced by their values,
+    valid where `where` holds."""
+
+    indexing: OperandIndexing
+    where: tuple[tuple[Expr, Interval], ...]
+
+
+def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] | None:
+    """`ind` with each runtime variable whose value the program computes from value symbols,
+    constants and iotas replaced by it (clamped to the variable's bounds, the op's clamp,
+    `verifidx.hlo.runtime`), one alternative per combination of the values' pieces; None when
+    there would be more than MAX_REGIONS."""
+    m = ind.map
+    if m.is_undefined or m.sizes or not ind.runtime:
+        return [_Alternative(ind, ())]
+    found: dict[int, list[Piece]] = {}
+    for k, rv in enumerate(ind.runtime):
+        p, comp = rv.map, symbols.home.get(id(rv.source))
+        if comp is None or p.is_undefined or p.num_rt_vars or p.num_range_vars or \
+                p.constraints or p.num_dims != m.num_dims or p.sizes:
+            continue
+        pieces = value_pieces(rv.source, p.results, comp, [], symbols, m.bounds)
+        if pieces is not None:
+            found[k] = pieces
+    if not found:
+        return [_Alternative(ind, ())]
+    keys = sorted(found)
+    count = 1
+    for k in keys:
+        count *= len(found[k])
+    if count > MAX_REGIONS:
+        return None
+    out = []
+    for combo in itertools.product(*(found[k] for k in keys)):
+        bounds = dict(m.bounds)
+        for name, iv in symbols.declared.items():
+            bounds[Size(name)] = iv
+        values = {k: clamp_expr(piece.value, bounds, m.rt_vars[k].bounds.lo,
+                                m.rt_vars[k].bounds.hi) for k, piece in zip(keys, combo)}
+        where = tuple(c for piece in combo for c in piece.where)
+        out.append(_Alternative(substitute_runtime(_declaring(ind, list(values.values()),
+                                                              symbols), values), where))
+    return out
+
+
+def _symbols_of(exprs: Sequence[Expr]) -> set[str]:
+    return {v.name for e in exprs for v in e.variables()  # type: ignore[attr-defined]
+            if isinstance(v, Size) and is_value_name(v.name)}  # type: ignore[attr-defined]
+
+
+def _declaring(ind: OperandIndexing, exprs: Sequence[Expr], symbols: ValueSymbols
+               ) -> OperandIndexing:
+    """`ind` with the value symbols of `exprs` declared as sizes of its map."""
+    m = ind.map
+    declared = {z.name for z in m.sizes}
+    new = tuple(SizeVar(n, symbols.declared[n]) for n in sorted(_symbols_of(exprs) - declared))
+    if not new:
+        return ind
+    out = IndexingMap(m.results, m.dims, m.range_vars, m.rt_vars, {}, m.is_known_empty,
+                      sizes=tuple(sorted((*m.sizes, *new), key=lambda z: z.name)))
+    for e, iv in m.constraints.items():
+        out = out.add_constraint(e, iv)
+    return OperandIndexing(out, ind.runtime, ind.replica, ind.notes)
+
+
+def _in_region(ind: OperandIndexing, where: Sequence[tuple[Expr, Interval]],
+               symbols: ValueSymbols) -> OperandIndexing:
+    """`ind` restricted to the region `where`, declaring the value symbols it names."""
+    if ind.map.is_undefined or not where:
+        return ind
+    ind = _declaring(ind, [e for e, _ in where], symbols)
+    out = ind.map
+    for e, iv in where:
+        out = out.add_constraint(e, iv)
+    return OperandIndexing(out, ind.runtime, ind.replica, ind.notes)
+
+
+# -- value equality: pure data movement ----------------------------------------------------------
+
+DATA_MOVEMENT = frozenset({
+    "parameter", "broadcast", "transpose", "reverse", "slice", "concatenate", "reshape",
+    "bitcast", "copy", "get-tuple-element", "tuple", "dynamic-slice", "gather", "fusion",
+    "call", "opt-barrier", "copy-start", "copy-done"})
+"""Ops whose output element is a copy of one element of a data operand (the start operands
+of dynamic-slice and gather are indices, not data). Pad and dynamic-update-slice are not
+here: their maps read more than each element copies (`hlo.indexing.OVER_APPROXIMATIONS`)."""
+
+_INDEX_OPERANDS = {"dynamic-slice": 1, "gather": 1}
+"""Opcode -> the number of leading data operands (the rest are indices)."""
+
+
+def _copies(comp: HloComputation, inst: HloInstruction, target: HloInstruction,
+            module: HloModule, memo: dict[tuple[int, int], bool | None]) -> bool | None:
+    """None when `target`'s data does not reach `inst`; True when it does through data
+    movement only; False when some op on the way computes."""
+    key = (id(inst), id(target))
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    if inst is target:
+        memo[key] = True
+        return True
+    data = inst.operands[:_INDEX_OPERANDS.get(inst.opcode, len(inst.operands))]
+    if inst.opcode in ("fusion", "call"):
+        results: list[bool | None] = []
+        body = module.computation(inst.called_computations[0])
+        inner = {q.parameter_number: q for q in body.parameters}
+        for k, name in enumerate(inst.operands):
+            outer = _copies(comp, comp.instruction(name), target, module, memo)
+            if outer is None or k not in inner:
+                continue
+            results.append(outer and _copies(body, body.root, inner[k], module, memo))
+        reached = [r for r in results if r is not None]
+    else:
+        reached = [r for r in (_copies(comp, comp.instruction(n), target, module, memo)
+                               for n in data) if r is not None]
+        if reached and inst.opcode not in DATA_MOVEMENT:
+            reached = [False]
+    out = None if not reached else all(reached)
+    memo[key] = out
+    return out
+
+
+def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
+    """Output leaf `output` is data movement of entry parameter `parameter` only."""
+    entry = module.entry
+    root = entry.root
+    leaf = root
+    if root.shape.is_tuple:
+        if root.opcode != "tuple" or output >= len(root.operands) or \
+                any(entry.instruction(n).shape.is_tuple for n in root.operands):
+            return False
+        leaf = entry.instruction(root.operands[output])
+    target = [q for q in entry.parameters if q.parameter_number == parameter]
+    return bool(target) and _copies(entry, leaf, target[0], module, {}) is True
+
+
+# -- one pair --------------------------------------------------------------------------------------
+
+
+def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int) -> tuple[Verdict, list[dict[str, int]]]:
+    """The first proof that `x` equals one of `ys` (runtime variables aligned by what they
+    read), else the most telling verdict, with the solver's points of difference."""
+    found: list[Verdict] = []
+    for y in ys:
+        a, b, _unpaired = align(x, y)
+        v = equal(a.simplify(), b.simplify(), timeout_ms)
+        if v.holds:
+            return v, []
+        found.append(v)
+    if not found:
+        return Verdict(None, message="no map to compare with"), []
+    unknown = [v for v in found if v.holds is None]
+    return (unknown or found)[0], [v.counterexample for v in found if v.counterexample]
+
+
+def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],
+             point: tuple[int, ...]) -> tuple[int, ...] | None:
+    """An element some map of `mine` reads at `point` for every value of its runtime
+    variables, which no map of `theirs` reads for any (what `witness` found exists)."""
+    may: set[tuple[int, ...]] = set()
+    for m in theirs:
+        for rts in itertools.product(*var_ranges(m.rt_vars)):
+            may |= reads_at(m, point, rts)
+    for m in mine:
+        common: set[tuple[int, ...]] | None = None
+        for rts in itertools.product(*var_ranges(m.rt_vars)):
+            got = reads_at(m, point, rts) - may
+            common = got if common is None else common & got
+        if common:
+            return min(common)
+        # each value reads some element outside: the first value's is one such element
+        for rts in itertools.product(*var_ranges(m.rt_vars)):
+            got = sorted(reads_at(m, point, rts) - may)
+            if got and all(reads_at(m, point, r) - may
+                           for r in itertools.product(*var_ranges(m.rt_vars))):
+                return got[0]
+            break
+    return None
+
+
+def _assignments(names: Sequence[str], symbols: ValueSymbols,
+                 seen: Sequence[Mapping[str, int] | None]) -> list[dict[str, int]]:
+    """Values of the value symbols where a difference is looked for: each symbol at each of
+    PROBES (the others at 0), then the solver's points, then all symbols at once at each
+    probe; clipped to their intervals. Small values first, so a counterexample reads well."""
+    out: list[dict[str, int]] = []
+
+    def clip(n: str, v: int) -> int:
+        iv = symbols.declared[n]
+        return min(max(v, iv.lo), iv.hi)
+
+    def put(at: dict[str, int]) -> None:
+        if at not in out:
+            out.append(at)
+
+    for v in PROBES:
+        for n in names:
+            put({k: clip(k, v if k == n else 0) for k in names})
+    for c in seen:
+        if c is not None and all(n in c for n in names):
+            put({n: clip(n, c[n]) for n in names})
+    for v in PROBES:
+        put({k: clip(k, v) for k in names})
+    return out
+
+
+def _at(m: IndexingMap, values: Mapping[str, int]) -> IndexingMap:
+    given = {z.name: values[z.name] for z in m.sizes if z.name in values}
+    return m.with_sizes(given) if given else m
+
+
+@dataclass
+class _Region:
+    before: list[Side]
+    after: list[Side]
+
+
+def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols,
+                    timeout_ms: int) -> tuple[str, str, tuple[dict[str, int], tuple[int, ...],
+                                                          tuple[int, ...], str] | None]:
+    """(verdict, reason, (values, point, element, read_by) for a difference) in one region."""
+    a, b = r.before, r.after
+    verdict: Verdict | None = None
+    points: list[dict[str, int]] = []
+    for xs, ys in ((a, b), (b, a)):
+        for x in xs:
+            v, seen = _find_equal(x, ys, timeout_ms)
+            points.extend(seen)
+            if not v.holds:
+                verdict = v
+                break
+        if verdict is not None:
+            break
+    if verdict is None:
+        return SAME, "equal for every value of the value symbols", None
+    ma, mb = [s.indexing.map for s in a], [s.indexing.map for s in b]
+    if not any(m.num_rt_vars or m.sizes for m in (*ma, *mb)):
+        union = equal_relations(ma, mb, timeout_ms)
+        if union.holds:
+            return SAME, "equal as unions of maps", None
+        if union.counterexample is not None:
+            points.append(union.counterexample)
+    names = sorted(_symbols_of([e for m in (*ma, *mb) for e in (*m.results, *m.constraints)]))
+    others = {z.name for m in (*ma, *mb) for z in m.sizes} - set(names)
+    if others:
+        return UNKNOWN, ("the maps differ for some values of sizes (" + ", ".join(sorted(others))
+                         + "): not decided"), None
+    for values in _assignments(names, symbols, points) if names else [{}]:
+        try:
+            xs, ys = [_at(m, values) for m in ma], [_at(m, values) for m in mb]
+        except (ValueError, EvaluationError):
+            continue
+        found = witness(xs, ys, [p for p in points if all(k in p for k in values)] + [
+            {k: v for k, v in p.items() if k not in values} for p in points])
+        if found is None:
+            continue
+        point_named, which = found
+        point = tuple(point_named[f"d{i}"] for i in range(len(point_named)))
+        mine, theirs = (xs, ys) if which == "first" else (ys, xs)
+        read_by = "before" if which == "first" else "after"
+        if loose[read_by]:
+            return UNKNOWN, (f"{read_by} reads an element the other does not, but its maps hold "
+                             f"a while loop's, which may read more than the loop does: not "
+                             f"decided"), None
+        element = _element(mine, theirs, point)
+        if element is None:
+            continue
+        return DIFFER, (f"{read_by} reads an element the other does not, whatever values the "
+                        f"runtime variables take"), (values, point, element, read_by)
+    if verdict.holds is None:
+        return UNKNOWN, verdict.message or "the solver did not decide", None
+    return UNKNOWN, ("no map of the other program equals it, and no point shows a difference: "
+                     "not decided"), None
+
+
+def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int) -> str | None:
+    """Why AFTER reads a subset of what BEFORE reads, or None when that is not shown."""
+    if all(is_empty(s.indexing.map, timeout_ms).holds is True for s in after):
+        return "after reads no element of the parameter for this output"
+    ma, mb = [s.indexing.map for s in before], [s.indexing.map for s in after]
+    if len(ma) == 1 and not any(m.num_rt_vars or m.sizes for m in (*ma, *mb)) and \
+            all(includes(m, ma[0], timeout_ms).holds is True for m in mb):
+        return "after reads a proper subset of the elements before reads"
+    return None
+
+
+def _magnitude(cx: Counterexample) -> int:
+    return max((abs(v) for v in cx.values.values()), default=0)
+
+
+def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[OperandIndexing],
+          sides: Mapping[str, tuple[ValueKeys, ValueSymbols, tuple[int, ...] | None]],
+          loose: Mapping[str, bool], timeout_ms: int) -> tuple[str, str,
+                                                               Counterexample | None]:
+    groups: list[list[_Alternative]] = []
+    owners: list[str] = []
+    for name, maps in (("before", before), ("after", after)):
+        _keys, symbols, dims = sides[name]
+        for m in maps:
+            if m.is_undefined:
+                return UNKNOWN, f"unknown indexing in {name}: nothing to compare", None
+            alts = _valued(within(m, dims), symbols)
+            if alts is None:
+                return UNKNOWN, f"more than {MAX_REGIONS} pieces in {name}'s index values", None
+            groups.append(alts)
+            owners.append(name)
+    count = 1
+    for g in groups:
+        count *= len(g)
+    if count > MAX_REGIONS:
+        return UNKNOWN, f"more than {MAX_REGIONS} regions of the index values' pieces", None
+    verdicts: list[tuple[str, str]] = []
+    best: tuple[str, Counterexample] | None = None
+    for combo in itertools.product(*groups):
+        where = tuple(c for alt in combo for c in alt.where)
+        region = _Region([], [])
+        for alt, name in zip(combo, owners):
+            keys, symbols, _dims = sides[name]
+            s = Side(_in_region(alt.indexing, where, symbols), keys)
+            (region.before if name == "before" else region.after).append(s)
+        verdict, reason, found = _compare_region(region, loose, sides["before"][1], timeout_ms)
+        if verdict == DIFFER and found is not None:
+            values, point, element, read_by = found
+            cx = Counterexample(o, p, point, element, read_by, dict(values), {})
+            if best is None or _magnitude(cx) < _magnitude(best[1]):
+                best = (reason, cx)  # the region with the smallest values reads best
+            continue
+        if verdict != SAME:
+            fewer = _fewer_reads(region.before, region.after, timeout_ms)
+            if fewer is not None:
+                verdict, reason = FEWER, fewer + " (legal only where the value does not " \
+                                                 "depend on the elements no longer read)"
+        verdicts.append((verdict, reason))
+    if best is not None:
+        return DIFFER, best[0], best[1]
+    for v in (UNKNOWN, FEWER):
+        hit = [r for x, r in verdicts if x == v]
+        if hit:
+            return v, hit[0], None
+    many = len(verdicts) > 1
+    return SAME, verdicts[0][1] + (f" (in each of {len(verdicts)} regions of the index "
+                                   "values)" if many else ""), None
+
+
+def validate_programs(before: str | HloModule, after: str | HloModule, *, timeout_ms: int = 2000,
+                      rlimit: int | None = None) -> ProgramValidation:
+    """Compare BEFORE and AFTER pair by pair (module docstring). BEFORE may be HLO or
+    StableHLO text, AFTER HLO text; their entry signatures must agree (`SignatureError`).
+    `timeout_ms` is Z3's budget per query, in deterministic resource units
+    (`smt_terms.RLIMIT_PER_MS` per ms); `rlimit`, when given, is that budget in units (verdicts
+    never depend on the wall clock)."""
+    from verifidx.solve.smt_terms import RLIMIT_PER_MS
+
+    if rlimit is not None:
+        timeout_ms = max(1, rlimit // RLIMIT_PER_MS)
+    a, b = read_program(before, "BEFORE"), read_program(after, "AFTER")
+    check_signatures(a, b)
+    return _validate(a, b, timeout_ms)
+
+
+def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
+    ia = computation_indexing(a, a.entry, "out2in")
+    ib = computation_indexing(b, b.entry, "out2in")
+    names: dict[Hashable, int] = {}
+    sides = {"before": (ValueKeys(a, {}, names), ValueSymbols(a), parameter_dims(a, {})),
+             "after": (ValueKeys(b, {}, names), ValueSymbols(b), parameter_dims(b, {}))}
+    # one table of symbols' intervals for both: the same parameter, the same type (signatures)
+    sides["after"][1].declared = sides["before"][1].declared
+    loose = {"before": has_loop(a), "after": has_loop(b)}
+    keys = sorted({(o, p) for o, p, _l in ia.maps} | {(o, p) for o, p, _l in ib.maps})
+    pairs = []
+    for o, p in keys:
+        dims = {n: (k, s, d.get(p)) for n, (k, s, d) in sides.items()}
+        verdict, reason, cx = _pair(o, p, ia.maps_for(o, p), ib.maps_for(o, p),
+                                    cast("Mapping[str, tuple[ValueKeys, ValueSymbols, "
+                                         "tuple[int, ...] | None]]", dims), loose, timeout_ms)
+        copy = verdict == SAME and _pure_copy(a, o, p) and _pure_copy(b, o, p)
+        if copy:
+            reason += "; both are pure data movement: the values are equal"
+        pairs.append(PairVerdict(o, p, verdict, reason, cx, copy))
+    return ProgramValidation(tuple(pairs))
+
+
+__all__ = ["DIFFER", "FEWER", "SAME", "UNKNOWN", "Counterexample", "PairVerdict",
+           "ProgramValidation", "SignatureError", "check_signatures", "read_program",
+           "validate_programs"]
