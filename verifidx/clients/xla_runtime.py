@@ -134,13 +134,21 @@ def _format(x: Any) -> str:
 
 def run_isolated(texts: Sequence[str], inputs: Sequence[Any], *,
                  timeout_s: float = 300.0) -> list[list[Any] | str]:
-    """Each program's output leaves, or a one-line reason it could not run, computed in a child
-    process: XLA ends its process on a failed internal check (an optimized module its emitters
-    reject), and that must not end the caller."""
+    """Each program's output leaves on `inputs`, or a one-line reason it could not run,
+    computed in a child process: XLA ends its process on a failed internal check (an optimized
+    module its emitters reject), and that must not end the caller."""
+    return [r if isinstance(r, str) else r[0]
+            for r in run_jobs([(t, [inputs]) for t in texts], timeout_s=timeout_s)]
+
+
+def run_jobs(jobs: Sequence[tuple[str, Sequence[Sequence[Any]]]], *,
+             timeout_s: float = 300.0) -> list[list[list[Any]] | str]:
+    """Each program compiled once and run on each of its input sets, in one child process:
+    per program the output leaves per input set, or why it could not run."""
     with tempfile.TemporaryDirectory(prefix="verifidx-xla-") as tmp:
         job, out = os.path.join(tmp, "job.pkl"), os.path.join(tmp, "out.pkl")
         with open(job, "wb") as f:
-            pickle.dump((list(texts), list(inputs)), f)
+            pickle.dump([(t, list(sets)) for t, sets in jobs], f)
         env = dict(os.environ, JAX_PLATFORMS="cpu")
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -151,23 +159,26 @@ def run_isolated(texts: Sequence[str], inputs: Sequence[Any], *,
             crash = _crash_line(run.stderr) if run.returncode else ""
         except subprocess.TimeoutExpired:
             crash = f"no result within {timeout_s:.0f} s"
-        done: list[list[Any] | str] = []
+        done: list[list[list[Any]] | str] = []
         if os.path.exists(out):
             with open(out, "rb") as f:
                 done = pickle.load(f)
-    if len(done) < len(texts):
+    if len(done) < len(jobs):
         done.append(f"XLA stopped: {crash or 'no reason given'}")
-        done.extend("not run" for _ in range(len(texts) - len(done)))
+        if len(done) < len(jobs):  # the rest, in a child of their own
+            done.extend(run_jobs(jobs[len(done):], timeout_s=timeout_s))
     return done
 
 
-def run_faithful(texts: Sequence[str], inputs: Sequence[Any]) -> list[tuple[list[Any] | str, bool]]:
-    """`run_isolated`, with a program XLA cannot run as written run again with its fusions as
+def run_faithful(jobs: Sequence[tuple[str, Sequence[Sequence[Any]]]]
+                 ) -> list[tuple[list[list[Any]] | str, bool]]:
+    """`run_jobs`, with a program XLA cannot run as written run again with its fusions as
     calls; each result says whether that was needed."""
-    first = run_isolated(texts, inputs)
-    retry = [i for i, r in enumerate(first) if isinstance(r, str) and "fusion(" in texts[i]]
-    again = run_isolated([fusions_as_calls(texts[i]) for i in retry], inputs) if retry else []
-    results = [(r, False) for r in first]
+    first = run_jobs(jobs)
+    retry = [i for i, r in enumerate(first) if isinstance(r, str) and "fusion(" in jobs[i][0]]
+    again = run_jobs([(fusions_as_calls(jobs[i][0]), jobs[i][1]) for i in retry]) \
+        if retry else []
+    results: list[tuple[list[list[Any]] | str, bool]] = [(r, False) for r in first]
     for i, r in zip(retry, again):
         if not isinstance(r, str):
             results[i] = (r, True)
@@ -197,14 +208,21 @@ def _crash_line(stderr: str) -> str:
 
 
 def _child(job: str, out: str) -> None:
-    """The child of `run_isolated`: results are saved after every program, so a program that
+    """The child of `run_jobs`: results are saved after every program, so a program that
     ends the process leaves the earlier results readable."""
+    import jax
+    import numpy as np
+
     with open(job, "rb") as f:
-        texts, inputs = pickle.load(f)
-    done: list[list[Any] | str] = []
-    for text in texts:
+        jobs = pickle.load(f)
+    done: list[list[list[Any]] | str] = []
+    for text, sets in jobs:
         try:
-            done.append(run_program(text, inputs))
+            exe = compile_program(text)
+            device = exe.local_devices()[0]
+            done.append([[np.asarray(r) for r in
+                          exe.execute([jax.device_put(x, device) for x in inputs])]
+                         for inputs in sets])
         except Exception as e:  # XLA's own error: reported, one line
             done.append(_first_line(e))
         with open(out + ".tmp", "wb") as f:
@@ -229,13 +247,13 @@ def confirm(before_text: str, after_text: str, cx: CounterexampleLike) -> str:
     except Exception as e:  # a parameter type without a numpy twin, or no HLO entry
         return f"not confirmed (no inputs: {_first_line(e)})"
     results = []
-    runs = run_faithful([before_text, after_text], inputs)
+    runs = run_faithful([(before_text, [inputs]), (after_text, [inputs])])
     note = " (fusions run as calls)" if any(as_calls for _, as_calls in runs) else ""
-    for role, (leaves, _) in zip(("reference", "compiled program"), runs):
-        if isinstance(leaves, str):
-            return f"not confirmed (the runtime cannot run the {role}: {leaves})"
+    for role, (sets, _) in zip(("reference", "compiled program"), runs):
+        if isinstance(sets, str):
+            return f"not confirmed (the runtime cannot run the {role}: {sets})"
         try:
-            results.append(np.asarray(leaves[cx.output])[point])
+            results.append(np.asarray(sets[0][cx.output])[point])
         except (IndexError, ValueError) as e:
             return f"not confirmed (the {role} has no {where}: {_first_line(e)})"
     ref, got = results
