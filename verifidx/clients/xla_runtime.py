@@ -92,20 +92,25 @@ NUMPY_TYPES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "fl
 
 
 def distinct_inputs(text: str, values: Mapping[str, int] | None = None) -> list[Any]:
-    """One input per entry parameter: every element of an array is its flat index + 1 (so the
+    """One input per entry parameter: every element of an array is its flat index + 1, plus,
+    for floating-point ones, the sizes of the floating-point parameters before it (so the
     elements a counterexample names hold distinct values); a scalar integer parameter named in
     `values` (`arg1`) takes that value, an element `arg1[2,0]` of an integer array likewise."""
     import numpy as np
 
     values = values or {}
     out = []
+    offset = 0  # floating-point parameters continue each other's numbering
     for p in _entry_parameters(text):
         key = f"arg{p.parameter_number}"
         dtype = np.dtype(NUMPY_TYPES[p.shape.element_type])
         size = int(np.prod(p.shape.dims)) if p.shape.dims else 1
         if dtype == np.bool_:
             x = (np.arange(size) % 2 == 1).reshape(p.shape.dims)
-        else:
+        elif np.issubdtype(dtype, np.floating):
+            x = (np.arange(size) + 1 + offset).astype(dtype).reshape(p.shape.dims)
+            offset += size
+        else:  # integers (indices, starts): small, so most stay in range
             x = (np.arange(size) + 1).astype(dtype).reshape(p.shape.dims)
         if not p.shape.dims and key in values:
             x = np.asarray(values[key]).astype(dtype)
@@ -235,31 +240,52 @@ def confirm(before_text: str, after_text: str, cx: CounterexampleLike) -> str:
     output leaf `cx.output` at `cx.point`. BEFORE is the reference. "not confirmed" means
     execution does not show the difference, and then the verdict must not be reported as a
     miscompile."""
+    return confirm_many([(before_text, after_text, cx)])[0]
+
+
+def confirm_many(items: Sequence[tuple[str, str, CounterexampleLike]]) -> list[str]:
+    """`confirm` for many counterexamples, run in one child process (plus one per program
+    that ends it)."""
     if not available():
-        return NO_RUNTIME
+        return [NO_RUNTIME] * len(items)
     import numpy as np
 
-    point = tuple(int(i) for i in cx.point)
-    where = f"output {cx.output} element ({', '.join(map(str, point))})"
-    try:
-        inputs = distinct_inputs(after_text if is_stablehlo(before_text) else before_text,
-                                 cx.values)
-    except Exception as e:  # a parameter type without a numpy twin, or no HLO entry
-        return f"not confirmed (no inputs: {_first_line(e)})"
-    results = []
-    runs = run_faithful([(before_text, [inputs]), (after_text, [inputs])])
-    note = " (fusions run as calls)" if any(as_calls for _, as_calls in runs) else ""
-    for role, (sets, _) in zip(("reference", "compiled program"), runs):
-        if isinstance(sets, str):
-            return f"not confirmed (the runtime cannot run the {role}: {sets})"
+    answers: list[str | None] = [None] * len(items)
+    jobs: list[tuple[str, Sequence[Sequence[Any]]]] = []
+    for k, (before_text, after_text, cx) in enumerate(items):
         try:
-            results.append(np.asarray(sets[0][cx.output])[point])
-        except (IndexError, ValueError) as e:
-            return f"not confirmed (the {role} has no {where}: {_first_line(e)})"
-    ref, got = results
-    if _equal(ref, got):
-        return f"not confirmed: both give {_format(got)} at {where}{note}"
-    return f"confirmed: {where} is {_format(got)}, the reference gives {_format(ref)}{note}"
+            inputs = distinct_inputs(after_text if is_stablehlo(before_text) else before_text,
+                                     cx.values)
+        except Exception as e:  # a parameter type without a numpy twin, or no HLO entry
+            answers[k] = f"not confirmed (no inputs: {_first_line(e)})"
+            continue
+        jobs += [(before_text, [inputs]), (after_text, [inputs])]
+    runs = iter(run_faithful(jobs))
+    for k, (_, _, cx) in enumerate(items):
+        if answers[k] is not None:
+            continue
+        pair = [next(runs), next(runs)]
+        point = tuple(int(i) for i in cx.point)
+        where = f"output {cx.output} element ({', '.join(map(str, point))})"
+        note = " (fusions run as calls)" if any(as_calls for _, as_calls in pair) else ""
+        results = []
+        for role, (sets, _) in zip(("reference", "compiled program"), pair):
+            if isinstance(sets, str):
+                answers[k] = f"not confirmed (the runtime cannot run the {role}: {sets})"
+                break
+            try:
+                results.append(np.asarray(sets[0][cx.output])[point])
+            except (IndexError, ValueError) as e:
+                answers[k] = f"not confirmed (the {role} has no {where}: {_first_line(e)})"
+                break
+        if answers[k] is not None:
+            continue
+        ref, got = results
+        answers[k] = (f"not confirmed: both give {_format(got)} at {where}{note}"
+                      if _equal(ref, got) else
+                      f"confirmed: {where} is {_format(got)}, the reference gives "
+                      f"{_format(ref)}{note}")
+    return [a or NO_RUNTIME for a in answers]
 
 
 def _equal(a: Any, b: Any) -> bool:
