@@ -137,7 +137,7 @@ def test_bitcasts_and_crashes_on_xla() -> None:
     jobs.append((DUS_AFTER.replace("START", "1"), [[np.arange(1, 5, dtype=np.float32)]]))
     jobs.append(jobs[0])
     runs = rt.run_jobs(jobs)
-    for (dims, src, out_dims, dst), (_, sets), got in zip(cases, jobs, runs):
+    for (_, src, out_dims, dst), (_, sets), got in zip(cases, jobs, runs):
         assert not isinstance(got, str), got
         np.testing.assert_array_equal(got[0][0], _physical_oracle(sets[0][0], src, out_dims, dst))
     assert isinstance(runs[4], str) and runs[4].startswith("XLA stopped")
