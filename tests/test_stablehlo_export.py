@@ -169,7 +169,7 @@ def _identity(n: int) -> OperandIndexing:
 def test_a_size_refinement_leaves_open_is_unknown_not_a_difference() -> None:
     """A parametric map cut to a size no argument fixes (a value the program computes) equals
     the static map for one value of that size and differs for the others: unknown."""
-    from verifidx.analysis.refinement import ValueKeys, Side, equal_as_relations
+    from verifidx.analysis.refinement import Side, ValueKeys, equal_as_relations
     from verifidx.hlo.dynamic_dims import SizeVar, SymSize, restrict
 
     opaque = SymSize.of(SizeVar("f/%x#1/0", "dimension 0 of %x in f", 16))

@@ -4,8 +4,13 @@ LOG holds JSON lines: sympy text as Inductor prints it (`{"expr": ..., "var_rang
 "16"}, "size_ranges": {...}, "result": ...}`) or XLA map pairs (`{"input": MAP, "output":
 MAP}`). One verdict per non-blank line, a malformed one included (`error`, with its line and
 column). Exit 1 when a record is refuted, else 2 when one is an error (or the log cannot be
-read), else 3 when one is unknown, else 0. `verifidx validate BEFORE AFTER` compares two
-programs instead (`verifidx.cli.translation`).
+read), else 3 when one is unknown, else 0.
+
+`verifidx validate BEFORE AFTER` compares two programs instead, pair by (output, parameter)
+pair (`verifidx.clients.translation`): exit 0 when nothing differs (same or fewer reads), 1 on
+a difference, 3 when only unknowns remain, 2 on bad input. A difference is confirmed by
+running both programs where a runtime hook is given (`run_programs(args, confirm)`); without
+one the line says "not confirmed (no runtime)".
 """
 
 from __future__ import annotations
@@ -18,6 +23,16 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import Any
 
+from ..clients.translation import (
+    DIFFER,
+    FEWER,
+    SAME,
+    Confirm,
+    PairVerdict,
+    ProgramValidation,
+    validate_programs,
+)
+from ..clients.translation import UNKNOWN as PAIR_UNKNOWN
 from ..clients.validation import (
     ERROR,
     PROVED,
@@ -28,6 +43,7 @@ from ..clients.validation import (
     validate_record,
 )
 from ..core.syntax import print_point, print_values
+from ..hlo.module import HloModule
 from .common import (
     EXIT_ERROR,
     EXIT_FAILED,
@@ -69,7 +85,6 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("validate: give a LOG file, BEFORE AFTER, or --xla-dump DIR")
     if args.after is not None:
         from ..clients.xla_runtime import confirm
-        from .translation import run_programs
 
         return run_programs(args, confirm=confirm)
     text, source = read_file(args.log)
@@ -180,6 +195,101 @@ def _github(n: int, v: Validation, source: str) -> str:
         body += f"\ncounterexample: {_point(v)}"
     return (f"::{level} file={github_escape(source, True)},line={n},title={title}::"
             f"{github_escape(body)}")
+
+
+# -- two programs (translation validation) -------------------------------------------------------
+
+NO_RUNTIME = "not confirmed (no runtime)"
+
+
+def run_programs(args: argparse.Namespace, confirm: Confirm | None = None) -> int:
+    """Validate `args.log` (BEFORE) against `args.after` and print in `args.format`."""
+    before, before_source = read_file(args.log)
+    after, after_source = read_file(args.after)
+    result = validate_programs(_module(before, before_source), _module(after, after_source),
+                               timeout_ms=args.timeout_ms)
+    confirmed = {}
+    for pv in result.pairs:
+        if pv.counterexample is not None:
+            confirmed[(pv.output, pv.parameter)] = NO_RUNTIME if confirm is None else \
+                confirm(before, after, pv.counterexample)
+    if args.format == "json":
+        out = result.to_json()
+        for row in out["pairs"]:  # type: ignore[attr-defined]
+            key = (row["output"], row["parameter"])
+            if key in confirmed:
+                row["confirmation"] = confirmed[key]
+        print(json.dumps(out, indent=1))
+    elif args.format == "junit":
+        print(_programs_junit(result, confirmed, before_source, after_source))
+    elif args.format == "github":
+        for pv in result.pairs:
+            if pv.verdict in (DIFFER, PAIR_UNKNOWN):
+                print(_programs_github(pv, confirmed, after_source))
+        print(_programs_summary(result))
+    else:
+        for pv in result.pairs:
+            print(_pair_line(pv, confirmed.get((pv.output, pv.parameter))))
+        print(_programs_summary(result))
+    verdict = result.verdict()
+    if verdict == DIFFER:
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if verdict == PAIR_UNKNOWN else EXIT_OK
+
+
+def _module(text: str, source: str) -> HloModule:
+    """HLO or StableHLO text, errors naming `source` and the line."""
+    from ..stablehlo import parse_module
+
+    return parse_module(text, source)
+
+
+def _pair_line(pv: PairVerdict, confirmation: str | None = None) -> str:
+    """`output O, parameter P: VERDICT (reason)`, and the counterexample on the next line."""
+    line = f"output {pv.output}, parameter {pv.parameter}: {pv.verdict}"
+    if pv.verdict != SAME or pv.value_equality:
+        line += f" ({pv.reason})"
+    if pv.counterexample is not None:
+        line += f"\n  counterexample: {pv.counterexample.describe()}"
+        line += f"\n  {confirmation or NO_RUNTIME}"
+    return line
+
+
+def _programs_summary(result: ProgramValidation) -> str:
+    s = result.summary()
+    return (f"{len(result.pairs)} pairs: " + ", ".join(f"{s[k]} {k}" for k in
+                                                      (SAME, FEWER, DIFFER, PAIR_UNKNOWN))
+            + f"; verdict: {result.verdict()}")
+
+
+def _programs_junit(result: ProgramValidation, confirmed: dict[tuple[int, int], str],
+                    before: str, after: str) -> str:
+    """One testcase per pair: differ is a failure, unknown skipped with its reason."""
+    s = result.summary()
+    root = ET.Element("testsuites", name="verifidx validate", tests=str(len(result.pairs)),
+                      failures=str(s[DIFFER]), errors="0")
+    suite = ET.SubElement(root, "testsuite", name=f"{before} -> {after}",
+                          tests=str(len(result.pairs)), failures=str(s[DIFFER]), errors="0",
+                          skipped=str(s[PAIR_UNKNOWN]))
+    for pv in result.pairs:
+        case = ET.SubElement(suite, "testcase", classname="translation",
+                             name=f"output {pv.output}, parameter {pv.parameter}", file=after)
+        if pv.verdict == DIFFER:
+            fail = ET.SubElement(case, "failure", type=DIFFER, message=pv.reason)
+            fail.text = _pair_line(pv, confirmed.get((pv.output, pv.parameter)))
+        elif pv.verdict == PAIR_UNKNOWN:
+            ET.SubElement(case, "skipped", message=f"{PAIR_UNKNOWN}: {pv.reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _programs_github(pv: PairVerdict, confirmed: dict[tuple[int, int], str], after: str
+                     ) -> str:
+    level = "error" if pv.verdict == DIFFER else "warning"
+    title = github_escape(f"verifidx: output {pv.output}, parameter {pv.parameter} "
+                          f"{pv.verdict}", prop=True)
+    body = _pair_line(pv, confirmed.get((pv.output, pv.parameter)))
+    return f"::{level} file={github_escape(after, True)},title={title}::{github_escape(body)}"
 
 
 # -- --xla-dump DIR: every pass of XLA's pipeline against its input -----------------------------

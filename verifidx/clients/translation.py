@@ -40,14 +40,14 @@ from verifidx.analysis.refinement import (
     parameter_dims,
     reads_at,
     var_ranges,
-    witness,
     within,
+    witness,
 )
 from verifidx.core.errors import EvaluationError, VerifidxError
-from verifidx.core.expr import Expr, Size, is_value_name
+from verifidx.core.expr import Expr, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
-from verifidx.hlo.index_values import Piece, ValueSymbols, value_pieces
+from verifidx.hlo.index_values import Piece, ValueSymbols, feasible, value_pieces
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
@@ -222,7 +222,11 @@ def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] |
     if count > MAX_REGIONS:
         return None
     out = []
+    within_types: dict[Variable, Interval] = {Size(n): iv for n, iv in
+                                              symbols.declared.items()}
     for combo in itertools.product(*(found[k] for k in keys)):
+        if not feasible(tuple(c for piece in combo for c in piece.where), within_types):
+            continue  # two variables read one select: its branches do not mix
         bounds = dict(m.bounds)
         for name, iv in symbols.declared.items():
             bounds[Size(name)] = iv
@@ -329,7 +333,8 @@ def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
 # -- one pair --------------------------------------------------------------------------------------
 
 
-def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int) -> tuple[Verdict, list[dict[str, int]]]:
+def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int
+                ) -> tuple[Verdict, list[dict[str, int]]]:
     """The first proof that `x` equals one of `ys` (runtime variables aligned by what they
     read), else the most telling verdict, with the solver's points of difference."""
     found: list[Verdict] = []
@@ -362,10 +367,10 @@ def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],
             return min(common)
         # each value reads some element outside: the first value's is one such element
         for rts in itertools.product(*var_ranges(m.rt_vars)):
-            got = sorted(reads_at(m, point, rts) - may)
-            if got and all(reads_at(m, point, r) - may
-                           for r in itertools.product(*var_ranges(m.rt_vars))):
-                return got[0]
+            first = sorted(reads_at(m, point, rts) - may)
+            if first and all(reads_at(m, point, r) - may
+                             for r in itertools.product(*var_ranges(m.rt_vars))):
+                return first[0]
             break
     return None
 
@@ -439,16 +444,16 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
                          + "): not decided"), None
     for values in _assignments(names, symbols, points) if names else [{}]:
         try:
-            xs, ys = [_at(m, values) for m in ma], [_at(m, values) for m in mb]
+            at_a, at_b = [_at(m, values) for m in ma], [_at(m, values) for m in mb]
         except (ValueError, EvaluationError):
             continue
-        found = witness(xs, ys, [p for p in points if all(k in p for k in values)] + [
+        found = witness(at_a, at_b, [p for p in points if all(k in p for k in values)] + [
             {k: v for k, v in p.items() if k not in values} for p in points])
         if found is None:
             continue
         point_named, which = found
         point = tuple(point_named[f"d{i}"] for i in range(len(point_named)))
-        mine, theirs = (xs, ys) if which == "first" else (ys, xs)
+        mine, theirs = (at_a, at_b) if which == "first" else (at_b, at_a)
         read_by = "before" if which == "first" else "after"
         if loose[read_by]:
             return UNKNOWN, (f"{read_by} reads an element the other does not, but its maps hold "
@@ -465,6 +470,9 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
                      "not decided"), None
 
 
+_FEWER_NOTE = " (legal only where the value does not depend on the elements no longer read)"
+
+
 def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int) -> str | None:
     """Why AFTER reads a subset of what BEFORE reads, or None when that is not shown."""
     if all(is_empty(s.indexing.map, timeout_ms).holds is True for s in after):
@@ -474,6 +482,26 @@ def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int)
             all(includes(m, ma[0], timeout_ms).holds is True for m in mb):
         return "after reads a proper subset of the elements before reads"
     return None
+
+
+def _regions(groups: Sequence[Sequence[_Alternative]], symbols: ValueSymbols
+             ) -> list[tuple[_Alternative, ...]] | None:
+    """One alternative per map, every combination whose constraints intervals do not show
+    contradictory (the same select read by two maps takes one branch); None past
+    MAX_REGIONS."""
+    bounds: dict[Variable, Interval] = {Size(n): iv for n, iv in symbols.declared.items()}
+    out: list[tuple[_Alternative, ...]] = [()]
+    for g in groups:
+        grown = []
+        for combo in out:
+            for alt in g:
+                where = tuple(c for a in (*combo, alt) for c in a.where)
+                if not alt.where or feasible(where, bounds):
+                    grown.append((*combo, alt))
+        if len(grown) > MAX_REGIONS:
+            return None
+        out = grown
+    return out
 
 
 def _magnitude(cx: Counterexample) -> int:
@@ -496,14 +524,12 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
                 return UNKNOWN, f"more than {MAX_REGIONS} pieces in {name}'s index values", None
             groups.append(alts)
             owners.append(name)
-    count = 1
-    for g in groups:
-        count *= len(g)
-    if count > MAX_REGIONS:
+    combos = _regions(groups, sides["before"][1])
+    if combos is None:
         return UNKNOWN, f"more than {MAX_REGIONS} regions of the index values' pieces", None
     verdicts: list[tuple[str, str]] = []
     best: tuple[str, Counterexample] | None = None
-    for combo in itertools.product(*groups):
+    for combo in combos:
         where = tuple(c for alt in combo for c in alt.where)
         region = _Region([], [])
         for alt, name in zip(combo, owners):
@@ -511,6 +537,10 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
             s = Side(_in_region(alt.indexing, where, symbols), keys)
             (region.before if name == "before" else region.after).append(s)
         verdict, reason, found = _compare_region(region, loose, sides["before"][1], timeout_ms)
+        if verdict == DIFFER and found is not None and found[3] == "before":
+            fewer = _fewer_reads(region.before, region.after, timeout_ms)
+            if fewer is not None:  # what after reads, before reads: the difference is less
+                verdict, reason, found = FEWER, fewer + _FEWER_NOTE, None
         if verdict == DIFFER and found is not None:
             values, point, element, read_by = found
             cx = Counterexample(o, p, point, element, read_by, dict(values), {})
@@ -520,8 +550,7 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
         if verdict != SAME:
             fewer = _fewer_reads(region.before, region.after, timeout_ms)
             if fewer is not None:
-                verdict, reason = FEWER, fewer + " (legal only where the value does not " \
-                                                 "depend on the elements no longer read)"
+                verdict, reason = FEWER, fewer + _FEWER_NOTE
         verdicts.append((verdict, reason))
     if best is not None:
         return DIFFER, best[0], best[1]

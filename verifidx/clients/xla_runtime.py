@@ -37,9 +37,12 @@ NO_RUNTIME = "not confirmed (no runtime)"
 class CounterexampleLike(Protocol):
     """What `confirm` reads of a counterexample of `verifidx.clients.translation`."""
 
-    output: int
-    point: Sequence[int]
-    values: Mapping[str, int]
+    @property
+    def output(self) -> int: ...
+    @property
+    def point(self) -> Sequence[int]: ...
+    @property
+    def values(self) -> Mapping[str, int]: ...
 
 
 def available() -> bool:

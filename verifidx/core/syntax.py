@@ -418,7 +418,8 @@ class _Parser:
     def sized(self, bounds: dict[str, Interval], tokens: dict[str, Token]
               ) -> tuple[SizeVar, ...]:
         """The sizes of the header with their intervals (the default where none is given; a
-        value symbol's, `arg<N>`, may reach 0 and below); every divisor that is a size expression must be positive over them."""
+        value symbol's, `arg<N>`, may reach 0 and below); every divisor that is a size
+        expression must be positive over them."""
         sizes: list[SizeVar] = []
         table: dict[Variable, Interval] = {}
         for name in self.size_names:

@@ -19,15 +19,19 @@ None (the start stays a runtime variable).
 With `symbols` (a `ValueSymbols` of the module) and the index variables' `bounds`, more is
 followed (`value_pieces`): a scalar integer parameter of the entry is the *value symbol*
 `arg<N>` (a `Size` leaf with its element type's interval, docs/semantics.md, Values); a
-parameter of a called computation with one call site is its operand there; get-tuple-element
+parameter of a called computation is its operand at the call this walk entered (a scalar
+`call`/`fusion` is its computation's root), or at its only call site; broadcast, reshape,
+reverse, concatenate, slice and transpose of such values; get-tuple-element
 of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
 `remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
-negative); `clamp`, `minimum`, `maximum`; `select` on a `compare` of integers, `min`/`max`
-where it is one, else two pieces, each under its condition. Wrapping is exact: where add,
-subtract, multiply, negate or a narrowing convert may leave the type's range (on the
-intervals, narrowed by the pieces' conditions on a single variable), the value splits into
-pieces `v - k * 2^bits` under `v in [min + k * 2^bits, max + k * 2^bits]`; any other op must
-be shown inside its type's range, else the whole value is None. Loop induction variables are
+negative); `and` with a constant `2^k - 1` (`mod 2^k`); `clamp`, `minimum`, `maximum`;
+`select` on a predicate built from `compare`s of integers with `and`/`or`/`not`, `min`/`max`
+where it is one, else pieces, each under its condition. Wrapping is exact: where add,
+subtract, multiply, negate or a convert may leave the type's range (on the intervals,
+narrowed by the pieces' conditions on a single variable), the value splits into pieces
+`v - k * 2^bits` under `v in [min + k * 2^bits, max + k * 2^bits]` (at most MAX_WRAPS, else
+the whole value is None); every other op followed gives one of its operands' values or one
+between or below them, so it stays in range as they do. Loop induction variables are
 not followed.
 """
 
@@ -182,7 +186,7 @@ INTEGER_BITS = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (6
                 "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False)}
 """Integer element types: bits and signedness."""
 
-MAX_PIECES = 16
+MAX_PIECES = 32
 """A value split into more pieces than this (selects of selects) is not followed."""
 
 MAX_WRAPS = 3
@@ -217,6 +221,7 @@ class ValueSymbols:
     what it found: the value symbols named so far, with their types' intervals."""
 
     def __init__(self, module: HloModule) -> None:
+        self.module = module
         self.entry = module.entry
         self.home: dict[int, HloComputation] = {}
         self.callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
@@ -228,12 +233,25 @@ class ValueSymbols:
         self.declared: dict[str, Interval] = {}
 
 
+def joined(*parts: Where) -> Where:
+    """The constraints of all `parts`, each once."""
+    out: list[tuple[Expr, Interval]] = []
+    for part in parts:
+        for c in part:
+            if c not in out:
+                out.append(c)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Piece:
     """The value where every constraint of `where` holds (expression in its interval)."""
 
     value: Expr
     where: Where = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "where", joined(self.where))
 
 
 _COMPLEMENTS = {"LT": "GE", "LE": "GT", "GT": "LE", "GE": "LT", "EQ": "NE", "NE": "EQ"}
@@ -263,6 +281,24 @@ def _narrowed(bounds: Mapping[Variable, Interval], where: Sequence[tuple[Expr, I
     return bounds if out is None else out
 
 
+def feasible(where: Where, bounds: Mapping[Variable, Interval]) -> bool:
+    """False when intervals (`bounds`, narrowed by the constraints on one variable) show the
+    constraints `where` can never hold together: a region of a select that the conditions
+    before it exclude. True when they may (or a variable has no bounds)."""
+    joint: dict[Expr, Interval] = {}
+    for e, iv in where:  # the same expression constrained twice: both intervals at once
+        joint[e] = joint[e].intersect(iv) if e in joint else iv
+        if joint[e].is_empty:
+            return False
+    try:
+        env = _narrowed(bounds, where)
+        if any(iv.is_empty for iv in env.values()):
+            return False
+        return all(not range_of(e, env).intersect(iv).is_empty for e, iv in joint.items())
+    except (KeyError, ValueError, ArithmeticError):
+        return True
+
+
 def value_pieces(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                  used: list[SymSize], symbols: ValueSymbols,
                  bounds: Mapping[Variable, Interval], depth: int = _DEPTH
@@ -280,12 +316,16 @@ class _Pieces:
         self.symbols = symbols
         self.bounds = bounds
         self.used = used
+        self.bindings: dict[int, tuple[HloComputation, HloInstruction]] = {}
 
     def env(self, where: Sequence[tuple[Expr, Interval]]) -> Mapping[Variable, Interval]:
         env: dict[Variable, Interval] = dict(self.bounds)
         for name, iv in self.symbols.declared.items():
             env[Size(name)] = iv
         return _narrowed(env, where)
+
+    def feasible(self, where: Where) -> bool:
+        return feasible(where, self.env(()))
 
     def fits(self, p: Piece, element_type: str, ctx: Where) -> bool:
         """The piece's value lies in the type's range (where its and `ctx`'s constraints
@@ -309,7 +349,11 @@ class _Pieces:
             return None
         out: list[Piece] = []
         for p in found:
-            if self.fits(p, shape.element_type, ctx):
+            if p.where and not self.feasible((*ctx, *p.where)):
+                continue  # a piece no value reaches here
+            if inst.opcode not in _MODULAR or self.fits(p, shape.element_type, ctx):
+                # every other op's value is one of its operands' or between them (select,
+                # clamp, min, max), or no larger (divide, remainder, and): it fits as they do
                 out.append(p)
                 continue
             wrapped = self.wrapped(p, shape.element_type, ctx) \
@@ -355,12 +399,25 @@ class _Pieces:
                     return None
                 self.symbols.declared[value_name(n)] = iv
                 return [Piece(Size(value_name(n)))]
+            bound = self.bindings.get(id(inst))
+            if bound is not None:  # inside a call this walk entered
+                caller, operand = bound
+                return self.of(operand, index, caller, depth - 1, ctx)
             sites = self.symbols.callers.get(comp.name, [])
             if len(sites) != 1 or sites[0][1].opcode not in ("fusion", "call") or \
                     n >= len(sites[0][1].operands):
                 return None
             caller, call = sites[0]
             return self.of(caller.instruction(call.operands[n]), index, caller, depth - 1, ctx)
+        if op in ("call", "fusion") and inst.shape.rank == 0 and inst.called_computations:
+            body = self.symbols.module.computation(inst.called_computations[0])
+            saved = self._bind(body, operands, comp)
+            if saved is None:
+                return None
+            try:
+                return self.of(body.root, index, body, depth - 1, ctx)
+            finally:
+                self.bindings = saved
         if op == "get-tuple-element" and operands and operands[0].opcode == "tuple":
             k = inst.tuple_index
             tup = operands[0]
@@ -377,6 +434,12 @@ class _Pieces:
             return at(0)  # `of` checks the value fits the target type: no wrap
         if op in ("divide", "remainder") and len(operands) == 2:
             return self._division(op, at(0), at(1), ctx)
+        if op == "and" and len(operands) == 2:  # x & (2^k - 1) is x mod 2^k (two's complement)
+            mask = operands[1].literal_value if operands[1].opcode == "constant" else None
+            if isinstance(mask, int) and not isinstance(mask, bool) and mask >= 0 and \
+                    (mask + 1) & mask == 0 and operands[1].shape.rank == 0:
+                return self._combine([at(0)], lambda v: mod(v[0], mask + 1))
+            return None
         if op == "clamp" and len(operands) == 3:
             lo, x, hi = at(0), at(1), at(2)
             return self._combine([lo, x, hi], lambda v: minimum(maximum(v[1], v[0]), v[2]))
@@ -403,14 +466,28 @@ class _Pieces:
                 isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
             plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
             return None if plain is None else [Piece(plain)]
-        if op in ("broadcast", "reshape", "reverse", "concatenate", "convert"):
+        if op in ("broadcast", "reshape", "reverse", "concatenate", "slice", "transpose"):
             return self._structural(inst, index, comp, depth, ctx)
         return None
 
+    def _bind(self, body: HloComputation, operands: Sequence[HloInstruction],
+              comp: HloComputation) -> dict[int, tuple[HloComputation, HloInstruction]] | None:
+        """Binds `body`'s parameters to the call's operands; the bindings before (to restore
+        on leaving), or None when a parameter has no operand."""
+        saved = dict(self.bindings)
+        for q in body.parameters:
+            n = q.parameter_number
+            if n is None or n >= len(operands):
+                self.bindings = saved
+                return None
+            self.bindings[id(q)] = (comp, operands[n])
+        return saved
+
     def _structural(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                     depth: int, ctx: Where) -> list[Piece] | None:
-        """Broadcast, reshape, reverse, concatenate: `value_at`'s index arithmetic, the element
-        read through this walk (a value symbol broadcast to an index vector)."""
+        """Broadcast, reshape, reverse, concatenate, slice, transpose: the element of the
+        operand at the index they read, through this walk (a value symbol broadcast to an index
+        vector and sliced back)."""
         op = inst.opcode
         operands = [comp.instruction(name) for name in inst.operands]
         if op == "broadcast":
@@ -426,6 +503,20 @@ class _Pieces:
             for k, j in zip(kept, src_kept):
                 idx[j] = index[k]
             return self.of(operands[0], idx, comp, depth - 1, ctx)
+        if op == "slice":
+            window = inst.slice_dims or ()
+            if len(window) != len(index):
+                return None
+            return self.of(operands[0], [add(w.start, mul(e, w.stride))
+                                         for w, e in zip(window, index)], comp, depth - 1, ctx)
+        if op == "transpose":
+            perm = inst.dimensions or ()
+            if sorted(perm) != list(range(len(index))):
+                return None
+            src: list[Expr] = [Const(0)] * len(index)
+            for k, p in enumerate(perm):
+                src[p] = index[k]
+            return self.of(operands[0], src, comp, depth - 1, ctx)
         if op == "concatenate":
             axis = (inst.dimensions or (0,))[0]
             at_axis = index[axis] if axis < len(index) else None
@@ -474,7 +565,7 @@ class _Pieces:
     def _division(self, op: str, a: list[Piece] | None, b: list[Piece] | None, ctx: Where
                   ) -> list[Piece] | None:
         """HLO's truncating `divide`/`remainder` by a positive constant: floor division where
-        the dividend is nonnegative, `ceildiv` (remainder `a - c * ceildiv(a, c)`) where it is
+        the dividend is nonnegative, `ceildiv` (remainder `-((-a) mod c)`) where it is
         negative, split on its sign where it may be either."""
         if a is None or b is None or len(b) != 1 or not isinstance(b[0].value, Const) or \
                 b[0].value.value <= 0:
@@ -482,6 +573,7 @@ class _Pieces:
         c = b[0].value.value
         out: list[Piece] = []
         for p in a:
+            p = Piece(p.value, (*p.where, *b[0].where))
             try:
                 r = range_of(p.value, self.env((*ctx, *p.where)))
             except (KeyError, ValueError, ArithmeticError):
@@ -492,33 +584,82 @@ class _Pieces:
                 out.append(Piece(value, where))
             if r.lo < 0:
                 where = p.where if r.hi < 0 else (*p.where, (p.value, Interval(r.lo, -1)))
-                q = ceildiv(p.value, c)
-                value = q if op == "divide" else add(p.value, mul(q, -c))
+                value = ceildiv(p.value, c) if op == "divide" else neg(mod(neg(p.value), c))
                 out.append(Piece(value, where))
         return out
 
-    def _select(self, operands: Sequence[HloInstruction], index: Sequence[Expr],
-                comp: HloComputation, depth: int, ctx: Where) -> list[Piece] | None:
-        """select(compare(a, b, DIR), x, y): `min`/`max` where x, y are a, b; else the pieces
-        of x where `a DIR b`, of y where not (each read under its condition)."""
-        pred, x_inst, y_inst = operands
-        if pred.opcode != "compare" or len(pred.operands) != 2 or \
-                pred.comparison_direction not in _COMPLEMENTS:
+    def _conditions(self, pred: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+                    depth: int, ctx: Where) -> list[tuple[Where, bool]] | None:
+        """A predicate as a partition: each region (constraints) with the predicate's truth
+        there, regions intervals exclude under `ctx` left out. `compare` of integers or of
+        predicates, `and`, `or`, `not`, a pred constant, a call's or a bound parameter's."""
+        found = self._conditions_of(pred, index, comp, depth, ctx)
+        if found is None:
             return None
-        a_inst, b_inst = (comp.instruction(n) for n in pred.operands)
-        if a_inst.shape.element_type not in INTEGER_BITS or a_inst.shape.rank != len(index):
+        out = [(joined(w), t) for w, t in found if not w or self.feasible((*ctx, *w))]
+        return out if len(out) <= MAX_PIECES else None
+
+    def _conditions_of(self, pred: HloInstruction, index: Sequence[Expr], comp: HloComputation,
+                       depth: int, ctx: Where) -> list[tuple[Where, bool]] | None:
+        if depth <= 0 or pred.shape.element_type != "pred" or pred.shape.rank != len(index):
+            return None
+        operands = [comp.instruction(n) for n in pred.operands]
+        op = pred.opcode
+        if op == "constant" and isinstance(pred.literal_value, bool):
+            return [((), pred.literal_value)]
+        if op == "parameter" and id(pred) in self.bindings:
+            caller, operand = self.bindings[id(pred)]
+            return self._conditions(operand, index, caller, depth - 1, ctx)
+        if op == "call" and pred.shape.rank == 0 and pred.called_computations:
+            body = self.symbols.module.computation(pred.called_computations[0])
+            saved = self._bind(body, operands, comp)
+            if saved is None:
+                return None
+            try:
+                return self._conditions(body.root, index, body, depth - 1, ctx)
+            finally:
+                self.bindings = saved
+        if op == "compare" and len(operands) == 2 and pred.comparison_direction in ("EQ", "NE") \
+                and operands[0].shape.element_type == "pred":
+            first = self._conditions(operands[0], index, comp, depth - 1, ctx)
+            if first is None:
+                return None
+            out_p: list[tuple[Where, bool]] = []
+            for w, t in first:
+                second = self._conditions(operands[1], index, comp, depth - 1, (*ctx, *w))
+                if second is None:
+                    return None
+                out_p.extend(((*w, *w2), (t == t2) == (pred.comparison_direction == "EQ"))
+                             for w2, t2 in second)
+            return out_p if len(out_p) <= MAX_PIECES else None
+        if op == "not" and len(operands) == 1:
+            inner = self._conditions(operands[0], index, comp, depth - 1, ctx)
+            return None if inner is None else [(w, not t) for w, t in inner]
+        if op in ("and", "or") and len(operands) == 2:
+            first = self._conditions(operands[0], index, comp, depth - 1, ctx)
+            if first is None:
+                return None
+            out: list[tuple[Where, bool]] = []
+            for w, t in first:
+                if t == (op == "or"):  # decided by the first operand
+                    out.append((w, t))
+                    continue
+                second = self._conditions(operands[1], index, comp, depth - 1, (*ctx, *w))
+                if second is None:
+                    return None
+                out.extend(((*w, *w2), t2) for w2, t2 in second)
+            return out if len(out) <= MAX_PIECES else None
+        if op != "compare" or len(operands) != 2 or pred.comparison_direction not in _COMPLEMENTS:
+            return None
+        a_inst, b_inst = operands
+        if a_inst.shape.element_type not in INTEGER_BITS:
             return None
         direction = cast(str, pred.comparison_direction)
         a = self.of(a_inst, index, comp, depth - 1, ctx)
         b = self.of(b_inst, index, comp, depth - 1, ctx)
         if a is None or b is None:
             return None
-        if direction in ("LT", "LE", "GT", "GE") and {x_inst.name, y_inst.name} == \
-                {a_inst.name, b_inst.name} and x_inst.name != y_inst.name:
-            smaller = direction in ("LT", "LE")  # true picks the smaller of a, b
-            pick = minimum if smaller == (x_inst.name == a_inst.name) else maximum
-            return self._combine([a, b], lambda v: pick(v[0], v[1]))
-        out: list[Piece] = []
+        out = []
         for pa, pb in itertools.product(a, b):
             diff = add(pa.value, neg(pb.value))
             base = (*pa.where, *pb.where)
@@ -526,13 +667,36 @@ class _Pieces:
                 r = range_of(diff, self.env((*ctx, *base)))
             except (KeyError, ValueError, ArithmeticError):
                 return None
-            for branch, d in ((x_inst, direction), (y_inst, _COMPLEMENTS[direction])):
-                for iv in _comparison(d, r):
-                    cond = (*base, (diff, iv))
-                    found = self.of(branch, index, comp, depth - 1, (*ctx, *cond))
-                    if found is None:
-                        return None
-                    out.extend(Piece(p.value, (*cond, *p.where)) for p in found)
-                    if len(out) > MAX_PIECES:
-                        return None
+            for d, truth in ((direction, True), (_COMPLEMENTS[direction], False)):
+                out.extend(((*base, *(() if iv.contains(r) else ((diff, iv),))), truth)
+                           for iv in _comparison(d, r))
+        return out if len(out) <= MAX_PIECES else None
+
+    def _select(self, operands: Sequence[HloInstruction], index: Sequence[Expr],
+                comp: HloComputation, depth: int, ctx: Where) -> list[Piece] | None:
+        """select(p, x, y): `min`/`max` where p compares x and y; else the pieces of x where
+        p holds, of y where not (each read under its condition, `_conditions`)."""
+        pred, x_inst, y_inst = operands
+        direction = pred.comparison_direction
+        if pred.opcode == "compare" and len(pred.operands) == 2 and \
+                direction in ("LT", "LE", "GT", "GE") and \
+                {x_inst.name, y_inst.name} == set(pred.operands) and x_inst.name != y_inst.name:
+            a_inst, b_inst = (comp.instruction(n) for n in pred.operands)
+            if a_inst.shape.element_type in INTEGER_BITS:
+                a = self.of(a_inst, index, comp, depth - 1, ctx)
+                b = self.of(b_inst, index, comp, depth - 1, ctx)
+                smaller = direction in ("LT", "LE")  # true picks the smaller of a, b
+                pick = minimum if smaller == (x_inst.name == a_inst.name) else maximum
+                return self._combine([a, b], lambda v: pick(v[0], v[1]))
+        regions = self._conditions(pred, index, comp, depth - 1, ctx)
+        if regions is None:
+            return None
+        out: list[Piece] = []
+        for where, truth in regions:
+            found = self.of(x_inst if truth else y_inst, index, comp, depth - 1, (*ctx, *where))
+            if found is None:
+                return None
+            out.extend(Piece(p.value, (*where, *p.where)) for p in found)
+            if len(out) > MAX_PIECES:
+                return None
         return out
