@@ -5,6 +5,7 @@ convert jax compiled beside it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -61,3 +62,44 @@ def test_a_directory_without_snapshots_is_one_error_line(
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
         assert arg in err
+
+
+# -- validate --xla-dump on a real miscompile ----------------------------------------------------
+
+NESTED = Path(__file__).parent / "data" / "xla_dump_nested"  # program.py made it (jax 0.10.2)
+
+
+def test_the_pass_that_folds_nested_dynamic_slices_is_named_and_confirmed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("jax")
+    assert main(["validate", "--xla-dump", str(NESTED)]) == 1
+    out = capsys.readouterr().out
+    assert "jit_f: first pass that reads differently: simplification.algsimp" in out
+    # the oracle: XLA's CPU backend running the snapshots before and after the pass
+    assert "  confirmed: output 0 element (0) is " in out
+
+
+def test_the_dump_formats(monkeypatch: pytest.MonkeyPatch,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    import xml.etree.ElementTree as ET
+
+    from verifidx.clients import xla_runtime
+
+    monkeypatch.setattr(xla_runtime, "confirm", lambda b, a, cx: "not confirmed (no runtime)")
+    assert main(["validate", "--xla-dump", str(NESTED), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    (module,) = doc["modules"]
+    assert module["first_difference"] == "simplification.algsimp"
+    assert doc["summary"]["passes"] == len(module["passes"])
+    assert doc["summary"]["differ"] == sum(p["verdict"] == "differ" for p in module["passes"])
+    differ = next(p for p in module["passes"] if p["verdict"] == "differ")
+    assert differ["confirmation"] == "not confirmed (no runtime)"
+    assert differ["after"].endswith("after_algsimp.before_simplify-sorts.txt")
+    assert main(["validate", "--xla-dump", str(NESTED), "--format", "junit"]) == 1
+    root = ET.fromstring(capsys.readouterr().out)
+    assert int(root.get("failures") or 0) == doc["summary"]["differ"]
+    assert len(root.findall(".//testcase")) == doc["summary"]["passes"]
+    assert main(["validate", "--xla-dump", str(NESTED), "--format", "github"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(ln.startswith("::error ") for ln in lines) == doc["summary"]["differ"]
+    assert lines[-1].startswith("1 modules, ")
