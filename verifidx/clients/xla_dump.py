@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from verifidx.hlo import HloModule, parse_hlo
+
 _SNAPSHOT = re.compile(r"^module_(\d+)\.(.+)\.(\d{4})\.(.+?)\.after_(.+?)(?:\.before_(.+))?\.txt$")
 _START = re.compile(r"^module_(\d+)\.(.+)\.before_optimizations\.txt$")
 
@@ -151,6 +153,15 @@ def validate_dump(directory: str, *, timeout_ms: int = 2000, rlimit: int | None 
     from verifidx.clients.translation import validate_programs
     from verifidx.core.errors import VerifidxError
 
+    cache: dict[str, HloModule] = {}
+
+    def parsed(snapshot: Snapshot, text: str) -> HloModule:
+        """Each snapshot parsed once: it is the output of one pass and the input of the next."""
+        if snapshot.path not in cache:
+            cache.clear()  # the pairs come in order: only the last one is needed again
+            cache[snapshot.path] = parse_hlo(text, source=snapshot.path)
+        return cache[snapshot.path]
+
     results = []
     for (module_id, name), snapshots in modules.items():
         passes = []
@@ -158,7 +169,8 @@ def validate_dump(directory: str, *, timeout_ms: int = 2000, rlimit: int | None 
             start = time.process_time()
             validation, difference, confirmation = None, None, None
             try:
-                validation = validate_programs(pair.before_text, pair.after_text,
+                validation = validate_programs(parsed(pair.before, pair.before_text),
+                                               parsed(pair.after, pair.after_text),
                                                timeout_ms=timeout_ms, rlimit=rlimit)
                 verdict, reason = validation.verdict(), ""
             except VerifidxError as e:  # a snapshot verifidx cannot read: no claim
