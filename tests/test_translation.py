@@ -10,11 +10,9 @@ differ the verdict must not be `same`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -221,13 +219,16 @@ def test_signatures_must_agree() -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-m", "verifidx.cli", "validate", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`verifidx validate ARGS` in this process: exit code, stdout, stderr."""
+    import verifidx.cli
+
+    code = verifidx.cli.main(["validate", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
-def test_the_command_exits_by_verdict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_command_exits_by_verdict(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     files = {}
     for name, text in (("nested", NESTED), ("folded", NESTED_FOLDED)):
         files[name] = tmp_path / f"{name}.hlo"
@@ -235,24 +236,43 @@ def test_the_command_exits_by_verdict(tmp_path) -> None:  # type: ignore[no-unty
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\nENTRY e {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] "
                    "frobnicate(p0)\n}\n")
-    same = cli(str(files["nested"]), str(files["nested"]))
-    assert same.returncode == 0 and "3 pairs: 3 same" in same.stdout
-    differ = cli(str(files["nested"]), str(files["folded"]), "--format", "json")
-    assert differ.returncode == 1
-    out = json.loads(differ.stdout)
-    row = out["pairs"][0]
-    assert out["verdict"] == DIFFER and row["verdict"] == DIFFER
-    # the runtime (verifidx.clients.xla_runtime) runs both programs where jax is installed
-    ran = importlib.util.find_spec("jax") is not None
-    assert row["confirmation"].startswith("confirmed: " if ran else "not confirmed (no runtime)")
+    nested, folded = str(files["nested"]), str(files["folded"])
+    # no runtime here: tests/test_xla_runtime.py and test_xla_dump.py run the real one
+    monkeypatch.setattr("verifidx.clients.xla_runtime.available", lambda: False)
+    code, out, _ = cli(capsys, nested, nested)
+    assert code == 0 and "3 pairs: 3 same" in out
+    code, out, _ = cli(capsys, nested, folded, "--format", "json")
+    assert code == 1
+    found = json.loads(out)
+    row = found["pairs"][0]
+    assert found["verdict"] == DIFFER and row["verdict"] == DIFFER
+    assert row["confirmation"] == "not confirmed (no runtime)"
     assert set(row["counterexample"]) == {"output", "parameter", "point", "element", "read_by",
                                           "values", "sizes"}
-    text = cli(str(files["nested"]), str(files["folded"]))
-    assert "reads parameter 0 element" in text.stdout and "at arg1 = " in text.stdout
-    err = cli(str(files["nested"]), str(bad))
-    assert err.returncode == 2 and err.stdout == ""
-    line = err.stderr.strip()
+    code, out, _ = cli(capsys, nested, folded)
+    assert code == 1 and "reads parameter 0 element" in out and "at arg1 = " in out
+    code, out, _ = cli(capsys, nested, folded, "--format", "junit")
+    suite = ET.fromstring(out.split("\n", 1)[1]).find("testsuite")
+    assert code == 1 and suite is not None and suite.get("failures") == "1"
+    code, out, _ = cli(capsys, nested, folded, "--format", "github")
+    assert code == 1 and out.startswith("::error file=")
+    code, out, err = cli(capsys, nested, str(bad))
+    assert code == 2 and out == ""
+    line = err.strip()
     assert "\n" not in line and "bad.hlo:4" in line and "Traceback" not in line
+    code, _, err = cli(capsys, nested, str(tmp_path / "missing.hlo"))
+    assert code == 2 and "cannot read" in err
+    unknown = tmp_path / "u.hlo"
+    params = "  p0 = f32[8] parameter(0)\n  p1 = s32[2] parameter(1)\n"
+    start = "  q = s32[1] slice(p1), slice={[0:1]}\n  r = s32[] reshape(q)\n"
+    unknown.write_text(module(start + "  ROOT d = f32[2] dynamic-slice(p0, r), "
+                              "dynamic_slice_sizes={2}", params))
+    shifted = tmp_path / "s.hlo"
+    shifted.write_text(module(start + "  one = s32[] constant(1)\n  r1 = s32[] add(r, one)\n"
+                              "  ROOT d = f32[2] dynamic-slice(p0, r1), dynamic_slice_sizes={2}",
+                              params))
+    code, out, _ = cli(capsys, str(unknown), str(shifted))
+    assert code == 3 and "verdict: unknown" in out
 
 
 # -- JAX programs --------------------------------------------------------------------------------
@@ -363,3 +383,33 @@ def test_a_mutant_that_changes_the_results_differs(name: str) -> None:
     assert result.verdict() == DIFFER and not any(
         p.verdict == SAME for p in result.pairs if p.parameter < 2 and p.counterexample), name
     check_counterexample(before, after, result)
+
+
+def test_maps_larger_than_the_reads_never_prove_same() -> None:
+    """Pad's map of its padding value holds every output element: two pads that pad
+    different elements have equal such maps, but read the value at different elements."""
+    params = "  p0 = f32[4] parameter(0)\n  p1 = f32[] parameter(1)\n"
+    before = module("  ROOT p = f32[7] pad(p0, p1), padding=1_2", params)
+    after = module("  ROOT p = f32[7] pad(p0, p1), padding=2_1", params)
+    assert not np.array_equal(run(before, [np.arange(1.0, 5.0), 0.0]),
+                              run(after, [np.arange(1.0, 5.0), 0.0]))
+    verdicts = {p.parameter: p.verdict for p in validate_programs(before, after).pairs}
+    assert verdicts == {0: DIFFER, 1: UNKNOWN}
+
+
+@pytest.mark.parametrize("indices, same", [("{ {3}, {1}, {4} }", True),
+                                           ("{ {3}, {2}, {4} }", False)])
+def test_a_gather_by_a_constant_index_array(indices: str, same: bool) -> None:
+    def take(idx: str) -> str:
+        return module(f"  c = s32[3,1] constant({idx})\n  ROOT g = f32[3] gather(p0, c), "
+                      "offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, "
+                      "index_vector_dim=1, slice_sizes={1}", "  p0 = f32[8] parameter(0)\n")
+    before, after = take("{ {3}, {1}, {4} }"), take(indices)
+    result = validate_programs(before, after)
+    assert result.verdict() == (SAME if same else DIFFER)
+    if not same:  # numpy's take as the oracle: x[[3, 1, 4]] against x[[3, 2, 4]]
+        cx = result.pairs[0].counterexample
+        assert cx is not None
+        reads = {"before": [3, 1, 4], "after": [3, 2, 4]}
+        other = "after" if cx.read_by == "before" else "before"
+        assert reads[cx.read_by][cx.point[0]] == cx.element[0] != reads[other][cx.point[0]]

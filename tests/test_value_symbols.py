@@ -3,10 +3,10 @@
 
 The oracle is plain Python integer arithmetic with HLO's semantics written out here: s32 and
 s64 wrap (two's complement), divide truncates toward zero and remainder takes the dividend's
-sign, clamp is min(max(x, lo), hi), select picks by a comparison. Random computations are
-built as HLO text and evaluated both ways at random values, out-of-range and negative ones
-included: exactly one piece's constraints must hold there, and its value must be the
-oracle's."""
+sign, clamp is min(max(x, lo), hi), select picks by a comparison, `and` is two's complement.
+Random computations are built as HLO text and evaluated both ways at random values,
+out-of-range and negative ones included: exactly one piece's constraints must hold there, and
+its value must be the oracle's."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class Program:
 
 
 OPS = ("add", "subtract", "mulc", "clamp", "minimum", "maximum", "select", "divide",
-       "remainder", "convert")
+       "remainder", "convert", "sign", "mask")
 DIRECTIONS = ("LT", "LE", "GT", "GE", "EQ", "NE")
 
 
@@ -129,6 +129,12 @@ def computations(draw: st.DrawFn) -> tuple[str, str, list[int]]:
             k = const(c, t)
             out = prog.emit(fresh(), t, f"{op}({a}, {k})",
                             trunc_div(va, c) if op == "divide" else trunc_rem(va, c))
+        elif op == "sign":
+            out = prog.emit(fresh(), t, f"sign({a})", (va > 0) - (va < 0))
+        elif op == "mask":
+            c = draw(st.sampled_from([1, 3, 7, 255]))
+            k = const(c, t)
+            out = prog.emit(fresh(), t, f"and({a}, {k})", va & c)  # two's complement
         else:  # convert to the other type
             other = "s64" if t == "s32" else "s32"
             out = prog.emit(fresh(), other, f"convert({a})",
@@ -188,6 +194,8 @@ def _oracle(text: str, root: str, values: list[int]) -> int:
             env[name] = wrap(env[ops[0]], bits)
         elif op == "clamp":
             env[name] = min(max(env[ops[1]], env[ops[0]]), env[ops[2]])
+        elif op == "sign":
+            env[name] = (env[ops[0]] > 0) - (env[ops[0]] < 0)
         else:
             a, b = env[ops[0]], env[ops[1]]
             if op == "add":
@@ -202,6 +210,8 @@ def _oracle(text: str, root: str, values: list[int]) -> int:
                 env[name] = max(a, b)
             elif op == "divide":
                 env[name] = trunc_div(a, b)
+            elif op == "and":
+                env[name] = a & b  # Python's & on negative ints is two's complement
             else:
                 assert op == "remainder", op
                 env[name] = trunc_rem(a, b)
@@ -249,3 +259,22 @@ def test_a_value_symbol_divides_only_where_its_interval_is_positive() -> None:
         parse_map("(d0)<N> -> (d0), domain: d0 in [0, 1], N in [-5, 5]")
     with pytest.raises(ValueError):
         IndexingMap((Size("arg1"),), (Var(Interval(0, 1)),))  # undeclared symbol
+
+
+def test_inclusion_holds_for_every_value_of_a_value_symbol_or_is_refuted_at_one() -> None:
+    """Oracle: the relations enumerated at every value of arg1 in a small interval."""
+    from verifidx.solve.smt import includes
+
+    def m(text: str):  # type: ignore[no-untyped-def]
+        return parse_map(f"(d0)<arg1> -> ({text}), domain: d0 in [0, 3], arg1 in [-6, 9]")
+
+    whole, clamped, shifted = m("d0"), m("min(max(arg1, 0), 3)"), m("min(max(arg1, 0), 4)")
+    for small, large in ((clamped, whole), (shifted, whole), (whole, clamped)):
+        brute = all(small.with_sizes(arg1=v).relation() <= large.with_sizes(arg1=v).relation()
+                    for v in range(-6, 10))
+        verdict = includes(small, large)
+        assert verdict.holds is brute, (small, large, verdict.message)
+        if verdict.holds is False:
+            at = verdict.counterexample or {}
+            assert not small.with_sizes(arg1=at["arg1"]).relation() <= \
+                large.with_sizes(arg1=at["arg1"]).relation()

@@ -18,8 +18,8 @@ Verdicts, per pair:
   output point where one program reads, for every value of its remaining runtime variables,
   a parameter element the other reads for none of its own (`refinement.witness`);
 - `fewer reads`: AFTER reads nothing of the parameter for the output where BEFORE reads some,
-  or (maps without symbols or runtime variables) a proven subset: legal only where the value
-  does not depend on the elements no longer read;
+  or (one map of BEFORE, no runtime variables) a proven subset, for every value of the value
+  symbols: legal only where the value does not depend on the elements no longer read;
 - `unknown`: the solver's unknown or budget, an unfollowed runtime variable without
   counterpart, or no point that shows a difference.
 """
@@ -330,6 +330,54 @@ def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
     return bool(target) and _copies(entry, leaf, target[0], module, {}) is True
 
 
+# -- maps larger than the reads ------------------------------------------------------------------
+
+_LARGER: dict[str, frozenset[int] | None] = {
+    "pad": frozenset({1}), "dynamic-update-slice": frozenset({0, 1}),
+    "convolution": None, "scatter": None, "select-and-scatter": None, "sort": None,
+    "conditional": None, "scan": None, "rng-bit-generator": None}
+"""Opcode -> the operands whose output-to-input maps hold more than the op reads
+(`verifidx.hlo.indexing.OVER_APPROXIMATIONS`); None: any operand."""
+
+
+def loose_parameters(module: HloModule) -> set[int] | None:
+    """The entry parameters whose maps may hold more than the program reads: those that
+    reach an operand `_LARGER` names (through any op, calls followed to their call sites);
+    None (every parameter) when the module has a while loop (`refinement.has_loop`)."""
+    if has_loop(module):
+        return None
+    home: dict[int, HloComputation] = {}
+    sites: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
+    work: list[tuple[HloComputation, HloInstruction]] = []
+    for comp in module.computations.values():
+        for inst in comp.instructions:
+            home[id(inst)] = comp
+            for name in inst.called_computations:
+                sites.setdefault(name, []).append((comp, inst))
+            if inst.opcode not in _LARGER:
+                continue
+            slots = _LARGER[inst.opcode]
+            for k, operand in enumerate(inst.operands):
+                if slots is None or k in slots:
+                    work.append((comp, comp.instruction(operand)))
+    out: set[int] = set()
+    seen: set[int] = set()
+    while work:
+        comp, inst = work.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if inst.opcode == "parameter" and inst.parameter_number is not None:
+            if comp is module.entry:
+                out.add(inst.parameter_number)
+            for caller, call in sites.get(comp.name, []):
+                if inst.parameter_number < len(call.operands):
+                    work.append((caller, caller.instruction(call.operands[inst.parameter_number])))
+            continue
+        work.extend((comp, comp.instruction(n)) for n in inst.operands)
+    return out
+
+
 # -- one pair --------------------------------------------------------------------------------------
 
 
@@ -429,11 +477,16 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
         if verdict is not None:
             break
     if verdict is None:
+        larger = [name for name, v in loose.items() if v]
+        if larger:  # equal maps, but maps that may hold more than the reads
+            return UNKNOWN, ("the maps are equal, but " + " and ".join(larger) + "'s may hold "
+                             "more than it reads (a loop, or an op whose maps over-approximate: "
+                             "pad, dynamic-update-slice, ...): not decided"), None
         return SAME, "equal for every value of the value symbols", None
     ma, mb = [s.indexing.map for s in a], [s.indexing.map for s in b]
     if not any(m.num_rt_vars or m.sizes for m in (*ma, *mb)):
         union = equal_relations(ma, mb, timeout_ms)
-        if union.holds:
+        if union.holds and not any(loose.values()):
             return SAME, "equal as unions of maps", None
         if union.counterexample is not None:
             points.append(union.counterexample)
@@ -456,9 +509,9 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
         mine, theirs = (at_a, at_b) if which == "first" else (at_b, at_a)
         read_by = "before" if which == "first" else "after"
         if loose[read_by]:
-            return UNKNOWN, (f"{read_by} reads an element the other does not, but its maps hold "
-                             f"a while loop's, which may read more than the loop does: not "
-                             f"decided"), None
+            return UNKNOWN, (f"{read_by}'s maps hold an element the other's do not, but they may "
+                             f"hold more than it reads (a loop, or an op whose maps "
+                             f"over-approximate): not decided"), None
         element = _element(mine, theirs, point)
         if element is None:
             continue
@@ -473,12 +526,16 @@ def _compare_region(r: _Region, loose: Mapping[str, bool], symbols: ValueSymbols
 _FEWER_NOTE = " (legal only where the value does not depend on the elements no longer read)"
 
 
-def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int) -> str | None:
-    """Why AFTER reads a subset of what BEFORE reads, or None when that is not shown."""
+def _fewer_reads(before: Sequence[Side], after: Sequence[Side], timeout_ms: int,
+                 loose: bool) -> str | None:
+    """Why AFTER reads a subset of what BEFORE reads, or None when that is not shown (a
+    subset of BEFORE's maps shows nothing where they hold more than it reads: `loose`)."""
     if all(is_empty(s.indexing.map, timeout_ms).holds is True for s in after):
         return "after reads no element of the parameter for this output"
+    if loose:
+        return None
     ma, mb = [s.indexing.map for s in before], [s.indexing.map for s in after]
-    if len(ma) == 1 and not any(m.num_rt_vars or m.sizes for m in (*ma, *mb)) and \
+    if len(ma) == 1 and not any(m.num_rt_vars for m in (*ma, *mb)) and \
             all(includes(m, ma[0], timeout_ms).holds is True for m in mb):
         return "after reads a proper subset of the elements before reads"
     return None
@@ -538,7 +595,7 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
             (region.before if name == "before" else region.after).append(s)
         verdict, reason, found = _compare_region(region, loose, sides["before"][1], timeout_ms)
         if verdict == DIFFER and found is not None and found[3] == "before":
-            fewer = _fewer_reads(region.before, region.after, timeout_ms)
+            fewer = _fewer_reads(region.before, region.after, timeout_ms, loose["before"])
             if fewer is not None:  # what after reads, before reads: the difference is less
                 verdict, reason, found = FEWER, fewer + _FEWER_NOTE, None
         if verdict == DIFFER and found is not None:
@@ -548,7 +605,7 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
                 best = (reason, cx)  # the region with the smallest values reads best
             continue
         if verdict != SAME:
-            fewer = _fewer_reads(region.before, region.after, timeout_ms)
+            fewer = _fewer_reads(region.before, region.after, timeout_ms, loose["before"])
             if fewer is not None:
                 verdict, reason = FEWER, fewer + _FEWER_NOTE
         verdicts.append((verdict, reason))
@@ -587,11 +644,12 @@ def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
              "after": (ValueKeys(b, {}, names), ValueSymbols(b), parameter_dims(b, {}))}
     # one table of symbols' intervals for both: the same parameter, the same type (signatures)
     sides["after"][1].declared = sides["before"][1].declared
-    loose = {"before": has_loop(a), "after": has_loop(b)}
+    larger = {"before": loose_parameters(a), "after": loose_parameters(b)}
     keys = sorted({(o, p) for o, p, _l in ia.maps} | {(o, p) for o, p, _l in ib.maps})
     pairs = []
     for o, p in keys:
         dims = {n: (k, s, d.get(p)) for n, (k, s, d) in sides.items()}
+        loose = {n: found is None or p in found for n, found in larger.items()}
         verdict, reason, cx = _pair(o, p, ia.maps_for(o, p), ib.maps_for(o, p),
                                     cast("Mapping[str, tuple[ValueKeys, ValueSymbols, "
                                          "tuple[int, ...] | None]]", dims), loose, timeout_ms)

@@ -24,16 +24,16 @@ parameter of a called computation is its operand at the call this walk entered (
 reverse, concatenate, slice and transpose of such values; get-tuple-element
 of a `tuple`, reshape and bitcast of scalars; `convert` between integer types; `divide` and
 `remainder` by a positive constant (HLO truncates: split on the dividend's sign where it may be
-negative); `and` with a constant `2^k - 1` (`mod 2^k`); `clamp`, `minimum`, `maximum`;
+negative); `and` with a constant `2^k - 1` (`mod 2^k`); `sign`; `clamp`, `minimum`, `maximum`;
+integer array constants (piece by piece over the index variables' values, up to MAX_PIECES);
 `select` on a predicate built from `compare`s of integers with `and`/`or`/`not`, `min`/`max`
 where it is one, else pieces, each under its condition. Wrapping is exact: where add,
-subtract, multiply, negate or a convert may leave the type's range (on the intervals,
-narrowed by the pieces' conditions on a single variable), the value splits into pieces
-`v - k * 2^bits` under `v in [min + k * 2^bits, max + k * 2^bits]` (at most MAX_WRAPS, else
-the whole value is None); every other op followed gives one of its operands' values or one
-between or below them, so it stays in range as they do. Loop induction variables are
-not followed.
-"""
+subtract, multiply or negate may leave the type's range (on the intervals, narrowed by the
+pieces' conditions linear in one variable), the value splits into pieces `v - k * 2^bits`
+under `v in [min + k * 2^bits, max + k * 2^bits]` (at most MAX_WRAPS, else the whole value is
+None); a `convert` must be shown to fit its target type; every other op followed gives one of
+its operands' values or one between or below them, so it stays in range as they do. Loop
+induction variables are not followed."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ from verifidx.core.expr import (
     Const,
     Dim,
     Expr,
+    Mul,
     RtVar,
     Size,
     Symbol,
@@ -192,9 +193,10 @@ MAX_PIECES = 32
 MAX_WRAPS = 3
 """A value that may wrap around its type more than this many ways is not followed."""
 
-_MODULAR = frozenset({"add", "subtract", "multiply", "negate", "convert"})
-"""Integer ops whose result is the mathematical value modulo 2^bits (two's complement; a
-narrowing `convert` keeps the low bits)."""
+_MODULAR = frozenset({"add", "subtract", "multiply", "negate"})
+"""Integer ops whose result is the mathematical value modulo 2^bits (two's complement). A
+`convert` is followed only where its value fits the target type (what a narrowing convert of
+a value that does not fit gives is not HLO's to promise)."""
 
 
 def type_interval(element_type: str) -> Interval | None:
@@ -267,17 +269,35 @@ def _comparison(direction: str, r: Interval) -> list[Interval]:
     return [iv for iv in found if not iv.intersect(r).is_empty]
 
 
+def _linear(e: Expr) -> tuple[Variable, int, int] | None:
+    """(x, a, b) where `e` is `a * x + b` for one variable x and a != 0, else None."""
+    b = 0
+    if isinstance(e, Add) and len(e.terms) == 2:
+        x, c = e.terms
+        if isinstance(c, Const):
+            e, b = x, c.value
+    a = 1
+    if isinstance(e, Mul):
+        x, c = e.lhs, e.rhs
+        if isinstance(c, Const) and c.value:
+            e, a = x, c.value
+    return (e, a, b) if isinstance(e, Variable) else None
+
+
 def _narrowed(bounds: Mapping[Variable, Interval], where: Sequence[tuple[Expr, Interval]]
               ) -> Mapping[Variable, Interval]:
-    """`bounds` cut by the constraints that bound one variable (`x`, `x + c`)."""
+    """`bounds` cut by the constraints that bound one variable linearly (`a * x + b`)."""
     out: dict[Variable, Interval] | None = None
     for e, iv in where:
-        v, c = e, 0
-        if isinstance(e, Add) and len(e.terms) == 2 and isinstance(e.terms[1], Const):
-            v, c = e.terms[0], e.terms[1].value
-        if isinstance(v, Variable) and v in bounds:
-            out = dict(bounds) if out is None else out
-            out[v] = out[v].intersect(Interval(iv.lo - c, iv.hi - c))
+        found = _linear(e)
+        if found is None or found[0] not in bounds:
+            continue
+        v, a, b = found
+        lo, hi = iv.lo - b, iv.hi - b  # a * x in [lo, hi]
+        if a < 0:
+            a, lo, hi = -a, -hi, -lo
+        out = dict(bounds) if out is None else out
+        out[v] = out[v].intersect(Interval(-((-lo) // a), hi // a))
     return bounds if out is None else out
 
 
@@ -297,6 +317,20 @@ def feasible(where: Where, bounds: Mapping[Variable, Interval]) -> bool:
         return all(not range_of(e, env).intersect(iv).is_empty for e, iv in joint.items())
     except (KeyError, ValueError, ArithmeticError):
         return True
+
+
+def _literal_ints(text: str, dims: Sequence[int]) -> list[int] | None:
+    """The elements of an integer array literal (`{ {3}, {1}, {4} }`) in row-major order, or
+    None when the text does not hold exactly one integer per element."""
+    words = text.replace("{", " ").replace("}", " ").replace(",", " ").split()
+    try:
+        values = [int(w) for w in words]
+    except ValueError:
+        return None
+    count = 1
+    for n in dims:
+        count *= n
+    return values if len(values) == count else None
 
 
 def value_pieces(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
@@ -351,7 +385,8 @@ class _Pieces:
         for p in found:
             if p.where and not self.feasible((*ctx, *p.where)):
                 continue  # a piece no value reaches here
-            if inst.opcode not in _MODULAR or self.fits(p, shape.element_type, ctx):
+            if (inst.opcode not in _MODULAR and inst.opcode != "convert") or \
+                    self.fits(p, shape.element_type, ctx):
                 # every other op's value is one of its operands' or between them (select,
                 # clamp, min, max), or no larger (divide, remainder, and): it fits as they do
                 out.append(p)
@@ -440,6 +475,22 @@ class _Pieces:
                     (mask + 1) & mask == 0 and operands[1].shape.rank == 0:
                 return self._combine([at(0)], lambda v: mod(v[0], mask + 1))
             return None
+        if op == "sign" and len(operands) == 1:  # -1, 0, 1 by the operand's sign
+            found = at(0)
+            if found is None:
+                return None
+            out: list[Piece] = []
+            for p in found:
+                try:
+                    r = range_of(p.value, self.env((*ctx, *p.where)))
+                except (KeyError, ValueError, ArithmeticError):
+                    return None
+                for sign, iv in ((-1, Interval(r.lo, -1)), (0, Interval(0, 0)),
+                                 (1, Interval(1, r.hi))):
+                    if not iv.intersect(r).is_empty:
+                        cut = () if iv.contains(r) else ((p.value, iv),)
+                        out.append(Piece(Const(sign), (*p.where, *cut)))
+            return out
         if op == "clamp" and len(operands) == 3:
             lo, x, hi = at(0), at(1), at(2)
             return self._combine([lo, x, hi], lambda v: minimum(maximum(v[1], v[0]), v[2]))
@@ -460,8 +511,10 @@ class _Pieces:
                                  else mul(v[0], v[1]))
         if op == "constant":
             v = inst.literal_value
-            return [Piece(Const(v))] if inst.shape.rank == 0 and isinstance(v, int) and \
-                not isinstance(v, bool) else None
+            if inst.shape.rank == 0:
+                return [Piece(Const(v))] if isinstance(v, int) and not isinstance(v, bool) \
+                    else None
+            return self._array_constant(inst, index)
         if op in ("iota", "get-dimension-size") or \
                 isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
             plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
@@ -469,6 +522,37 @@ class _Pieces:
         if op in ("broadcast", "reshape", "reverse", "concatenate", "slice", "transpose"):
             return self._structural(inst, index, comp, depth, ctx)
         return None
+
+    def _array_constant(self, inst: HloInstruction, index: Sequence[Expr]
+                        ) -> list[Piece] | None:
+        """An integer array constant at `index`: its element where the index is constant, else
+        one piece per value of the index variables it names (each variable at one value, at
+        most MAX_PIECES points), the element read there."""
+        values = _literal_ints(inst.literal or "", inst.shape.dims)
+        if values is None:
+            return None
+        names = sorted({v for e in index for v in e.variables()}, key=str)
+        try:
+            ranges = [range(self.bounds[v].lo, self.bounds[v].hi + 1) for v in names]
+        except KeyError:
+            return None  # a value symbol or an unbounded variable: not enumerable
+        count = 1
+        for r in ranges:
+            count *= len(r)
+        if count > MAX_PIECES:
+            return None
+        out: list[Piece] = []
+        for point in itertools.product(*ranges):
+            env: dict[Expr, int] = dict(zip(names, point))
+            at = [e.evaluate(env) for e in index]
+            if not all(0 <= i < n for i, n in zip(at, inst.shape.dims)):
+                return None  # the index leaves the array: not the op's to read
+            flat = 0
+            for i, n in zip(at, inst.shape.dims):
+                flat = flat * n + i
+            where = tuple((v, Interval(x, x)) for v, x in env.items())
+            out.append(Piece(Const(values[flat]), where))
+        return out
 
     def _bind(self, body: HloComputation, operands: Sequence[HloInstruction],
               comp: HloComputation) -> dict[int, tuple[HloComputation, HloInstruction]] | None:

@@ -506,8 +506,32 @@ def includes(a: IndexingMap, b: IndexingMap, timeout_ms: int = DEFAULT_TIMEOUT_M
     if mismatch:
         return Verdict(None, message=mismatch)
     if a.sizes or b.sizes:
-        return Verdict(None, message=_SIZES_NOT_YET.format(what="inclusion"))
+        return _includes_with_sizes(a, b, timeout_ms)
     return _included(a, b, "first", timeout_ms)
+
+
+def _includes_with_sizes(a: IndexingMap, b: IndexingMap, timeout_ms: int) -> Verdict:
+    """Inclusion for every size in the intervals (True), or refuted at sizes where the static
+    maps are shown not included (False); maps whose common sizes have the same intervals."""
+    if not _same_shared_sizes(a, b):
+        return Verdict(None, message=_SIZES_NOT_YET.format(
+            what="inclusion with different intervals for one size"))
+    a, b = a.replace(sizes=merge_sizes(a.sizes, b.sizes)), b.replace(
+        sizes=merge_sizes(b.sizes, a.sizes))
+    v = _included_with_sizes(a, b, _size_env(a))
+    if v is None:
+        return Verdict(True, message="every tuple of the first is in the second, for every size "
+                                     "in its interval")
+    if v.counterexample is None:
+        return v
+    at = {z.name: v.counterexample[z.name] for z in a.sizes}
+    static = includes(a.with_sizes(at), b.with_sizes(at), timeout_ms)
+    if static.holds is False:
+        return Verdict(False, {**at, **(static.counterexample or {})},
+                       message=f"at sizes {print_point(at)}: {static.message}")
+    return Verdict(None, message=f"the solver found sizes {print_point(at)} where the first may "
+                                 f"relate a tuple the second does not; not confirmed there "
+                                 f"({static.label})")
 
 
 def _included(a: IndexingMap, b: IndexingMap, which: str, timeout_ms: int) -> Verdict:
