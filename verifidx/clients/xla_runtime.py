@@ -4,15 +4,16 @@ A `differ` verdict is a claim about two programs; running both at the counterexa
 independent check. The route through the pinned jax (0.10.2; private modules, so pinned): XLA's
 HLO parser (`xla_client.hlo.hlo_module_from_text`), the proto converted to StableHLO
 (`xla_client._xla.mlir.hlo_to_stablehlo`; StableHLO text is compiled as it is) and
-`backend.compile_and_load` with `xla_enable_hlo_passes_only` set to a pass name that does not
-exist: XLA then runs none of its HLO passes, so both programs run as written. The CPU backend
-runs an already optimized module so (its fusions are emitted as they stand); this is what makes
-the run of the compiled program faithful, where a normal compile would optimize it again.
+`backend.compile_and_load` with `xla_enable_hlo_passes_only=layout-assignment,copy-insertion`:
+none of XLA's optimizing passes run, so AFTER runs as written (its fusions are emitted as they
+stand) and BEFORE is a reference without the passes under test. Those two cannot go: with no
+pass at all the CPU backend returns a transpose's operand as its result.
 
-The conversion to StableHLO drops layouts, which only a `bitcast` depends on: a bitcast whose
-operand or result layout is not the default one is rewritten, before the run, into the
-transpose, reshape and transpose it means under the layouts written. jax is imported only
-inside the functions: verifidx imports without it.
+The conversion to StableHLO drops layouts, and mistranslates a bitcast inside a fusion: every
+`bitcast` is rewritten first into what its layouts mean. XLA ends its process on a failed
+internal check, so programs run in a child process; one its emitters reject as written is run
+again with its fusions written as calls (the same values). jax is imported only inside the
+functions: verifidx imports without it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any, Protocol
 from verifidx.hlo import HloInstruction, Shape, parse_hlo
 
 NO_PASSES = "layout-assignment,copy-insertion"
-"""`xla_enable_hlo_passes_only` takes pass names; one that no pipeline has disables them all."""
+"""The only HLO passes run (`xla_enable_hlo_passes_only`): the ones the CPU backend needs to
+emit correct code, none that optimizes."""
 
 NO_RUNTIME = "not confirmed (no runtime)"
 
@@ -62,7 +64,7 @@ def is_stablehlo(text: str) -> bool:
 
 def compile_program(text: str, *, passes: bool = False) -> Any:
     """An executable for HLO or StableHLO text on the first CPU device; `passes=False` runs
-    none of XLA's HLO passes (the program runs as written)."""
+    only `NO_PASSES` (the program runs as written)."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from jax._src.lib import xla_client as xc
     from jax.extend import backend as jax_backend
@@ -77,16 +79,6 @@ def compile_program(text: str, *, passes: bool = False) -> Any:
         options.executable_build_options.debug_options.xla_enable_hlo_passes_only = NO_PASSES
     backend = jax_backend.get_backend("cpu")
     return backend.compile_and_load(mlir, backend.local_devices()[:1], options)
-
-
-def run_program(text: str, inputs: Sequence[Any], *, passes: bool = False) -> list[Any]:
-    """The output leaves (numpy arrays, in order) of running `text` on `inputs`."""
-    import jax
-    import numpy as np
-
-    exe = compile_program(text, passes=passes)
-    device = exe.local_devices()[0]
-    return [np.asarray(r) for r in exe.execute([jax.device_put(x, device) for x in inputs])]
 
 
 NUMPY_TYPES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "float64",
@@ -138,15 +130,6 @@ def _format(x: Any) -> str:
     if np.issubdtype(np.asarray(x).dtype, np.floating):
         return repr(float(x))
     return str(x.item() if hasattr(x, "item") else x)
-
-
-def run_isolated(texts: Sequence[str], inputs: Sequence[Any], *,
-                 timeout_s: float = 300.0) -> list[list[Any] | str]:
-    """Each program's output leaves on `inputs`, or a one-line reason it could not run,
-    computed in a child process: XLA ends its process on a failed internal check (an optimized
-    module its emitters reject), and that must not end the caller."""
-    return [r if isinstance(r, str) else r[0]
-            for r in run_jobs([(t, [inputs]) for t in texts], timeout_s=timeout_s)]
 
 
 def run_jobs(jobs: Sequence[tuple[str, Sequence[Sequence[Any]]]], *,
