@@ -228,7 +228,7 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_the_command_exits_by_verdict(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_command_exits_by_verdict(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     files = {}
     for name, text in (("nested", NESTED), ("folded", NESTED_FOLDED)):
         files[name] = tmp_path / f"{name}.hlo"
@@ -237,6 +237,8 @@ def test_the_command_exits_by_verdict(tmp_path, capsys) -> None:  # type: ignore
     bad.write_text("HloModule m\nENTRY e {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] "
                    "frobnicate(p0)\n}\n")
     nested, folded = str(files["nested"]), str(files["folded"])
+    # no runtime here: tests/test_xla_runtime.py and test_xla_dump.py run the real one
+    monkeypatch.setattr("verifidx.clients.xla_runtime.available", lambda: False)
     code, out, _ = cli(capsys, nested, nested)
     assert code == 0 and "3 pairs: 3 same" in out
     code, out, _ = cli(capsys, nested, folded, "--format", "json")

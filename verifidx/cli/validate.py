@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from typing import Any
 
 from ..clients.translation import (
     DIFFER,
@@ -48,6 +50,7 @@ from .common import (
     EXIT_OK,
     EXIT_UNKNOWN,
     Subparsers,
+    UsageError,
     add_command,
     github_escape,
     read_file,
@@ -59,8 +62,8 @@ VERDICTS = (PROVED, REFUTED, UNKNOWN, UNSUPPORTED, ERROR)
 def register(sub: Subparsers) -> None:
     p = add_command(sub, "validate", "prove or refute another compiler's simplifications "
                     "(Inductor sympy logs, XLA map pairs)", _run)
-    p.add_argument("log", help="JSON lines file; - for stdin. With AFTER: the program the "
-                   "compiler was given (HLO or StableHLO text)")
+    p.add_argument("log", nargs="?", help="JSON lines file; - for stdin. With AFTER: the "
+                   "program the compiler was given (HLO or StableHLO text)")
     p.add_argument("after", nargs="?", default=None,
                    help="the program it produced (HLO text): compare the two programs' reads "
                         "(verifidx.clients.translation)")
@@ -68,11 +71,22 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--timeout-ms", type=int, default=2000,
                    help="Z3's budget per record, after the cheap decisions (an exhausted budget "
                         "is `unknown`, never `proved`)")
+    p.add_argument("--xla-dump", metavar="DIR",
+                   help="validate every pass of XLA's per-pass snapshots in DIR "
+                        "(XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_pass_re=.*)")
+    p.add_argument("--rlimit", type=int, default=None,
+                   help="Z3's resource limit per query (deterministic), with --xla-dump")
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.xla_dump is not None:
+        return _run_dump(args)
+    if args.log is None:
+        raise UsageError("validate: give a LOG file, BEFORE AFTER, or --xla-dump DIR")
     if args.after is not None:
-        return run_programs(args)
+        from ..clients.xla_runtime import confirm
+
+        return run_programs(args, confirm=confirm)
     text, source = read_file(args.log)
     rows: list[tuple[int, Validation]] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -276,3 +290,97 @@ def _programs_github(pv: PairVerdict, confirmed: dict[tuple[int, int], str], aft
                           f"{pv.verdict}", prop=True)
     body = _pair_line(pv, confirmed.get((pv.output, pv.parameter)))
     return f"::{level} file={github_escape(after, True)},title={title}::{github_escape(body)}"
+
+
+# -- --xla-dump DIR: every pass of XLA's pipeline against its input -----------------------------
+
+
+def _run_dump(args: argparse.Namespace) -> int:
+    """Per module, each snapshot that changed against the one before; the first pass whose
+    output reads differently from its input is named with its counterexample. Exit 1 on a
+    difference, else 3 when a pass is unknown, else 0; 2 when DIR holds no snapshot."""
+    from ..clients.xla_dump import VERDICTS, validate_dump
+    from ..clients.xla_runtime import confirm
+
+    start = time.process_time()
+    try:
+        modules = validate_dump(args.xla_dump, timeout_ms=args.timeout_ms, rlimit=args.rlimit,
+                                confirm=confirm)
+    except ImportError as e:  # the translation validator is not part of this build
+        raise UsageError(f"--xla-dump: not yet supported here ({e})") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--xla-dump {args.xla_dump}: {getattr(e, 'strerror', None) or e}") \
+            from None
+    passes = [p for m in modules for p in m.passes]
+    counts = Counter(p.verdict for p in passes)
+    summary = {"modules": len(modules), "passes": len(passes),
+               **{k.replace(" ", "_"): counts.get(k, 0) for k in VERDICTS},
+               "seconds": round(time.process_time() - start, 3)}
+    line = (f"{summary['modules']} modules, {summary['passes']} passes compared: "
+            + ", ".join(f"{counts.get(k, 0)} {k}" for k in VERDICTS)
+            + f"; {summary['seconds']:.1f} s CPU")
+    if args.format == "json":
+        print(json.dumps({"modules": [{"module": m.name, "id": m.module_id,
+                                       "first_difference": (m.first_difference.name
+                                                            if m.first_difference else None),
+                                       "passes": [p.to_json() for p in m.passes]}
+                                      for m in modules], "summary": summary}, indent=1))
+    elif args.format == "junit":
+        print(_dump_junit(modules, summary))
+    else:
+        for m in modules:
+            for p in m.passes:
+                if args.format == "github":
+                    if p.verdict in ("differ", "unknown"):
+                        level = "error" if p.verdict == "differ" else "warning"
+                        title = github_escape(f"verifidx: pass {p.name} {p.verdict}", prop=True)
+                        print(f"::{level} file={github_escape(p.pair.after.path, True)},"
+                              f"title={title}::{github_escape(_dump_text(m.name, p))}")
+                elif p.verdict != "same" or p is m.first_difference:
+                    print(_dump_text(m.name, p))
+            if args.format == "text" and m.first_difference is not None:
+                print(f"{m.name}: first pass that reads differently: {m.first_difference.name}")
+        print(line)
+    if counts.get("differ"):
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if counts.get("unknown") else EXIT_OK
+
+
+def _dump_text(module: str, p: Any) -> str:
+    head = f"{module} {p.pair.after.sequence:04d} {p.name}: {p.verdict}"
+    lines = [head + (f" ({p.reason})" if p.reason else "")]
+    d = p.difference
+    if d is not None:
+        cx = d.counterexample
+        lines.append(f"  output {d.output}, parameter {d.parameter}: {d.reason}")
+        if cx is not None:
+            at = ", ".join(f"{k} = {v}" for k, v in cx.values.items())
+            lines.append(f"  counterexample: output {cx.output} element "
+                         f"{print_values(cx.point)} reads parameter {cx.parameter} element "
+                         f"{print_values(cx.element)} in the {cx.read_by} program only"
+                         + (f" at {at}" if at else ""))
+    if p.confirmation is not None:
+        lines.append(f"  {p.confirmation}")
+    return "\n".join(lines)
+
+
+def _dump_junit(modules: list[Any], summary: dict[str, Any]) -> str:
+    """A testsuite per module, a testcase per pass: differ is a failure, unknown skipped."""
+    root = ET.Element("testsuites", name="verifidx validate --xla-dump",
+                      tests=str(summary["passes"]), failures=str(summary["differ"]))
+    for m in modules:
+        failures = sum(p.verdict == "differ" for p in m.passes)
+        suite = ET.SubElement(root, "testsuite", name=m.name, tests=str(len(m.passes)),
+                              failures=str(failures),
+                              skipped=str(sum(p.verdict == "unknown" for p in m.passes)))
+        for p in m.passes:
+            case = ET.SubElement(suite, "testcase", classname=m.name,
+                                 name=f"{p.pair.after.sequence:04d} {p.name}",
+                                 file=p.pair.after.path, time=f"{p.seconds:.3f}")
+            if p.verdict == "differ":
+                fail = ET.SubElement(case, "failure", type="differ", message=p.name)
+                fail.text = _dump_text(m.name, p)
+            elif p.verdict == "unknown":
+                ET.SubElement(case, "skipped", message=f"unknown: {p.reason}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
