@@ -19,8 +19,9 @@ from verifidx.core.expr import Size, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar, Var
 from verifidx.core.interval import Interval
 from verifidx.core.syntax import parse_map, print_map
-from verifidx.hlo.index_values import ValueSymbols, type_interval, value_pieces
+from verifidx.hlo.index_values import ValueSymbols, value_pieces
 from verifidx.hlo.parser import parse_hlo
+from verifidx.hlo.shape import integer_interval, wrap_integer
 
 S32 = Interval(-(2**31), 2**31 - 1)
 
@@ -224,7 +225,7 @@ def test_the_symbols_interval_is_the_types() -> None:
     symbols = ValueSymbols(module)
     assert value_pieces(module.entry.instruction("p0"), [], module.entry, [], symbols, {})
     assert symbols.declared == {"arg0": Interval(0, 255)}
-    assert type_interval("s16") == Interval(-(2**15), 2**15 - 1)
+    assert integer_interval("s16") == Interval(-(2**15), 2**15 - 1)
     pieces = value_pieces(module.entry.root, [], module.entry, [], symbols, {})
     assert pieces is not None and len(pieces) == 3  # no wrap, wrap up, wrap down
     for v in (-(2**15), -16385, -16384, 0, 16383, 16384, 2**15 - 1):
@@ -278,3 +279,19 @@ def test_inclusion_holds_for_every_value_of_a_value_symbol_or_is_refuted_at_one(
             at = verdict.counterexample or {}
             assert not small.with_sizes(arg1=at["arg1"]).relation() <= \
                 large.with_sizes(arg1=at["arg1"]).relation()
+
+
+_CTYPES = {"s8": "c_int8", "s16": "c_int16", "s32": "c_int32", "s64": "c_int64",
+           "u8": "c_uint8", "u16": "c_uint16", "u32": "c_uint32", "u64": "c_uint64"}
+
+
+@given(st.sampled_from(sorted(_CTYPES)), st.integers(-(2**70), 2**70))
+def test_an_integer_type_holds_what_c_holds(element_type: str, value: int) -> None:
+    """The oracle is C's fixed-width integers (ctypes wraps modulo 2^bits)."""
+    import ctypes
+
+    held = getattr(ctypes, _CTYPES[element_type])(value).value
+    assert wrap_integer(value, element_type) == held
+    iv = integer_interval(element_type)
+    assert iv is not None and iv.lo <= held <= iv.hi
+    assert wrap_integer(value, "f32") == value and integer_interval("f32") is None

@@ -45,7 +45,7 @@ from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.runtime import OperandIndexing, compose_indexing
-from verifidx.hlo.shape import Shape
+from verifidx.hlo.shape import Shape, integer_interval, wrap_integer
 from verifidx.solve import smt
 
 __all__ = ["Hazard", "InPlaceFusion", "inplace_hazards"]
@@ -306,19 +306,6 @@ def _loop_problem(module: HloModule, comp: HloComputation, leaf: int, operand: i
 
 # -- the queries -------------------------------------------------------------------------------
 
-_TYPE_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32,
-              "u64": 64}
-
-
-def _type_range(element_type: str) -> Interval | None:
-    bits = _TYPE_BITS.get(element_type)
-    if bits is None:
-        return None
-    if element_type.startswith("u"):
-        return Interval(0, 2**bits - 1)
-    return Interval(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-
-
 def _renumber(e: Expr, dims: int, ranges: int, rts: int) -> Expr:
     """Shifts dims, range and runtime variables of `e` by the given offsets."""
     subst: dict[Expr, Expr] = {}
@@ -378,7 +365,7 @@ def _conflict_map(q: _Query, problem: _Problem) -> IndexingMap:
         if rv.source.shape.rank == 0 and not rv.source.shape.is_tuple:
             groups.setdefault(rv.source.name, []).append(k)
     for members in groups.values():
-        bounds = _type_range(runtime[members[0]].source.shape.element_type)
+        bounds = integer_interval(runtime[members[0]].source.shape.element_type)
         if len(members) < 2 or bounds is None:
             continue
         raw = Symbol(len(ranges) + len(raws))
@@ -459,16 +446,6 @@ def _before(q: _Query, problem: _Problem, u: Sequence[int], w: Sequence[int]) ->
 # -- scalar values of the starts ---------------------------------------------------------------
 
 
-def _wrap(value: int, element_type: str) -> int:
-    bits = _TYPE_BITS.get(element_type)
-    if bits is None:
-        return value
-    value &= (1 << bits) - 1
-    if not element_type.startswith("u") and value >= 1 << (bits - 1):
-        value -= 1 << bits
-    return value
-
-
 _COMPARE: dict[str, Callable[[int, int], bool]] = {
     "LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge,
     "EQ": operator.eq, "NE": operator.ne}
@@ -498,7 +475,7 @@ def scalar_value(comp: HloComputation, inst: HloInstruction, params: Mapping[int
         return None
     a = [int(x) for x in args if x is not None]
     if op in ("convert", "bitcast", "reshape", "copy") and len(a) == 1:
-        return _wrap(a[0], et) if et != "pred" else int(a[0] != 0)
+        return wrap_integer(a[0], et) if et != "pred" else int(a[0] != 0)
     if op == "compare" and len(a) == 2:
         fn = _COMPARE.get(inst.comparison_direction or "")
         return None if fn is None else int(fn(a[0], a[1]))
@@ -507,14 +484,14 @@ def scalar_value(comp: HloComputation, inst: HloInstruction, params: Mapping[int
     if op == "clamp" and len(a) == 3:
         return min(max(a[1], a[0]), a[2])
     if op in _BINARY and len(a) == 2:
-        return _wrap(_BINARY[op](a[0], a[1]), et)
+        return wrap_integer(_BINARY[op](a[0], a[1]), et)
     if op in ("divide", "remainder") and len(a) == 2 and a[1] != 0:
         q = abs(a[0]) // abs(a[1]) * (1 if (a[0] >= 0) == (a[1] >= 0) else -1)  # truncating
-        return _wrap(q if op == "divide" else a[0] - q * a[1], et)
+        return wrap_integer(q if op == "divide" else a[0] - q * a[1], et)
     if op == "negate" and len(a) == 1:
-        return _wrap(-a[0], et)
+        return wrap_integer(-a[0], et)
     if op == "not" and len(a) == 1:
-        return int(not a[0]) if et == "pred" else _wrap(~a[0], et)
+        return int(not a[0]) if et == "pred" else wrap_integer(~a[0], et)
     return None
 
 

@@ -64,6 +64,7 @@ from verifidx.core.expr import (
 from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.shape import INTEGER_BITS, integer_interval
 
 _INTEGER = ("s32", "s64", "u32", "u64")
 """Index types followed: at least 32 bits, so a value shown in `[0, 2^31)` is representable
@@ -183,10 +184,6 @@ def value_at(inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
 
 # -- value symbols ------------------------------------------------------------------------------
 
-INTEGER_BITS = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (64, True),
-                "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False)}
-"""Integer element types: bits and signedness."""
-
 MAX_PIECES = 32
 """A value split into more pieces than this (selects of selects) is not followed."""
 
@@ -197,16 +194,6 @@ _MODULAR = frozenset({"add", "subtract", "multiply", "negate"})
 """Integer ops whose result is the mathematical value modulo 2^bits (two's complement). A
 `convert` is followed only where its value fits the target type (what a narrowing convert of
 a value that does not fit gives is not HLO's to promise)."""
-
-
-def type_interval(element_type: str) -> Interval | None:
-    """The values of an integer element type, None for another type."""
-    found = INTEGER_BITS.get(element_type)
-    if found is None:
-        return None
-    bits, signed = found
-    return Interval(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else \
-        Interval(0, 2 ** bits - 1)
 
 
 def value_name(parameter: int) -> str:
@@ -364,7 +351,7 @@ class _Pieces:
     def fits(self, p: Piece, element_type: str, ctx: Where) -> bool:
         """The piece's value lies in the type's range (where its and `ctx`'s constraints
         hold)."""
-        iv = type_interval(element_type)
+        iv = integer_interval(element_type)
         try:
             return iv is not None and iv.contains(range_of(p.value, self.env((*ctx, *p.where))))
         except (KeyError, ValueError, ArithmeticError):
@@ -403,7 +390,7 @@ class _Pieces:
         op whose result is the mathematical one modulo 2^bits (`_MODULAR`) gives `value - k *
         2^bits` where `value` lies in the type's range shifted by `k * 2^bits`, one piece per
         `k` (at most MAX_WRAPS)."""
-        iv = type_interval(element_type)
+        iv = integer_interval(element_type)
         try:
             r = range_of(p.value, self.env((*ctx, *p.where)))
         except (KeyError, ValueError, ArithmeticError):
@@ -429,7 +416,7 @@ class _Pieces:
         if op == "parameter" and inst.parameter_number is not None:
             n = inst.parameter_number
             if comp is self.symbols.entry:
-                iv = type_interval(inst.shape.element_type)
+                iv = integer_interval(inst.shape.element_type)
                 if inst.shape.rank or iv is None:
                     return None
                 self.symbols.declared[value_name(n)] = iv

@@ -7,6 +7,9 @@ These are plain immutable values: the parser builds them, the indexing and layou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
+
+from verifidx.core.interval import Interval
 
 # Bit width of every element type XLA prints. `token` and `opaque` carry no data.
 ELEMENT_TYPE_BITS: dict[str, int] = {
@@ -199,3 +202,29 @@ class Shape:
         )
         layout = str(self.layout) if self.layout is not None else ""
         return f"{self.element_type}[{dims}]{layout}"
+
+
+INTEGER_BITS: Final = {"s8": (8, True), "s16": (16, True), "s32": (32, True), "s64": (64, True),
+                       "u8": (8, False), "u16": (16, False), "u32": (32, False),
+                       "u64": (64, False)}
+"""Integer element types: bits and signedness."""
+
+
+def integer_interval(element_type: str) -> Interval | None:
+    """The values of an integer element type, None for another type."""
+    found = INTEGER_BITS.get(element_type)
+    if found is None:
+        return None
+    bits, signed = found
+    return Interval(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else \
+        Interval(0, 2 ** bits - 1)
+
+
+def wrap_integer(value: int, element_type: str) -> int:
+    """`value` as the element type holds it (two's complement); unchanged for another type."""
+    found = INTEGER_BITS.get(element_type)
+    if found is None:
+        return value
+    bits, signed = found
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value

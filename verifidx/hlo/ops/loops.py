@@ -26,25 +26,15 @@ from verifidx.core.indexing_map import IndexingMap, Var
 from verifidx.core.interval import Interval
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
-from verifidx.hlo.shape import Shape
+from verifidx.hlo.shape import Shape, integer_interval
 
 __all__ = ["LoopAnalysis", "analyse_loop", "is_iteration_of", "iteration_source", "loop_of_body",
            "passed_through", "per_iteration"]
 
-_INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 _MAX_DEPTH = 64
 _MAX_STEPS = 4096
 """Instructions one question about a value may visit (shared subexpressions are revisited)."""
 _SWAP = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
-
-
-def _type_range(element_type: str) -> Interval | None:
-    bits = _INT_BITS.get(element_type)
-    if bits is None:
-        return None
-    if element_type.startswith("u"):
-        return Interval(0, 2**bits - 1)
-    return Interval(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
 
 
 @dataclass(frozen=True)
@@ -125,7 +115,7 @@ class _Scalars:
                 return None
             callee = self.module.computation(names[0])
             return self.value(callee.root, callee, leaf, _Env(inst, comp, env), d)
-        if inst.shape.is_tuple or inst.shape.rank != 0 or _type_range(
+        if inst.shape.is_tuple or inst.shape.rank != 0 or integer_interval(
                 inst.shape.element_type) is None:
             return None
         out = self._scalar(inst, comp, env, d)
@@ -371,7 +361,7 @@ def _analyse(loop: HloInstruction, module: HloModule) -> LoopAnalysis:
     init = _Scalars(module, (), {}, None)
     candidates: dict[int, Affine] = {}
     for t, leaf in enumerate(leaves):
-        if leaf.is_tuple or leaf.rank != 0 or _type_range(leaf.element_type) is None:
+        if leaf.is_tuple or leaf.rank != 0 or integer_interval(leaf.element_type) is None:
             continue
         own = _Scalars(module, (body.name,), {t: Affine(1, 0)}, None)
         update = own.value(body.root, body, t)
@@ -452,7 +442,7 @@ def loop_of_body(module: HloModule, comp: HloComputation) -> HloInstruction | No
 
 
 def _fits(value: Affine, ks: Interval, element_type: str) -> bool:
-    bounds = _type_range(element_type)
+    bounds = integer_interval(element_type)
     return bounds is not None and bounds.contains(value.over(ks))
 
 
