@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from verifidx.analysis.computation_maps import computation_indexing
+from verifidx.analysis.computation_maps import ComputationIndexing, computation_indexing
 from verifidx.analysis.refinement import (
     Side,
     ValueKeys,
@@ -317,8 +317,10 @@ def _copies(comp: HloComputation, inst: HloInstruction, target: HloInstruction,
     return out
 
 
-def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
-    """Output leaf `output` is data movement of entry parameter `parameter` only."""
+def _pure_copy(module: HloModule, output: int, parameter: int,
+               memo: dict[tuple[int, int], bool | None]) -> bool:
+    """Output leaf `output` is data movement of entry parameter `parameter` only (`memo`: one
+    per module, shared by its pairs)."""
     entry = module.entry
     root = entry.root
     leaf = root
@@ -328,7 +330,7 @@ def _pure_copy(module: HloModule, output: int, parameter: int) -> bool:
             return False
         leaf = entry.instruction(root.operands[output])
     target = [q for q in entry.parameters if q.parameter_number == parameter]
-    return bool(target) and _copies(entry, leaf, target[0], module, {}) is True
+    return bool(target) and _copies(entry, leaf, target[0], module, memo) is True
 
 
 # -- maps larger than the reads ------------------------------------------------------------------
@@ -636,9 +638,24 @@ def validate_programs(before: str | HloModule, after: str | HloModule, *, timeou
     return _validate(a, b, timeout_ms)
 
 
+_RECENT: list[tuple[HloModule, ComputationIndexing]] = []
+"""The entry maps of the last modules validated, with the modules (kept alive, so an id is
+never reused): pass by pass, each snapshot is the AFTER of one pair and the BEFORE of the
+next."""
+
+
+def _entry_indexing(module: HloModule) -> ComputationIndexing:
+    for m, found in _RECENT:
+        if m is module:
+            return found
+    found = computation_indexing(module, module.entry, "out2in")
+    _RECENT.append((module, found))
+    del _RECENT[:-2]
+    return found
+
+
 def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
-    ia = computation_indexing(a, a.entry, "out2in")
-    ib = computation_indexing(b, b.entry, "out2in")
+    ia, ib = _entry_indexing(a), _entry_indexing(b)
     names: dict[Hashable, int] = {}
     sides = {"before": (ValueKeys(a, {}, names), ValueSymbols(a), parameter_dims(a, {})),
              "after": (ValueKeys(b, {}, names), ValueSymbols(b), parameter_dims(b, {}))}
@@ -647,13 +664,16 @@ def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
     larger = {"before": loose_parameters(a), "after": loose_parameters(b)}
     keys = sorted({(o, p) for o, p, _l in ia.maps} | {(o, p) for o, p, _l in ib.maps})
     pairs = []
+    copies_a: dict[tuple[int, int], bool | None] = {}
+    copies_b: dict[tuple[int, int], bool | None] = {}
     for o, p in keys:
         dims = {n: (k, s, d.get(p)) for n, (k, s, d) in sides.items()}
         loose = {n: found is None or p in found for n, found in larger.items()}
         verdict, reason, cx = _pair(o, p, ia.maps_for(o, p), ib.maps_for(o, p),
                                     cast("Mapping[str, tuple[ValueKeys, ValueSymbols, "
                                          "tuple[int, ...] | None]]", dims), loose, timeout_ms)
-        copy = verdict == SAME and _pure_copy(a, o, p) and _pure_copy(b, o, p)
+        copy = verdict == SAME and _pure_copy(a, o, p, copies_a) and \
+            _pure_copy(b, o, p, copies_b)
         if copy:
             reason += "; both are pure data movement: the values are equal"
         pairs.append(PairVerdict(o, p, verdict, reason, cx, copy))
