@@ -27,7 +27,7 @@ is unknown, naming the variables without counterpart.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -43,8 +43,8 @@ from verifidx.hlo.dynamic_dims import (
     instantiate_sizes,
     leaf_sizes,
 )
-from verifidx.hlo.index_values import value_at
-from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.index_values import call_graph, value_at
+from verifidx.hlo.module import HloInstruction, HloModule
 from verifidx.hlo.runtime import OperandIndexing, fold_point_runtime, substitute_runtime
 from verifidx.solve.smt import Verdict, equal, equal_relations
 from verifidx.stablehlo.convert import LITERAL_KEPT
@@ -80,13 +80,7 @@ class ValueKeys:
         self.module = module
         self.values = values
         self.names = names  # shared by the two programs: one number per structure
-        self.home: dict[int, HloComputation] = {}
-        self.callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
-        for comp in module.computations.values():
-            for inst in comp.instructions:
-                self.home[id(inst)] = comp
-                for name in inst.called_computations:
-                    self.callers.setdefault(name, []).append((comp, inst))
+        self.home, self.callers = call_graph(module)
         self.memo: dict[int, int | None] = {}
 
     def _sizes(self, inst: HloInstruction) -> Hashable | None:
@@ -359,13 +353,16 @@ def equal_as_relations(a: Side, b: Side) -> Verdict:
         "never compute: not decided"))
 
 
-def _find_equal(m: Side, others: Sequence[Side]) -> tuple[Verdict, list[dict[str, int]]]:
-    """The first proof that `m` equals one of `others`, else the reason it is not decided
-    (an unknown's reason before a difference of two maps, which may be two pieces of a union
-    cut differently); with the points where the solver saw `m` differ."""
+def find_equal(m: Side, others: Sequence[Side],
+               compare: Callable[[Side, Side], Verdict] | None = None
+               ) -> tuple[Verdict, list[dict[str, int]]]:
+    """The first proof (by `compare`, `equal_as_relations` unless given) that `m` equals one
+    of `others`, else the reason it is not decided (an unknown's reason before a difference of
+    two maps, which may be two pieces of a union cut differently); with the points where the
+    solver saw `m` differ."""
     found: list[Verdict] = []
     for o in others:
-        v = equal_as_relations(m, o)
+        v = (compare or equal_as_relations)(m, o)
         if v.holds:
             return v, []
         found.append(v)
@@ -515,7 +512,7 @@ def compare(dynamic: HloModule, static: HloModule, values: Mapping[str, int]) ->
         points: list[dict[str, int]] = []
         for xs, ys in ((a, b), (b, a)):
             for x in xs:
-                v, seen = _find_equal(x, ys)
+                v, seen = find_equal(x, ys)
                 points.extend(seen)
                 if not v.holds:
                     verdict = v

@@ -37,6 +37,7 @@ from verifidx.analysis.refinement import (
     Side,
     ValueKeys,
     align,
+    find_equal,
     has_loop,
     parameter_dims,
     reads_at,
@@ -387,18 +388,13 @@ def loose_parameters(module: HloModule) -> set[int] | None:
 def _find_equal(x: Side, ys: Sequence[Side], timeout_ms: int
                 ) -> tuple[Verdict, list[dict[str, int]]]:
     """The first proof that `x` equals one of `ys` (runtime variables aligned by what they
-    read), else the most telling verdict, with the solver's points of difference."""
-    found: list[Verdict] = []
-    for y in ys:
-        a, b, _unpaired = align(x, y)
-        v = equal(a.simplify(), b.simplify(), timeout_ms)
-        if v.holds:
-            return v, []
-        found.append(v)
-    if not found:
-        return Verdict(None, message="no map to compare with"), []
-    unknown = [v for v in found if v.holds is None]
-    return (unknown or found)[0], [v.counterexample for v in found if v.counterexample]
+    read, each map simplified), else the most telling verdict, with the solver's points of
+    difference."""
+    def compare(a: Side, b: Side) -> Verdict:
+        f, g, _unpaired = align(a, b)
+        return equal(f.simplify(), g.simplify(), timeout_ms)
+
+    return find_equal(x, ys, compare)
 
 
 def _element(mine: Sequence[IndexingMap], theirs: Sequence[IndexingMap],

@@ -205,6 +205,19 @@ Where = tuple[tuple[Expr, Interval], ...]
 """Constraints: each expression lies in its interval."""
 
 
+def call_graph(module: HloModule) -> tuple[dict[int, HloComputation],
+                                           dict[str, list[tuple[HloComputation, HloInstruction]]]]:
+    """Each instruction's computation (by id), and each computation's call sites."""
+    home: dict[int, HloComputation] = {}
+    callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
+    for comp in module.computations.values():
+        for inst in comp.instructions:
+            home[id(inst)] = comp
+            for name in inst.called_computations:
+                callers.setdefault(name, []).append((comp, inst))
+    return home, callers
+
+
 class ValueSymbols:
     """What `value_pieces` needs of the module (the entry, each computation's call sites) and
     what it found: the value symbols named so far, with their types' intervals."""
@@ -212,13 +225,7 @@ class ValueSymbols:
     def __init__(self, module: HloModule) -> None:
         self.module = module
         self.entry = module.entry
-        self.home: dict[int, HloComputation] = {}
-        self.callers: dict[str, list[tuple[HloComputation, HloInstruction]]] = {}
-        for comp in module.computations.values():
-            for inst in comp.instructions:
-                self.home[id(inst)] = comp
-                for name in inst.called_computations:
-                    self.callers.setdefault(name, []).append((comp, inst))
+        self.home, self.callers = call_graph(module)
         self.declared: dict[str, Interval] = {}
 
 
