@@ -38,9 +38,9 @@ induction variables are not followed."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from verifidx.core.expr import (
     Add,
@@ -65,6 +65,8 @@ from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.shape import INTEGER_BITS, integer_interval
+
+_T = TypeVar("_T")
 
 _INTEGER = ("s32", "s64", "u32", "u64")
 """Index types followed: at least 32 bits, so a value shown in `[0, 2^31)` is representable
@@ -439,14 +441,8 @@ class _Pieces:
             caller, call = sites[0]
             return self.of(caller.instruction(call.operands[n]), index, caller, depth - 1, ctx)
         if op in ("call", "fusion") and inst.shape.rank == 0 and inst.called_computations:
-            body = self.symbols.module.computation(inst.called_computations[0])
-            saved = self._bind(body, operands, comp)
-            if saved is None:
-                return None
-            try:
-                return self.of(body.root, index, body, depth - 1, ctx)
-            finally:
-                self.bindings = saved
+            return self._in_body(inst, operands, comp,
+                                 lambda body: self.of(body.root, index, body, depth - 1, ctx))
         if op == "get-tuple-element" and operands and operands[0].opcode == "tuple":
             k = inst.tuple_index
             tup = operands[0]
@@ -548,10 +544,12 @@ class _Pieces:
             out.append(Piece(Const(values[flat]), where))
         return out
 
-    def _bind(self, body: HloComputation, operands: Sequence[HloInstruction],
-              comp: HloComputation) -> dict[int, tuple[HloComputation, HloInstruction]] | None:
-        """Binds `body`'s parameters to the call's operands; the bindings before (to restore
-        on leaving), or None when a parameter has no operand."""
+    def _in_body(self, call: HloInstruction, operands: Sequence[HloInstruction],
+                 comp: HloComputation, follow: Callable[[HloComputation], _T | None]
+                 ) -> _T | None:
+        """`follow` of the called computation, its parameters bound to the call's operands
+        while it runs (None when a parameter has no operand)."""
+        body = self.symbols.module.computation(call.called_computations[0])
         saved = dict(self.bindings)
         for q in body.parameters:
             n = q.parameter_number
@@ -559,7 +557,10 @@ class _Pieces:
                 self.bindings = saved
                 return None
             self.bindings[id(q)] = (comp, operands[n])
-        return saved
+        try:
+            return follow(body)
+        finally:
+            self.bindings = saved
 
     def _structural(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                     depth: int, ctx: Where) -> list[Piece] | None:
@@ -689,14 +690,8 @@ class _Pieces:
             caller, operand = self.bindings[id(pred)]
             return self._conditions(operand, index, caller, depth - 1, ctx)
         if op == "call" and pred.shape.rank == 0 and pred.called_computations:
-            body = self.symbols.module.computation(pred.called_computations[0])
-            saved = self._bind(body, operands, comp)
-            if saved is None:
-                return None
-            try:
-                return self._conditions(body.root, index, body, depth - 1, ctx)
-            finally:
-                self.bindings = saved
+            return self._in_body(pred, operands, comp, lambda body: self._conditions(
+                body.root, index, body, depth - 1, ctx))
         if op == "compare" and len(operands) == 2 and pred.comparison_direction in ("EQ", "NE") \
                 and operands[0].shape.element_type == "pred":
             first = self._conditions(operands[0], index, comp, depth - 1, ctx)
