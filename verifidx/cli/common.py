@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -138,6 +139,12 @@ class Verdict(Protocol):
 def verdict_json(v: Verdict) -> dict[str, object]:
     return {"holds": v.holds, "counterexample": v.counterexample, "lhs_value": v.lhs_value,
             "rhs_value": v.rhs_value, "message": v.message, "seconds": round(v.seconds, 6)}
+
+
+def junit_document(root: ET.Element) -> str:
+    """A JUnit XML report as `--format junit` prints it: indented, with its declaration."""
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
 def github_escape(text: str, prop: bool = False) -> str:

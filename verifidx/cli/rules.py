@@ -39,6 +39,7 @@ from .common import (
     add_engine_flags,
     engine,
     github_escape,
+    junit_document,
 )
 
 
@@ -315,8 +316,7 @@ def _junit(results: Sequence[ProofResult], failures: dict[int, str]) -> str:
             fail = ET.SubElement(case, "failure", type=r.verdict,
                                  message=f"{why}: {r.message}" if r.message else why)
             fail.text = result_text(r, why)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+    return junit_document(root)
 
 
 def _github(r: ProofResult, why: str) -> str:

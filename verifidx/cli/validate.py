@@ -53,6 +53,7 @@ from .common import (
     UsageError,
     add_command,
     github_escape,
+    junit_document,
     read_file,
 )
 
@@ -176,8 +177,7 @@ def _junit(rows: list[tuple[int, Validation]], source: str) -> str:
             ET.SubElement(case, "error", type=ERROR, message=_text(n, v, source))
         elif v.verdict in (UNKNOWN, UNSUPPORTED):
             ET.SubElement(case, "skipped", message=f"{v.verdict}: {v.reason}")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+    return junit_document(root)
 
 
 def _github(n: int, v: Validation, source: str) -> str:
@@ -279,8 +279,7 @@ def _programs_junit(result: ProgramValidation, confirmed: dict[tuple[int, int], 
             fail.text = _pair_line(pv, confirmed.get((pv.output, pv.parameter)))
         elif pv.verdict == PAIR_UNKNOWN:
             ET.SubElement(case, "skipped", message=f"{PAIR_UNKNOWN}: {pv.reason}")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+    return junit_document(root)
 
 
 def _programs_github(pv: PairVerdict, confirmed: dict[tuple[int, int], str], after: str
@@ -382,5 +381,4 @@ def _dump_junit(modules: list[Any], summary: dict[str, Any]) -> str:
                 fail.text = _dump_text(m.name, p)
             elif p.verdict == "unknown":
                 ET.SubElement(case, "skipped", message=f"unknown: {p.reason}")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+    return junit_document(root)
