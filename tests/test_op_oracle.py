@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from verifidx.core.indexing_map import IndexingMap
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.indexing import input_to_output, output_to_input
+from verifidx.hlo.ops.common import exact_reads
 from verifidx.hlo.runtime import OperandIndexing
 
 Index = tuple[int, ...]
@@ -473,8 +474,12 @@ def test_dynamic_update_slice(out: list[int], data: st.DataObject) -> None:
     def reads(_leaf: int, d: Index) -> Reads:
         return merge(tags.decode(res[d]), {k + 2: {()} for k in range(rank)})
 
-    check(text, reads, data={f"p{k + 2}": np.array(s) for k, s in enumerate(starts)},
-          approx_o2i=[0], approx_i2o=[0], in_bounds_only=[1])
+    runtime = {f"p{k + 2}": np.array(s) for k, s in enumerate(starts)}
+    check(text, reads, data=runtime, approx_o2i=[0], approx_i2o=[0], in_bounds_only=[1])
+    # translation validation's maps (`exact_reads`): each output element reads exactly the
+    # element it copies, the operand's outside the window and the update's inside
+    with exact_reads():
+        check(text, reads, data=runtime, i2o=False)
 
 
 # -- gather and scatter with any dimension numbers ---------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,14 @@ def _verdicts() -> list[tuple[str, str, str, str, bool | None, Any]]:
     return rows
 
 
+def _integer_array_parameter(program: str) -> bool:
+    """The program's entry takes an integer array (index values no value symbol names)."""
+    text = next(p["before"] for p in _corpus()["programs"] if p["name"] == program)
+    signature = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
+    assert signature is not None
+    return re.search(r"\b[su](8|16|32|64)\[\d", signature.group(1)) is not None
+
+
 def test_the_corpus_covers_forty_programs_and_their_mutants() -> None:
     programs = _corpus()["programs"]
     assert len(programs) >= 40
@@ -65,10 +74,12 @@ def test_programs_that_change_the_results_are_found_to_differ() -> None:
         if r[5].verdict() != "differ":
             assert r[5].verdict() in ("unknown", "fewer reads"), (r[0], r[1], r[5].verdict())
             assert all(p.reason for p in r[5].pairs if p.verdict == "unknown")
-    # the issue asks for all of them; a floor at today's share (86 of 112 mutants and both
-    # AFTERs that differ: a dynamic-update-slice's maps over-approximate its reads, so a
-    # difference under one stays `unknown`) keeps it from slipping
-    assert len(found) >= 0.75 * len(changers), missed
+    # every one is found but where the start indices are elements of an array parameter (a
+    # gather's indices): those are runtime variables no value symbol names, so a change in how
+    # the program wraps them (a comparison flipped) leaves the maps equal for every start
+    unfollowed = [m for m in missed if _integer_array_parameter(m[0])]
+    assert len(missed) == len(unfollowed), missed
+    assert len(found) >= len(changers) - 2, missed
 
 
 def test_every_differ_names_a_counterexample_inside_the_types() -> None:

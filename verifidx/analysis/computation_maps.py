@@ -47,7 +47,7 @@ from verifidx.hlo.indexing import (
 from verifidx.hlo.indexing import input_to_output as instruction_input_to_output
 from verifidx.hlo.indexing import output_to_input as instruction_output_to_input
 from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
-from verifidx.hlo.ops.common import static_dims, to_all, to_scalar
+from verifidx.hlo.ops.common import reads_exactly, static_dims, to_all, to_scalar
 from verifidx.hlo.ops.loops import analyse_loop, loop_of_body, per_iteration
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, compose_indexing
 from verifidx.hlo.shape import Shape
@@ -527,7 +527,7 @@ class ComputationWalker:
 
 # -- cache -------------------------------------------------------------------------------------
 
-_CACHE: dict[tuple[int, int, str, str],
+_CACHE: dict[tuple[int, int, str, str, bool],
              tuple[weakref.ref[object], weakref.ref[HloComputation], Simplifier,
                    ComputationIndexing]] = {}
 
@@ -588,7 +588,7 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
             raise ValueError("a computation name needs its module")
         computation = module.computation(computation)
     owner: object = module if module is not None else computation
-    key = (id(owner), id(computation), direction, str(id(_simplifier)))
+    key = (id(owner), id(computation), direction, str(id(_simplifier)), reads_exactly())
     hit = _CACHE.get(key)
     # ids are reused once their object dies: the entry counts only if it holds these objects
     if hit is not None and hit[0]() is owner and hit[1]() is computation and hit[2] is _simplifier:
@@ -607,7 +607,7 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
     return result
 
 
-_IN_PROGRESS: set[tuple[int, int, str, str]] = set()
+_IN_PROGRESS: set[tuple[int, int, str, str, bool]] = set()
 
 
 def _keeps_sizes(loop: HloInstruction, module: HloModule) -> bool:

@@ -51,6 +51,7 @@ from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
 from verifidx.hlo.index_values import Piece, ValueSymbols, feasible, value_pieces
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.ops.common import exact_reads
 from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
 from verifidx.solve.smt import Verdict, equal, equal_relations, includes, is_empty
@@ -209,8 +210,13 @@ def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] |
     found: dict[int, list[Piece]] = {}
     for k, rv in enumerate(ind.runtime):
         p, comp = rv.map, symbols.home.get(id(rv.source))
-        if comp is None or p.is_undefined or p.num_rt_vars or p.num_range_vars or \
-                p.constraints or p.num_dims != m.num_dims or p.sizes:
+        if comp is None or p.is_undefined or p.sizes:
+            continue
+        # a scalar start (no results) holds one value wherever it is read: the variables and
+        # constraints its map picked up on the way (an enclosing dynamic-update-slice's
+        # window) say where it is read, not what it holds
+        if p.results and (p.num_rt_vars or p.num_range_vars or p.constraints or
+                          p.num_dims != m.num_dims):
             continue
         pieces = value_pieces(rv.source, p.results, comp, [], symbols, m.bounds)
         if pieces is not None:
@@ -277,12 +283,14 @@ def _in_region(ind: OperandIndexing, where: Sequence[tuple[Expr, Interval]],
 DATA_MOVEMENT = frozenset({
     "parameter", "broadcast", "transpose", "reverse", "slice", "concatenate", "reshape",
     "bitcast", "copy", "get-tuple-element", "tuple", "dynamic-slice", "gather", "fusion",
-    "call", "opt-barrier", "copy-start", "copy-done"})
+    "call", "opt-barrier", "copy-start", "copy-done", "dynamic-update-slice"})
 """Ops whose output element is a copy of one element of a data operand (the start operands
-of dynamic-slice and gather are indices, not data). Pad and dynamic-update-slice are not
-here: their maps read more than each element copies (`hlo.indexing.OVER_APPROXIMATIONS`)."""
+of dynamic-slice, dynamic-update-slice and gather are indices, not data). Pad is not here:
+its maps read more than each element copies (`hlo.indexing.OVER_APPROXIMATIONS`); nor is a
+dynamic-update-slice of dynamic shape (its maps are XLA's, larger than the reads), which
+`loose_parameters` keeps from ever being `same`."""
 
-_INDEX_OPERANDS = {"dynamic-slice": 1, "gather": 1}
+_INDEX_OPERANDS = {"dynamic-slice": 1, "gather": 1, "dynamic-update-slice": 2}
 """Opcode -> the number of leading data operands (the rest are indices)."""
 
 
@@ -341,7 +349,14 @@ _LARGER: dict[str, frozenset[int] | None] = {
     "convolution": None, "scatter": None, "select-and-scatter": None, "sort": None,
     "conditional": None, "scan": None, "rng-bit-generator": None}
 """Opcode -> the operands whose output-to-input maps hold more than the op reads
-(`verifidx.hlo.indexing.OVER_APPROXIMATIONS`); None: any operand."""
+(`verifidx.hlo.indexing.OVER_APPROXIMATIONS`); None: any operand. A dynamic-update-slice
+of static shape is exact here: the maps are derived under `hlo.ops.common.exact_reads`."""
+
+
+def _exact_update(comp: HloComputation, inst: HloInstruction) -> bool:
+    """A dynamic-update-slice whose maps `exact_reads` makes exact: every shape static."""
+    return inst.opcode == "dynamic-update-slice" and not inst.shape.is_dynamic and not any(
+        comp.instruction(n).shape.is_dynamic for n in inst.operands)
 
 
 def loose_parameters(module: HloModule) -> set[int] | None:
@@ -358,7 +373,7 @@ def loose_parameters(module: HloModule) -> set[int] | None:
             home[id(inst)] = comp
             for name in inst.called_computations:
                 sites.setdefault(name, []).append((comp, inst))
-            if inst.opcode not in _LARGER:
+            if inst.opcode not in _LARGER or _exact_update(comp, inst):
                 continue
             slots = _LARGER[inst.opcode]
             for k, operand in enumerate(inst.operands):
@@ -644,7 +659,8 @@ def _entry_indexing(module: HloModule) -> ComputationIndexing:
     for m, found in _RECENT:
         if m is module:
             return found
-    found = computation_indexing(module, module.entry, "out2in")
+    with exact_reads():
+        found = computation_indexing(module, module.entry, "out2in")
     _RECENT.append((module, found))
     del _RECENT[:-2]
     return found

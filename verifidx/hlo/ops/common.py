@@ -4,7 +4,9 @@ helpers that build maps in simple form."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from verifidx.core.expr import Dim, Expr, Mul, Symbol, add
@@ -20,6 +22,28 @@ Maps = list[OperandIndexing]
 
 class Malformed(Exception):
     """The instruction's attributes do not describe a valid op; its maps become UNDEFINED."""
+
+
+_EXACT_READS: ContextVar[bool] = ContextVar("exact_reads", default=False)
+
+
+@contextmanager
+def exact_reads() -> Iterator[None]:
+    """Within it, a dynamic-update-slice of static shape maps each output element to the one
+    element it copies (the operand's outside the updated window, the update's inside), in
+    pieces, instead of XLA's maps (the operand everywhere, the update unconstrained). For
+    clients that compare what two programs read (translation validation); `indexing` keeps
+    XLA's maps, which its conformance vectors check."""
+    token = _EXACT_READS.set(True)
+    try:
+        yield
+    finally:
+        _EXACT_READS.reset(token)
+
+
+def reads_exactly() -> bool:
+    """Whether `exact_reads` is in force (part of every cache key of derived maps)."""
+    return _EXACT_READS.get()
 
 
 # -- context and table -------------------------------------------------------------------------

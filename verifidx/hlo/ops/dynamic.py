@@ -13,6 +13,7 @@ from verifidx.hlo.ops.common import (
     build_map,
     identity_indexing,
     need,
+    reads_exactly,
     to_all,
 )
 from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, fold_known_values
@@ -93,11 +94,36 @@ def dus_o2i(ctx: OpContext, output_id: int, fold: bool = True,
     largest value (for callers that clamp to sizes, `verifidx.hlo.sized_ops`)."""
     out, upd = _dus_setup(ctx)
     rank = len(out)
+    offsets = [[to_all(out, ctx.in_dims(i))] for i in range(2, ctx.num_operands)]
+    if fold and reads_exactly():
+        return [*_dus_exact_o2i(ctx, out, upd), *offsets]
     results = [add(Dim(k), neg(RtVar(k))) for k in range(rank)]
     m = build_map(results, box(out), rts=_dus_starts(out, upd, starts))
     update = OperandIndexing(m, tuple(_offset_sources(ctx, 2, rank, m)))
-    offsets = [[to_all(out, ctx.in_dims(i))] for i in range(2, ctx.num_operands)]
     return [[identity_indexing(out)], [fold_known_values(update) if fold else update], *offsets]
+
+
+def _dus_exact_o2i(ctx: OpContext, out: tuple[int, ...], upd: tuple[int, ...]) -> list[Maps]:
+    """An output element reads the update at `d - rt` where `d - rt` lies in the update's box
+    (`rt` the clamped start) and the operand at `d` elsewhere: outside the window in some
+    dimension `k`, one piece below it and one above (pieces may overlap: a union). Where the
+    update covers dimension `k` whole, its pieces are empty and left out; where it covers
+    every dimension, the operand is not read."""
+    rank = len(out)
+    rts = _dus_starts(out, upd, None)
+    moved = [add(Dim(k), neg(RtVar(k))) for k in range(rank)]
+    inside = build_map(moved, box(out), rts=rts,
+                       constraints=[(moved[k], (0, upd[k] - 1)) for k in range(rank)])
+    sources = tuple(_offset_sources(ctx, 2, rank, inside))
+    pieces: Maps = []
+    for k in range(rank):
+        if upd[k] == out[k]:
+            continue
+        for window in ((-out[k], -1), (upd[k], out[k] - 1)):
+            piece = build_map([Dim(j) for j in range(rank)], box(out), rts=rts,
+                              constraints=[(moved[k], window)])
+            pieces.append(fold_known_values(OperandIndexing(piece, sources)))
+    return [pieces, [fold_known_values(OperandIndexing(inside, sources))]]
 
 
 def dus_i2o(ctx: OpContext, input_id: int, fold: bool = True,
