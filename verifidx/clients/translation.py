@@ -294,40 +294,45 @@ _INDEX_OPERANDS = {"dynamic-slice": 1, "gather": 1, "dynamic-update-slice": 2}
 """Opcode -> the number of leading data operands (the rest are indices)."""
 
 
-def _copies(comp: HloComputation, inst: HloInstruction, target: HloInstruction,
-            module: HloModule, memo: dict[tuple[int, int], bool | None]) -> bool | None:
-    """None when `target`'s data does not reach `inst`; True when it does through data
-    movement only; False when some op on the way computes."""
-    key = (id(inst), id(target))
-    if key in memo:
-        return memo[key]
-    memo[key] = None
-    if inst is target:
-        memo[key] = True
-        return True
-    data = inst.operands[:_INDEX_OPERANDS.get(inst.opcode, len(inst.operands))]
-    if inst.opcode in ("fusion", "call"):
-        results: list[bool | None] = []
-        body = module.computation(inst.called_computations[0])
-        inner = {q.parameter_number: q for q in body.parameters}
-        for k, name in enumerate(inst.operands):
-            outer = _copies(comp, comp.instruction(name), target, module, memo)
-            if outer is None or k not in inner:
-                continue
-            results.append(outer and _copies(body, body.root, inner[k], module, memo))
-        reached = [r for r in results if r is not None]
-    else:
-        reached = [r for r in (_copies(comp, comp.instruction(n), target, module, memo)
-                               for n in data) if r is not None]
-        if reached and inst.opcode not in DATA_MOVEMENT:
-            reached = [False]
-    out = None if not reached else all(reached)
-    memo[key] = out
+_Sources = dict[int, bool]
+"""Parameter number -> whether every path from that parameter of the computation to the value
+is data movement only (True) or some op on the way computes (False); absent: not reached."""
+
+
+def _joined(into: _Sources, more: Mapping[int, bool], through: bool = True) -> None:
+    for p, pure in more.items():
+        into[p] = into.get(p, True) and pure and through
+
+
+def _sources(comp: HloComputation, module: HloModule,
+             memo: dict[int, dict[str, _Sources]]) -> dict[str, _Sources]:
+    """Each instruction's `_Sources`, in one pass over the computation in definition order
+    (a fusion or call through its body's root, found once per body in `memo`)."""
+    found = memo.get(id(comp))
+    if found is not None:
+        return found
+    out: dict[str, _Sources] = {}
+    for inst in comp.instructions:
+        here: _Sources = {}
+        if inst.opcode == "parameter" and inst.parameter_number is not None:
+            here[inst.parameter_number] = True
+        elif inst.opcode in ("fusion", "call") and inst.called_computations:
+            body = module.computation(inst.called_computations[0])
+            root = _sources(body, module, memo)[body.root.name]
+            for k, name in enumerate(inst.operands):
+                if k in root:
+                    _joined(here, out[name], root[k])
+        else:
+            data = inst.operands[:_INDEX_OPERANDS.get(inst.opcode, len(inst.operands))]
+            for name in data:
+                _joined(here, out[name], inst.opcode in DATA_MOVEMENT)
+        out[inst.name] = here
+    memo[id(comp)] = out
     return out
 
 
 def _pure_copy(module: HloModule, output: int, parameter: int,
-               memo: dict[tuple[int, int], bool | None]) -> bool:
+               memo: dict[int, dict[str, _Sources]]) -> bool:
     """Output leaf `output` is data movement of entry parameter `parameter` only (`memo`: one
     per module, shared by its pairs)."""
     entry = module.entry
@@ -338,8 +343,7 @@ def _pure_copy(module: HloModule, output: int, parameter: int,
                 any(entry.instruction(n).shape.is_tuple for n in root.operands):
             return False
         leaf = entry.instruction(root.operands[output])
-    target = [q for q in entry.parameters if q.parameter_number == parameter]
-    return bool(target) and _copies(entry, leaf, target[0], module, memo) is True
+    return _sources(entry, module, memo)[leaf.name].get(parameter) is True
 
 
 # -- maps larger than the reads ------------------------------------------------------------------
@@ -676,8 +680,8 @@ def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
     larger = {"before": loose_parameters(a), "after": loose_parameters(b)}
     keys = sorted({(o, p) for o, p, _l in ia.maps} | {(o, p) for o, p, _l in ib.maps})
     pairs = []
-    copies_a: dict[tuple[int, int], bool | None] = {}
-    copies_b: dict[tuple[int, int], bool | None] = {}
+    copies_a: dict[int, dict[str, _Sources]] = {}
+    copies_b: dict[int, dict[str, _Sources]] = {}
     for o, p in keys:
         dims = {n: (k, s, d.get(p)) for n, (k, s, d) in sides.items()}
         loose = {n: found is None or p in found for n, found in larger.items()}

@@ -199,6 +199,8 @@ class HloInstruction:
     parameter_number: int | None = None
     literal: str | None = None
     literal_value: int | float | bool | None = None
+    _called: tuple[str, ...] | None = field(default=None, init=False, repr=False,
+                                            compare=False, hash=False)
 
     def _ints(self, name: str) -> tuple[int, ...] | None:
         return cast("tuple[int, ...] | None", self.attributes.get(name))
@@ -216,7 +218,10 @@ class HloInstruction:
 
     @property
     def called_computations(self) -> tuple[str, ...]:
-        """Names of the computations this instruction calls, in attribute order."""
+        """Names of the computations this instruction calls, in attribute order (found once:
+        every walk over a module asks)."""
+        if self._called is not None:
+            return self._called
         names: list[str] = []
         for key in COMPUTATION_ATTRIBUTES:
             value = self.attributes.get(key)
@@ -224,6 +229,7 @@ class HloInstruction:
                 names.append(value)
             elif isinstance(value, tuple):
                 names.extend(cast("tuple[str, ...]", value))
+        object.__setattr__(self, "_called", tuple(names))
         return tuple(names)
 
     @property
@@ -343,9 +349,14 @@ class HloComputation:
         init=False, repr=False, compare=False, hash=False
     )
     _root: HloInstruction = field(init=False, repr=False, compare=False, hash=False)
+    _parameters: tuple[HloInstruction, ...] = field(init=False, repr=False, compare=False,
+                                                    hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {i.name: i for i in self.instructions})
+        params = [i for i in self.instructions if i.parameter_number is not None]
+        object.__setattr__(self, "_parameters", tuple(sorted(
+            params, key=lambda i: cast(int, i.parameter_number))))
         roots = [i for i in self.instructions if i.is_root]
         if len(roots) != 1:
             raise ValueError(f"computation {self.name!r} needs exactly one root instruction")
@@ -358,8 +369,7 @@ class HloComputation:
     @property
     def parameters(self) -> tuple[HloInstruction, ...]:
         """The parameter instructions, sorted by parameter number."""
-        params = [i for i in self.instructions if i.parameter_number is not None]
-        return tuple(sorted(params, key=lambda i: cast(int, i.parameter_number)))
+        return self._parameters
 
     def instruction(self, name: str) -> HloInstruction:
         """The instruction called `name` (a leading `%` is ignored); KeyError if none."""
