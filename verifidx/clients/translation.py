@@ -45,6 +45,7 @@ from verifidx.analysis.refinement import (
     within,
     witness,
 )
+from verifidx.clients.pass_region import Region, changed_region
 from verifidx.core.errors import EvaluationError, VerifidxError
 from verifidx.core.expr import Expr, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
@@ -659,19 +660,80 @@ never reused): pass by pass, each snapshot is the AFTER of one pair and the BEFO
 next."""
 
 
-def _entry_indexing(module: HloModule) -> ComputationIndexing:
+def _entry_indexing(module: HloModule, remember: bool = True) -> ComputationIndexing:
     for m, found in _RECENT:
         if m is module:
             return found
     with exact_reads():
         found = computation_indexing(module, module.entry, "out2in")
-    _RECENT.append((module, found))
-    del _RECENT[:-2]
+    if remember:
+        _RECENT.append((module, found))
+        del _RECENT[:-2]
     return found
 
 
 def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
-    ia, ib = _entry_indexing(a), _entry_indexing(b)
+    region = changed_region(a, b)
+    if isinstance(region, Region):
+        found = _by_region(a, b, region, timeout_ms)
+        if found is not None:
+            return found
+    return _validate_whole(a, b, timeout_ms)
+
+
+def _reaches(module: HloModule) -> dict[int, set[int]] | None:
+    """Output leaf -> the entry parameters some path reaches it from (any operand, calls
+    entered wholesale); None for a tuple root that is not a tuple op of arrays."""
+    entry = module.entry
+    seen: dict[str, set[int]] = {}
+    for inst in entry.instructions:
+        here: set[int] = set()
+        if inst.opcode == "parameter" and inst.parameter_number is not None:
+            here.add(inst.parameter_number)
+        for n in inst.operands:
+            here |= seen[n]
+        seen[inst.name] = here
+    root = entry.root
+    if not root.shape.is_tuple:
+        return {0: seen[root.name]}
+    if root.opcode != "tuple" or any(entry.instruction(n).shape.is_tuple for n in root.operands):
+        return None
+    return {k: seen[n] for k, n in enumerate(root.operands)}
+
+
+def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int
+               ) -> ProgramValidation | None:
+    """`same` for every pair when the changed region is `same` for every pair of its own
+    (`verifidx.clients.pass_region`); None otherwise (then the whole modules decide)."""
+    ra, rb = _reaches(a), _reaches(b)
+    if ra is None or ra != rb:
+        return None
+    if region.before is None or region.after is None:
+        why = ("the results are the same subgraph in both (the same ops, shapes, layouts and "
+               "attributes up to names and metadata)")
+    else:
+        inner = _validate_whole(region.before, region.after, timeout_ms, remember=False)
+        if inner.verdict() != SAME:
+            return None
+        why = (f"the pass changed {region.size[0]} instructions into {region.size[1]}; they "
+               f"read the same elements of the values they take in for every value of the "
+               f"value symbols ({len(inner.pairs)} pairs proven), the rest is the same ops on "
+               f"the same operands, and no changed value chooses what an op reads")
+    copies_a: dict[int, dict[str, _Sources]] = {}
+    copies_b: dict[int, dict[str, _Sources]] = {}
+    pairs = []
+    for o in sorted(ra):
+        for p in sorted(ra[o]):
+            copy = _pure_copy(a, o, p, copies_a) and _pure_copy(b, o, p, copies_b)
+            reason = why + ("; both are pure data movement: the values are equal" if copy
+                            else "")
+            pairs.append(PairVerdict(o, p, SAME, reason, None, copy))
+    return ProgramValidation(tuple(pairs))
+
+
+def _validate_whole(a: HloModule, b: HloModule, timeout_ms: int, remember: bool = True
+                    ) -> ProgramValidation:
+    ia, ib = _entry_indexing(a, remember), _entry_indexing(b, remember)
     names: dict[Hashable, int] = {}
     sides = {"before": (ValueKeys(a, {}, names), ValueSymbols(a), parameter_dims(a, {})),
              "after": (ValueKeys(b, {}, names), ValueSymbols(b), parameter_dims(b, {}))}

@@ -1,0 +1,182 @@
+"""Pass-by-pass validation through the changed region (`verifidx.clients.pass_region`): random
+programs of data movement, arithmetic and dynamic slices, one instruction changed as a pass
+would change it, and the verdict against the brute-force oracle of tests/fusion_oracle.py
+(the elements each output element reads, at each value of the scalar parameter). A `same`
+must hold at every value tried; where the reads differ the verdict must not be `same`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from fusion_oracle import all_reads
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
+
+from verifidx.clients.pass_region import Region, changed_region
+from verifidx.clients.translation import DIFFER, SAME, _validate_whole, validate_programs
+from verifidx.hlo import parse_hlo
+
+EXAMPLES = 400 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
+"""Each example validates two programs with dynamic slices and selects (about a second)."""
+
+VALUES = (-3, -1, 0, 1, 2, 5, 9)
+"""Values of the scalar parameter p2 at which the oracle is asked."""
+
+OPS = ("reverse", "negate", "add", "multiply", "halves", "pad", "dslice", "dupdate", "select")
+
+
+def _instruction(op: str, name: str, a: str, b: str, start: str, k: int) -> list[str]:
+    """Lines defining `name` (f32[8]) from values `a`, `b` and the s32[] value `start`; `k`
+    varies the op's attributes (a window, an edge, an order)."""
+    if op in ("negate", "reverse"):
+        extra = ", dimensions={0}" if op == "reverse" else ""
+        return [f"{name} = f32[8] {op}({a}){extra}"]
+    if op in ("add", "multiply"):
+        return [f"{name} = f32[8] {op}({a}, {b})"]
+    if op == "halves":
+        lo = k % 5
+        return [f"{name}.l = f32[4] slice({a}), slice={{[{lo}:{lo + 4}]}}",
+                f"{name}.r = f32[4] slice({b}), slice={{[0:4]}}",
+                f"{name} = f32[8] concatenate({name}.l, {name}.r), dimensions={{0}}"]
+    if op == "pad":
+        low = k % 3
+        return [f"{name}.s = f32[6] slice({a}), slice={{[1:7]}}",
+                f"{name} = f32[8] pad({name}.s, zero), padding={low}_{2 - low}"]
+    if op == "dslice":
+        return [f"{name}.c = f32[16] concatenate({a}, {b}), dimensions={{0}}",
+                f"{name} = f32[8] dynamic-slice({name}.c, {start}), dynamic_slice_sizes={{8}}"]
+    if op == "dupdate":
+        return [f"{name}.u = f32[3] slice({b}), slice={{[{k % 4}:{k % 4 + 3}]}}",
+                f"{name} = f32[8] dynamic-update-slice({a}, {name}.u, {start})"]
+    assert op == "select"
+    return [f"{name}.p = pred[8] compare({a}, {b}), direction=LT",
+            f"{name} = f32[8] select({name}.p, {a}, {b})"]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[list[tuple[str, int, int, int, int]], int]:
+    """Instructions as (op, first operand, second operand, start, variant) over the values
+    defined before them (0 and 1 the f32[8] parameters), and the one to change."""
+    n = draw(st.integers(3, 6))
+    body = []
+    for k in range(n):
+        defined = k + 2
+        # the first operand the value just defined: every value reaches the root
+        body.append((draw(st.sampled_from(OPS)), defined - 1,
+                     draw(st.integers(0, defined - 1)), draw(st.integers(0, 2)),
+                     draw(st.integers(0, 5))))
+    return body, draw(st.integers(0, n - 2))
+
+
+def _text(body: list[tuple[str, int, int, int, int]], two_outputs: bool) -> str:
+    lines = ["p0 = f32[8] parameter(0)", "p1 = f32[8] parameter(1)", "i = s32[] parameter(2)",
+             "zero = f32[] constant(0)", "one = s32[] constant(1)", "three = s32[] constant(3)",
+             "i1 = s32[] add(i, one)", "i3 = s32[] multiply(i, three)"]
+    names = ["p0", "p1"]
+    starts = ["i", "i1", "i3"]
+    for k, (op, a, b, s, variant) in enumerate(body):
+        name = f"v{k}"
+        lines += _instruction(op, name, names[a], names[b], starts[s], variant)
+        names.append(name)
+    last = names[-1]
+    if two_outputs:
+        lines.append(f"ROOT out = (f32[8], f32[8]) tuple({last}, {names[-2]})")
+    else:
+        lines.append(f"ROOT out = f32[8] negate({last})")
+    return "HloModule m\n\nENTRY e {\n  " + "\n  ".join(lines) + "\n}\n"
+
+
+MUTATIONS = ("variant", "operand", "op", "start", "commute")
+
+
+def _mutated(body: list[tuple[str, int, int, int, int]], at: int, how: str, by: int
+             ) -> list[tuple[str, int, int, int, int]]:
+    op, a, b, s, variant = body[at]
+    defined = at + 2
+    if how == "variant":
+        variant = (variant + 1 + by) % 6
+    elif how == "operand":
+        b = (b + 1 + by) % defined
+    elif how == "op":
+        op = OPS[(OPS.index(op) + 1 + by) % len(OPS)]
+    elif how == "start":
+        s = (s + 1 + by) % 3
+    else:  # what a pass may do and keep every read: add for multiply, operands swapped
+        op = {"add": "multiply", "multiply": "add"}.get(op, op)
+        a, b = (b, a) if op in ("add", "multiply") else (a, b)
+    return [*body[:at], (op, a, b, s, variant), *body[at + 1:]]
+
+
+def _reads(text: str) -> list[Any]:
+    module = parse_hlo(text)
+    leaves = len(module.entry.root.shape.leaves())
+    out = []
+    for v in VALUES:
+        values = {0: np.arange(8, dtype=np.float32), 1: np.arange(8, 16, dtype=np.float32),
+                  2: np.int32(v)}
+        out.append([all_reads(module, module.entry, leaf, values=values)
+                    for leaf in range(leaves)])
+    return out
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(programs(), st.sampled_from(MUTATIONS), st.integers(0, 3), st.booleans())
+def test_a_changed_instruction_is_same_only_where_every_read_is(
+        program: tuple[list[tuple[str, int, int, int, int]], int], how: str, by: int,
+        two_outputs: bool) -> None:
+    body, at = program
+    before = _text(body, two_outputs)
+    kinds = MUTATIONS[MUTATIONS.index(how):] + MUTATIONS[:MUTATIONS.index(how)]
+    after = next((t for t in (_text(_mutated(body, at, k, by), two_outputs) for k in kinds)
+                  if t != before), None)
+    assume(after is not None)  # no kind changes this instruction
+    assert after is not None
+    verdict = validate_programs(before, after).verdict()
+    region = changed_region(parse_hlo(before), parse_hlo(after))
+    by_region = isinstance(region, Region) and region.before is not None
+    event(f"{verdict}, " + (region if isinstance(region, str) else "by the region"
+                            if by_region else "the same subgraph"))
+    if verdict == SAME:
+        assert _reads(before) == _reads(after), (before, after)
+        if by_region:  # the whole modules never contradict the region's proof
+            whole = _validate_whole(parse_hlo(before), parse_hlo(after), 2000, remember=False)
+            assert whole.verdict() != DIFFER, (before, after)
+    elif _reads(before) != _reads(after):
+        assert verdict != SAME
+
+
+def test_the_region_is_the_changed_instructions_and_their_verdict_stands_for_the_whole() -> None:
+    body = [("reverse", 0, 0, 0, 0), ("halves", 2, 1, 0, 1), ("add", 3, 2, 0, 0),
+            ("negate", 4, 4, 0, 0)]
+    before = _text(body, False)
+    after = _text(_mutated(body, 1, "variant", 0), False)  # one window moved by one
+    region = changed_region(parse_hlo(before), parse_hlo(after))
+    assert isinstance(region, Region) and region.size == (1, 1), region  # v1.l alone
+    v = validate_programs(before, after)
+    assert v.verdict() == DIFFER  # the region differs: the whole modules decide
+    assert v.pairs[0].counterexample is not None
+    renamed = before.replace("v0", "w0")
+    same = validate_programs(before, renamed)
+    assert same.verdict() == SAME and "same subgraph" in same.pairs[0].reason
+
+
+def test_a_changed_start_is_left_to_the_whole_modules() -> None:
+    body = [("dslice", 0, 1, 0, 0), ("negate", 2, 2, 0, 0)]
+    before = _text(body, False)
+    after = before.replace("i1 = s32[] add(i, one)", "i1 = s32[] add(i, three)") \
+        .replace("dynamic-slice(v0.c, i)", "dynamic-slice(v0.c, i1)")
+    region = changed_region(parse_hlo(before), parse_hlo(after))
+    assert isinstance(region, str) and "chooses what" in region
+    assert validate_programs(before, after).verdict() == DIFFER
+
+
+def test_an_elided_literal_is_never_taken_for_the_same_value() -> None:
+    text = ("HloModule m\n\nENTRY e {\n  p0 = f32[8] parameter(0)\n"
+            "  c = f32[8] constant({...})\n  ROOT r = f32[8] add(p0, c)\n}\n")
+    region = changed_region(parse_hlo(text), parse_hlo(text))
+    assert isinstance(region, Region) and region.before is not None  # not "the same subgraph"
+    plain = text.replace("{...}", "{1, 2, 3, 4, 5, 6, 7, 8}")
+    same = changed_region(parse_hlo(plain), parse_hlo(plain))
+    assert isinstance(same, Region) and same.before is None

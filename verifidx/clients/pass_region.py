@@ -1,0 +1,263 @@
+"""The part of a module one compiler pass changed, as a pair of small programs: validating a
+pass then costs what the change costs, not what the module costs (issue 36's pass-by-pass
+validation of a 12-layer transformer, where a pass rewrites a few instructions of thousands).
+
+Two entry computations are matched from both ends:
+- *shared* values: instructions equal as whole subgraphs (the same op, shape, layout and
+  attributes, metadata aside, with shared operands, called computations compared by their
+  text up to names), found by hash-consing both modules' instructions into one table;
+- the *remainder*: from the roots down, pairs of instructions equal as ops whose operands are
+  pairwise shared, remainder or changed.
+
+What is neither is the *region*: its outputs are the changed operands of the remainder, its
+inputs the shared values it reads (constants and iotas are copied in instead). Each region
+becomes a module whose parameters are the inputs (numbered alike on both sides) and whose
+root is the tuple of the outputs. If the two regions read the same, the two programs do: the
+remainder is the same ops on the same positions, so it composes equal relations into equal
+relations, provided its own reads do not depend on values the region computes. That is
+checked: no region output reaches, through the remainder, an operand whose values choose
+what an op reads (starts, indices, a loop's state, a selector, sort keys, a custom call).
+Anything else (a root changed, a region that reads the remainder, a tuple-shaped boundary)
+gives None and the caller validates the whole modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
+from verifidx.hlo.shape import Shape
+
+_COPIED = frozenset({"constant", "iota"})
+"""Shared values the region takes in as they are rather than as parameters (their values
+matter to the maps: a constant start, an iota of indices)."""
+
+_VALUE_POSITIONS: Mapping[str, frozenset[int] | None] = {
+    "dynamic-slice": None, "dynamic-update-slice": None, "gather": frozenset({1}),
+    "scatter": None, "select-and-scatter": None, "sort": None, "while": None,
+    "conditional": None, "custom-call": None, "rng-bit-generator": None,
+}
+"""Opcode -> the operand positions whose values choose which elements the op reads (None:
+every position but the data operands named in `_DATA_POSITIONS`, or all of them)."""
+
+_DATA_POSITIONS: Mapping[str, frozenset[int]] = {
+    "dynamic-slice": frozenset({0}), "dynamic-update-slice": frozenset({0, 1})}
+
+
+@dataclass(frozen=True)
+class Region:
+    """The changed part of BEFORE and of AFTER as two modules with one signature, and the
+    count of instructions it holds on each side; no modules when the results are the same
+    subgraph on both sides (the pass changed nothing they depend on)."""
+
+    before: HloModule | None
+    after: HloModule | None
+    size: tuple[int, int]
+
+
+class _Table:
+    """One id per distinct subgraph, across both modules."""
+
+    def __init__(self) -> None:
+        self.ids: dict[object, int] = {}
+        self.computations: dict[int, dict[str, int]] = {}
+
+    def intern(self, key: object) -> int:
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.ids)
+        return found
+
+    def computation_key(self, module: HloModule, name: str) -> int:
+        keys = self.computations.setdefault(id(module), {})
+        if name in keys:
+            return keys[name]
+        keys[name] = -1  # a computation that calls itself matches nothing
+        comp = module.computation(name)
+        position = {inst.name: k for k, inst in enumerate(comp.instructions)}
+        body = tuple((self.signature(module, inst),
+                      tuple(position.get(n, -1) for n in inst.operands), inst.is_root)
+                     for inst in comp.instructions)
+        keys[name] = self.intern(("computation", body))
+        return keys[name]
+
+    def signature(self, module: HloModule, inst: HloInstruction) -> int:
+        called = tuple(self.computation_key(module, n) if n in module.computations else n
+                       for n in inst.called_computations)
+        attrs = tuple(sorted((k, v) for k, v in inst.raw_attributes.items()
+                             if k != "metadata" and k not in COMPUTATION_ATTRIBUTES))
+        literal: object = inst.literal
+        if literal is not None and "..." in str(literal):
+            literal = object()  # an elided literal (`{...}`) equals nothing, itself included
+        return self.intern((inst.opcode, inst.shape, attrs, called, inst.parameter_number,
+                            literal, len(inst.operands)))
+
+    def values(self, module: HloModule) -> tuple[dict[str, int], dict[str, int]]:
+        """(signature, subgraph id) of every entry instruction."""
+        comp = module.entry
+        sig: dict[str, int] = {}
+        deep: dict[str, int] = {}
+        for inst in comp.instructions:
+            sig[inst.name] = self.signature(module, inst)
+            deep[inst.name] = self.intern(("value", sig[inst.name],
+                                           tuple(deep.get(n, -1) for n in inst.operands)))
+        return sig, deep
+
+
+class _NotApplicable(Exception):
+    """Why the method does not apply to this pair."""
+
+
+def changed_region(before: HloModule, after: HloModule) -> Region | str:
+    """The region (module docstring), or why the method does not apply."""
+    try:
+        return _region(before, after)
+    except _NotApplicable as why:
+        return str(why)
+
+
+def _region(before: HloModule, after: HloModule) -> Region:
+    table = _Table()
+    ca, cb = before.entry, after.entry
+    sig_a, deep_a = table.values(before)
+    sig_b, deep_b = table.values(after)
+    if deep_a[ca.root.name] == deep_b[cb.root.name]:
+        return Region(None, None, (0, 0))
+    if sig_a[ca.root.name] != sig_b[cb.root.name]:
+        raise _NotApplicable("the pass changed the root")
+    shared = set(deep_a.values()) & set(deep_b.values())
+    pairs: dict[str, str] = {}  # the kept instructions, A -> B
+    paired_b: dict[str, str] = {}
+    outputs: dict[tuple[str, str], None] = {}  # the changed operands of kept ones, in order
+    work = [(ca.root.name, cb.root.name)]
+    while work:
+        x, y = work.pop()
+        if pairs.get(x) == y:
+            continue
+        if x in pairs or y in paired_b:
+            outputs[(x, y)] = None  # kept twice over: read as it is, an input of the region
+            continue
+        pairs[x], paired_b[y] = y, x
+        for u, v in zip(ca.instruction(x).operands, cb.instruction(y).operands):
+            if deep_a[u] == deep_b[v]:
+                continue  # one value on both sides
+            if sig_a[u] == sig_b[v]:
+                work.append((u, v))
+            else:
+                outputs[(u, v)] = None
+    for u, v in outputs:
+        shape = ca.instruction(u).shape
+        if shape != cb.instruction(v).shape or shape.is_tuple:
+            # (a layout too: the rest may read it through a bitcast)
+            raise _NotApplicable(f"a changed value {u} has another shape or layout, or is "
+                                 "a tuple")
+    # values that may differ: all not shared, and the changed operands even where shared
+    # (`i` where the other program reads `i + 1`)
+    for module, deep, ends in ((before, deep_a, {u for u, _ in outputs}),
+                               (after, deep_b, {v for _, v in outputs})):
+        hit = _value_dependent_read(module, {n for n, d in deep.items() if d not in shared}
+                                    | ends)
+        if hit:
+            raise _NotApplicable(f"a changed value chooses what {hit} reads")
+    inputs: dict[object, tuple[int, Shape]] = {}
+    side_a = _side(ca, [u for u, _ in outputs], deep_a, shared, pairs, inputs)
+    side_b = _side(cb, [v for _, v in outputs], deep_b, shared, paired_b, inputs, paired_b)
+    ma = _module(before, side_a, [u for u, _ in outputs], inputs)
+    mb = _module(after, side_b, [v for _, v in outputs], inputs)
+    if ma is None or mb is None:
+        raise _NotApplicable("an input of the changed part is a tuple")
+    return Region(ma, mb, (sum(k is None for k, _ in side_a),
+                           sum(k is None for k, _ in side_b)))
+
+
+def _side(comp: HloComputation, outputs: Sequence[str], deep: Mapping[str, int],
+          shared: set[int], kept: Mapping[str, str], inputs: dict[object, tuple[int, Shape]],
+          partner: Mapping[str, str] | None = None
+          ) -> list[tuple[object, HloInstruction]]:
+    """The region's instructions on one side in definition order, each with its input key
+    (None inside the region): a shared value by its subgraph, a kept one by its name in A
+    (`partner` maps B's names there); `inputs` numbers the keys for both sides."""
+    keys: dict[str, object] = {}
+    work = list(outputs)
+    while work:
+        name = work.pop()
+        if name in keys:
+            continue
+        inst = comp.instruction(name)
+        key: object = None
+        if deep[name] in shared and inst.opcode not in _COPIED:
+            key = ("shared", deep[name])
+        elif name in kept:
+            key = ("kept", partner[name] if partner is not None else name)
+        keys[name] = key
+        if key is not None:
+            inputs.setdefault(key, (len(inputs), inst.shape))
+        else:
+            work.extend(inst.operands)
+    return [(keys[inst.name], inst) for inst in comp.instructions if inst.name in keys]
+
+
+def _module(module: HloModule, region: Sequence[tuple[object, HloInstruction]],
+            outputs: Sequence[str], inputs: Mapping[object, tuple[int, Shape]]
+            ) -> HloModule | None:
+    body: list[HloInstruction] = []
+    for key, inst in region:
+        if key is not None:
+            if inst.shape.is_tuple:
+                return None
+            body.append(HloInstruction(inst.name, "parameter", inst.shape,
+                                       parameter_number=inputs[key][0]))
+        else:
+            body.append(HloInstruction(inst.name, inst.opcode, inst.shape, inst.operands,
+                                       inst.attributes, inst.raw_attributes,
+                                       parameter_number=inst.parameter_number,
+                                       literal=inst.literal,
+                                       literal_value=inst.literal_value,
+                                       line=inst.line, column=inst.column))
+    have = {inst.parameter_number for inst in body if inst.opcode == "parameter"}
+    for number, shape in inputs.values():  # an input only the other side reads
+        if number not in have:
+            if shape.is_tuple:
+                return None
+            body.append(HloInstruction(f"region.input.{number}", "parameter", shape,
+                                       parameter_number=number))
+    shapes = [module.entry.instruction(n).shape for n in outputs]
+    root = HloInstruction("region.root", "tuple", Shape.tuple_of(*shapes), tuple(outputs),
+                          is_root=True)
+    entry = HloComputation("region", (*body, root), is_entry=True)
+    computations = {n: c for n, c in module.computations.items() if c is not module.entry}
+    computations[entry.name] = entry
+    return HloModule(module.name, computations, {}, {}, module.source)
+
+
+def _value_dependent_read(module: HloModule, changed: set[str]) -> str | None:
+    """An instruction that reads a value which may differ between the programs (`changed`:
+    every value that is not shared) where its values choose what an op reads (fusions and
+    calls followed into their bodies); None if there is none."""
+    for inst in module.entry.instructions:
+        hit = [k for k, n in enumerate(inst.operands) if n in changed]
+        if hit and _chooses(module, inst, hit):
+            return inst.name
+    return None
+
+
+def _chooses(module: HloModule, inst: HloInstruction, positions: Sequence[int]) -> bool:
+    if inst.opcode in ("fusion", "call") and inst.called_computations:
+        body = module.computation(inst.called_computations[0])
+        tainted = {q.name for q in body.parameters if q.parameter_number in positions}
+        for x in body.instructions:
+            hit = [k for k, n in enumerate(x.operands) if n in tainted]
+            if hit:
+                if _chooses(module, x, hit):
+                    return True
+                tainted.add(x.name)
+        return False
+    if inst.opcode not in _VALUE_POSITIONS:
+        return False
+    chosen = _VALUE_POSITIONS[inst.opcode]
+    data = _DATA_POSITIONS.get(inst.opcode, frozenset())
+    return any(k not in data if chosen is None else k in chosen for k in positions)
+
+
+__all__ = ["Region", "changed_region"]
