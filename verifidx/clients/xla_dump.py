@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifidx.hlo import HloModule, parse_hlo
+from verifidx.hlo.parser import Reused
 
 _SNAPSHOT = re.compile(r"^module_(\d+)\.(.+)\.(\d{4})\.(.+?)\.after_(.+?)(?:\.before_(.+))?\.txt$")
 _START = re.compile(r"^module_(\d+)\.(.+)\.before_optimizations\.txt$")
@@ -154,12 +155,14 @@ def validate_dump(directory: str, *, timeout_ms: int = 2000, rlimit: int | None 
     from verifidx.core.errors import VerifidxError
 
     cache: dict[str, HloModule] = {}
+    reuse = Reused()
 
     def parsed(snapshot: Snapshot, text: str) -> HloModule:
-        """Each snapshot parsed once: it is the output of one pass and the input of the next."""
+        """Each snapshot parsed once: it is the output of one pass and the input of the next;
+        the lines a pass left as they were are taken from the snapshot before."""
         if snapshot.path not in cache:
             cache.clear()  # the pairs come in order: only the last one is needed again
-            cache[snapshot.path] = parse_hlo(text, source=snapshot.path)
+            cache[snapshot.path] = parse_hlo(text, source=snapshot.path, reuse=reuse)
         return cache[snapshot.path]
 
     results = []

@@ -18,6 +18,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn
 
 from verifidx.core.errors import ParseError
@@ -69,8 +70,27 @@ _WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reve
 _SECTION_KEYWORDS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
+class Reused:
+    """Instructions parsed before, by their text (`parse_hlo(reuse=...)`): consecutive
+    snapshots of one module through a compiler's passes share most of their lines. Each entry
+    keeps what the text alone decides (the instruction, the computation names it calls) and
+    what its context must still confirm (each operand defined, with any shape it declares)."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, _Line] = {}
+        self.next: dict[str, _Line] = {}
+
+
+@dataclass(frozen=True)
+class _Line:
+    instruction: HloInstruction
+    # operand, the shape it is declared with, the offsets of its name and of that shape
+    declared: tuple[tuple[str, Shape | None, int, int], ...]
+    refs: tuple[tuple[str, int], ...]  # computation name, offset
+
+
 def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False,
-              allow_unknown_opcodes: bool = False) -> HloModule:
+              allow_unknown_opcodes: bool = False, reuse: Reused | None = None) -> HloModule:
     """Parse a whole HLO module (the `HloModule` header is optional).
 
     Raises `ParseError` naming what was expected and where; StableHLO (MLIR) text is refused
@@ -79,14 +99,16 @@ def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False
     `allow_unknown_opcodes` (the command line's `--allow-unknown-opcodes`, for text from a newer
     XLA): then it is an unmodelled op. With `check_shapes`, an op whose declared shape
     contradicts its operands and attributes is an error too (`verifidx.hlo.shape_check`);
-    without it such an op only gets UNDEFINED maps.
+    without it such an op only gets UNDEFINED maps. `reuse` (one per sequence of snapshots)
+    takes an instruction whose line was parsed in the previous call as it was, after
+    checking its operands here; the result is the same module.
     """
     if looks_like_mlir(text):
         raise ParseError("this is StableHLO (MLIR) text, not HLO text: read it with "
                          "verifidx.parse_module or `verifidx indexing` (needs the extra "
                          "verifidx[stablehlo])", 1, 1, source)
     try:
-        module = _Parser(text, source).module()
+        module = _Parser(text, source, reuse).module()
     except RecursionError:
         # Nesting is bounded well below Python's limit; this is only a last line of defence.
         raise ParseError("input nested too deeply", 1, 1, source) from None
@@ -289,10 +311,13 @@ class _Scanner:
 class _Parser(_Scanner):
     """The grammar: module, computations, instructions, shapes, layouts, attribute values."""
 
-    def __init__(self, text: str, source: str) -> None:
+    def __init__(self, text: str, source: str, reuse: Reused | None = None) -> None:
         super().__init__(text, source)
         # Every computation name used in an attribute, with where it was written.
         self.computation_refs: list[tuple[str, int]] = []
+        self.reuse = reuse
+        self.declared: list[tuple[str, Shape | None, int, int]] | None = None
+        self.instruction_start = 0
 
     # ----- module and computations -------------------------------------------------------
 
@@ -323,6 +348,8 @@ class _Parser(_Scanner):
                     )
                 entry = computation
             computations[computation.name] = computation
+        if self.reuse is not None:
+            self.reuse.lines, self.reuse.next = self.reuse.next, {}
         if not computations:
             self.fail("expected a computation")
         for ref, at in self.computation_refs:
@@ -381,7 +408,7 @@ class _Parser(_Scanner):
             if self.at_end():
                 self.fail(f"expected '}}' at the end of computation '{name}'")
             at = self.pos
-            instruction = self.instruction(by_name)
+            instruction = self.reused_instruction(by_name)
             if instruction.name in by_name:
                 self.fail(
                     f"duplicate instruction name '{instruction.name}' in computation '{name}' "
@@ -421,6 +448,42 @@ class _Parser(_Scanner):
         )
 
     # ----- instructions ------------------------------------------------------------------
+
+    def reused_instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
+        """`instruction()`, or the one parsed from the same line before (`Reused`), its
+        operands checked against `defined` as `operands()` checks them."""
+        if self.reuse is None:
+            return self.instruction(defined)
+        self.skip()
+        start = self.pos
+        stop = self.text.find("\n", start)
+        line = self.text[start:stop if stop >= 0 else self.end]
+        found = self.reuse.lines.get(line)
+        if found is None:
+            refs, self.declared, self.instruction_start = len(self.computation_refs), [], start
+            inst = self.instruction(defined)
+            if self.text[start:self.pos].rstrip() == line.rstrip():  # the line, no more
+                self.reuse.next[line] = _Line(
+                    inst, tuple(self.declared),
+                    tuple((n, at - start) for n, at in self.computation_refs[refs:]))
+            self.declared = None
+            return inst
+        for name, declared, name_at, declared_at in found.declared:
+            operand = defined.get(name)
+            if operand is None:
+                self.fail(f"undefined operand '{name}'", start + name_at)
+            if declared is not None and not declared.compatible(operand.shape):
+                self.fail(f"operand '{name}' is declared as {declared} but defined as "
+                          f"{operand.shape}", start + declared_at)
+        self.computation_refs.extend((n, start + at) for n, at in found.refs)
+        self.reuse.next[line] = found
+        self.pos = start + len(line)
+        self.skip()  # as `instruction()` ends
+        inst = found.instruction
+        where = self.locate(start)
+        if (inst.line, inst.column) != where:
+            inst = dataclasses.replace(inst, line=where[0], column=where[1])
+        return inst
 
     def instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
         self.skip()
@@ -483,6 +546,9 @@ class _Parser(_Scanner):
             operand = defined.get(name)
             if operand is None:
                 self.fail(f"undefined operand '{name}'", name_at)
+            if self.declared is not None:
+                self.declared.append((name, declared, name_at - self.instruction_start,
+                                      declared_at - self.instruction_start))
             if declared is not None and not declared.compatible(operand.shape):
                 self.fail(
                     f"operand '{name}' is declared as {declared} but defined as {operand.shape}",

@@ -1,0 +1,51 @@
+"""`parse_hlo(reuse=...)`, which takes the lines a compiler pass left as they were from the
+snapshot before: the module is the one a fresh parse gives, and an error is the one it
+raises, at the same place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verifidx.core.errors import ParseError
+from verifidx.hlo import parse_hlo
+from verifidx.hlo.parser import Reused
+
+CORPUS = Path(__file__).parent / "data" / "translation" / "corpus.json"
+
+
+def test_a_sequence_of_snapshots_parses_as_each_alone() -> None:
+    programs = json.loads(CORPUS.read_text(encoding="utf-8"))["programs"]
+    texts = [t for p in programs for t in (p["before"], p["after"], *(m["text"] for m in
+                                                                      p["mutants"]))]
+    reuse = Reused()
+    hits = 0
+    for text in texts:
+        before = dict(reuse.lines)
+        got = parse_hlo(text, reuse=reuse)
+        hits += sum(line.lstrip() in before for line in text.splitlines())
+        want = parse_hlo(text)
+        assert got == want
+        for a, b in zip(got.computations.values(), want.computations.values()):
+            assert [(i.line, i.column) for i in a.instructions] == \
+                [(i.line, i.column) for i in b.instructions]
+    assert hits > len(texts)  # lines were taken from the snapshot before
+
+
+@pytest.mark.parametrize("change, message", [
+    ("  q = f32[4] parameter(1)\n", "undefined operand 'p'"),
+    ("  p = f32[5] parameter(0)\n", "declared as f32[4] but defined as f32[5]"),
+])
+def test_a_reused_line_is_checked_against_its_operands(change: str, message: str) -> None:
+    first = ("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+             "  ROOT r = f32[4] negate(f32[4] p)\n}\n")
+    second = first.replace("  p = f32[4] parameter(0)\n", change)
+    reuse = Reused()
+    parse_hlo(first, reuse=reuse)
+    with pytest.raises(ParseError) as fresh:
+        parse_hlo(second)
+    with pytest.raises(ParseError) as reused:
+        parse_hlo(second, reuse=reuse)
+    assert message in str(reused.value) and str(reused.value) == str(fresh.value)
