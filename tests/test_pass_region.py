@@ -70,22 +70,35 @@ def programs(draw: st.DrawFn) -> tuple[list[tuple[str, int, int, int, int]], int
     return body, draw(st.integers(0, n - 2))
 
 
-def _text(body: list[tuple[str, int, int, int, int]], two_outputs: bool) -> str:
+def _text(body: list[tuple[str, int, int, int, int]], two_outputs: bool,
+          fused: int | None = None) -> str:
+    """The program; `fused`: that value computed by a fusion of its instructions, as XLA's
+    fusion pass writes it."""
     lines = ["p0 = f32[8] parameter(0)", "p1 = f32[8] parameter(1)", "i = s32[] parameter(2)",
              "zero = f32[] constant(0)", "one = s32[] constant(1)", "three = s32[] constant(3)",
              "i1 = s32[] add(i, one)", "i3 = s32[] multiply(i, three)"]
     names = ["p0", "p1"]
     starts = ["i", "i1", "i3"]
+    computations = ""
     for k, (op, a, b, s, variant) in enumerate(body):
         name = f"v{k}"
-        lines += _instruction(op, name, names[a], names[b], starts[s], variant)
+        if k == fused:
+            inner = _instruction(op, "r", "fa", "fb", "fs", variant)
+            inner[-1] = "ROOT " + inner[-1]
+            computations += ("fused {\n  fa = f32[8] parameter(0)\n  fb = f32[8] parameter(1)\n"
+                             "  fs = s32[] parameter(2)\n  zero = f32[] constant(0)\n  "
+                             + "\n  ".join(inner) + "\n}\n\n")
+            lines.append(f"{name} = f32[8] fusion({names[a]}, {names[b]}, {starts[s]}), "
+                         "kind=kLoop, calls=fused")
+        else:
+            lines += _instruction(op, name, names[a], names[b], starts[s], variant)
         names.append(name)
     last = names[-1]
     if two_outputs:
         lines.append(f"ROOT out = (f32[8], f32[8]) tuple({last}, {names[-2]})")
     else:
         lines.append(f"ROOT out = f32[8] negate({last})")
-    return "HloModule m\n\nENTRY e {\n  " + "\n  ".join(lines) + "\n}\n"
+    return "HloModule m\n\n" + computations + "ENTRY e {\n  " + "\n  ".join(lines) + "\n}\n"
 
 
 MUTATIONS = ("variant", "operand", "op", "start", "commute")
@@ -122,15 +135,17 @@ def _reads(text: str) -> list[Any]:
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(programs(), st.sampled_from(MUTATIONS), st.integers(0, 3), st.booleans())
+@given(programs(), st.sampled_from(MUTATIONS), st.integers(0, 3), st.booleans(),
+       st.booleans())
 def test_a_changed_instruction_is_same_only_where_every_read_is(
         program: tuple[list[tuple[str, int, int, int, int]], int], how: str, by: int,
-        two_outputs: bool) -> None:
+        two_outputs: bool, fuse: bool) -> None:
     body, at = program
     before = _text(body, two_outputs)
     kinds = MUTATIONS[MUTATIONS.index(how):] + MUTATIONS[:MUTATIONS.index(how)]
-    after = next((t for t in (_text(_mutated(body, at, k, by), two_outputs) for k in kinds)
-                  if t != before), None)
+    fused = at if fuse else None  # the changed value computed in a fusion, as after XLA's
+    after = next((t for t in (_text(_mutated(body, at, k, by), two_outputs, fused)
+                              for k in kinds) if t != before), None)
     assume(after is not None)  # no kind changes this instruction
     assert after is not None
     verdict = validate_programs(before, after).verdict()
@@ -180,3 +195,14 @@ def test_an_elided_literal_is_never_taken_for_the_same_value() -> None:
     plain = text.replace("{...}", "{1, 2, 3, 4, 5, 6, 7, 8}")
     same = changed_region(parse_hlo(plain), parse_hlo(plain))
     assert isinstance(same, Region) and same.before is None
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(programs(), st.booleans())
+def test_fusing_an_instruction_leaves_the_same_subgraph(
+        program: tuple[list[tuple[str, int, int, int, int]], int], two_outputs: bool) -> None:
+    body, at = program
+    before, after = _text(body, two_outputs), _text(body, two_outputs, at)
+    region = changed_region(parse_hlo(before), parse_hlo(after))
+    assert isinstance(region, Region) and region.before is None, region
+    assert validate_programs(before, after).verdict() == SAME

@@ -5,7 +5,8 @@ validation of a 12-layer transformer, where a pass rewrites a few instructions o
 Two entry computations are matched from both ends:
 - *shared* values: instructions equal as whole subgraphs (the same op, shape, layout and
   attributes, metadata aside, with shared operands, called computations compared by their
-  text up to names), found by hash-consing both modules' instructions into one table;
+  text up to names; a fusion or call is the subgraph of its computation, inlined), found by
+  hash-consing both modules' instructions into one table;
 - the *remainder*: from the roots down, pairs of instructions equal as ops whose operands are
   pairwise shared, remainder or changed.
 
@@ -62,6 +63,8 @@ class _Table:
     def __init__(self) -> None:
         self.ids: dict[object, int] = {}
         self.computations: dict[int, dict[str, int]] = {}
+        self.signatures: dict[int, int] = {}
+        self.inlined: dict[tuple[int, str, tuple[int, ...]], int | None] = {}
 
     def intern(self, key: object) -> int:
         found = self.ids.get(key)
@@ -83,6 +86,12 @@ class _Table:
         return keys[name]
 
     def signature(self, module: HloModule, inst: HloInstruction) -> int:
+        found = self.signatures.get(id(inst))
+        if found is None:
+            found = self.signatures[id(inst)] = self._signature(module, inst)
+        return found
+
+    def _signature(self, module: HloModule, inst: HloInstruction) -> int:
         called = tuple(self.computation_key(module, n) if n in module.computations else n
                        for n in inst.called_computations)
         attrs = tuple(sorted((k, v) for k, v in inst.raw_attributes.items()
@@ -94,15 +103,53 @@ class _Table:
                             literal, len(inst.operands)))
 
     def values(self, module: HloModule) -> tuple[dict[str, int], dict[str, int]]:
-        """(signature, subgraph id) of every entry instruction."""
+        """(signature with the operands' shapes and layouts, subgraph id) of every entry
+        instruction: a kept instruction reads operands of the same shapes on both sides."""
         comp = module.entry
         sig: dict[str, int] = {}
         deep: dict[str, int] = {}
         for inst in comp.instructions:
-            sig[inst.name] = self.signature(module, inst)
-            deep[inst.name] = self.intern(("value", sig[inst.name],
-                                           tuple(deep.get(n, -1) for n in inst.operands)))
+            sig[inst.name] = self.intern(("kept", self.signature(module, inst), tuple(
+                comp.instruction(n).shape for n in inst.operands)))
+            deep[inst.name] = self.value(module, comp, inst, [deep.get(n, -1)
+                                                              for n in inst.operands])
         return sig, deep
+
+    def value(self, module: HloModule, comp: HloComputation, inst: HloInstruction,
+              args: list[int]) -> int:
+        """The subgraph id of `inst` with operands `args`: a fusion or call is the value of
+        its computation's root at those operands (inlined: a fusion pass, call inlining or
+        call-graph flattening leaves the value as it was)."""
+        if inst.opcode in ("fusion", "call") and len(inst.called_computations) == 1 and \
+                inst.called_computations[0] in module.computations:
+            shapes = tuple(comp.instruction(n).shape for n in inst.operands)
+            found = self.inline(module, inst.called_computations[0], tuple(args), shapes,
+                                inst.shape)
+            if found is not None:
+                return found
+        return self.intern(("value", self.signature(module, inst), tuple(args)))
+
+    def inline(self, module: HloModule, name: str, args: tuple[int, ...],
+               shapes: tuple[Shape, ...], shape: Shape) -> int | None:
+        """The value of computation `name` at `args` (None where its parameters or root do
+        not have the call's shapes and layouts, or it calls itself)."""
+        key = (id(module), name, args)
+        if key in self.inlined:
+            return self.inlined[key]
+        self.inlined[key] = None
+        body = module.computation(name)
+        params = body.parameters
+        if body.root.shape != shape or len(params) != len(args) or any(
+                q.parameter_number != k or q.shape != shapes[k] for k, q in enumerate(params)):
+            return None
+        ids: dict[str, int] = {}
+        for x in body.instructions:
+            if x.opcode == "parameter" and x.parameter_number is not None:
+                ids[x.name] = args[x.parameter_number]
+            else:
+                ids[x.name] = self.value(module, body, x, [ids.get(n, -1) for n in x.operands])
+        self.inlined[key] = ids[body.root.name]
+        return self.inlined[key]
 
 
 class _NotApplicable(Exception):
