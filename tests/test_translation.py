@@ -197,15 +197,33 @@ def test_a_read_that_does_not_reach_the_value_dropped_is_fewer_reads() -> None:
     assert result.verdict() == FEWER
 
 
-def test_an_unfollowed_start_is_unknown_never_same() -> None:
-    params = "  p0 = f32[8] parameter(0)\n  p1 = s32[2] parameter(1)\n"
-    start = "  q = s32[1] slice(p1), slice={[0:1]}\n  r = s32[] reshape(q)\n"
+def _shifted_start(params: str, start: str) -> tuple[str, str]:
     before = module(start + "  ROOT d = f32[2] dynamic-slice(p0, r), "
                     "dynamic_slice_sizes={2}", params)
     after = module(start + "  one = s32[] constant(1)\n  r1 = s32[] add(r, one)\n"
                    "  ROOT d = f32[2] dynamic-slice(p0, r1), dynamic_slice_sizes={2}", params)
+    return before, after
+
+
+def test_an_unfollowed_start_is_unknown_never_same() -> None:
+    # a start converted from a float is not followed: a runtime variable on both sides
+    before, after = _shifted_start("  p0 = f32[8] parameter(0)\n  p1 = f32[] parameter(1)\n",
+                                   "  r = s32[] convert(p1)\n")
     result = validate_programs(before, after)
     assert result.pairs[0].verdict == UNKNOWN and result.verdict() == UNKNOWN
+
+
+def test_a_start_read_from_an_integer_array_is_an_element_symbol() -> None:
+    before, after = _shifted_start("  p0 = f32[8] parameter(0)\n  p1 = s32[2] parameter(1)\n",
+                                   "  q = s32[1] slice(p1), slice={[0:1]}\n"
+                                   "  r = s32[] reshape(q)\n")
+    result = validate_programs(before, after)
+    assert result.pairs[0].verdict == DIFFER
+    cx = result.pairs[0].counterexample
+    assert cx is not None and set(cx.values) == {"arg1[0]"}
+    # the shift shows where the start is in range: before reads the start, after the next
+    start = cx.values["arg1[0]"]
+    assert 0 <= start <= 6 and cx.element in ((start,), (start + 1,))
 
 
 def test_signatures_must_agree() -> None:
@@ -263,14 +281,11 @@ def test_the_command_exits_by_verdict(tmp_path, capsys, monkeypatch) -> None:  #
     code, _, err = cli(capsys, nested, str(tmp_path / "missing.hlo"))
     assert code == 2 and "cannot read" in err
     unknown = tmp_path / "u.hlo"
-    params = "  p0 = f32[8] parameter(0)\n  p1 = s32[2] parameter(1)\n"
-    start = "  q = s32[1] slice(p1), slice={[0:1]}\n  r = s32[] reshape(q)\n"
-    unknown.write_text(module(start + "  ROOT d = f32[2] dynamic-slice(p0, r), "
-                              "dynamic_slice_sizes={2}", params))
     shifted = tmp_path / "s.hlo"
-    shifted.write_text(module(start + "  one = s32[] constant(1)\n  r1 = s32[] add(r, one)\n"
-                              "  ROOT d = f32[2] dynamic-slice(p0, r1), dynamic_slice_sizes={2}",
-                              params))
+    texts = _shifted_start("  p0 = f32[8] parameter(0)\n  p1 = f32[] parameter(1)\n",
+                           "  r = s32[] convert(p1)\n")
+    unknown.write_text(texts[0])
+    shifted.write_text(texts[1])
     code, out, _ = cli(capsys, str(unknown), str(shifted))
     assert code == 3 and "verdict: unknown" in out
 

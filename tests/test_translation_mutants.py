@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -39,14 +38,6 @@ def _verdicts() -> list[tuple[str, str, str, str, bool | None, Any]]:
     return rows
 
 
-def _integer_array_parameter(program: str) -> bool:
-    """The program's entry takes an integer array (index values no value symbol names)."""
-    text = next(p["before"] for p in _corpus()["programs"] if p["name"] == program)
-    signature = re.search(r"entry_computation_layout=\{\((.*?)\)->", text)
-    assert signature is not None
-    return re.search(r"\b[su](8|16|32|64)\[\d", signature.group(1)) is not None
-
-
 def test_the_corpus_covers_forty_programs_and_their_mutants() -> None:
     programs = _corpus()["programs"]
     assert len(programs) >= 40
@@ -54,7 +45,7 @@ def test_the_corpus_covers_forty_programs_and_their_mutants() -> None:
     for kind in ("start off by one", "clamp upper bound dropped", "transpose permutation changed",
                  "slice window shifted", "concatenate operands swapped", "pad edges swapped"):
         assert kind in kinds
-    assert sum(m["changes_results"] for p in programs for m in p["mutants"]) >= 80
+    assert sum(m["changes_results"] for p in programs for m in p["mutants"]) >= 110
 
 
 def test_no_program_that_changes_the_results_is_called_same() -> None:
@@ -66,7 +57,6 @@ def test_no_program_that_changes_the_results_is_called_same() -> None:
 
 def test_programs_that_change_the_results_are_found_to_differ() -> None:
     changers = [r for r in _verdicts() if r[4]]
-    found = [r for r in changers if r[5].verdict() == "differ"]
     missed = [(r[0], r[1], r[5].verdict()) for r in changers if r[5].verdict() != "differ"]
     # what is not `differ` is `unknown` with its reason, or `fewer reads` (a claim about the
     # read relations only, legal only where the values do not depend on the rest); never `same`
@@ -74,12 +64,7 @@ def test_programs_that_change_the_results_are_found_to_differ() -> None:
         if r[5].verdict() != "differ":
             assert r[5].verdict() in ("unknown", "fewer reads"), (r[0], r[1], r[5].verdict())
             assert all(p.reason for p in r[5].pairs if p.verdict == "unknown")
-    # every one is found but where the start indices are elements of an array parameter (a
-    # gather's indices): those are runtime variables no value symbol names, so a change in how
-    # the program wraps them (a comparison flipped) leaves the maps equal for every start
-    unfollowed = [m for m in missed if _integer_array_parameter(m[0])]
-    assert len(missed) == len(unfollowed), missed
-    assert len(found) >= len(changers) - 2, missed
+    assert not missed  # the issue asks for every one
 
 
 def test_every_differ_names_a_counterexample_inside_the_types() -> None:

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifidx.core.errors import ParseError
-from verifidx.core.expr import Size, is_value_name
+from verifidx.core.expr import Const, Dim, Expr, Size, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar, Var
 from verifidx.core.interval import Interval
 from verifidx.core.syntax import parse_map, print_map
-from verifidx.hlo.index_values import ValueSymbols, value_pieces
+from verifidx.hlo.index_values import ValueSymbols, spelled_value, value_pieces
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.shape import integer_interval, wrap_integer
 
@@ -237,6 +237,9 @@ def test_the_symbols_interval_is_the_types() -> None:
 def test_a_value_name_is_arg_and_a_number() -> None:
     assert is_value_name("arg0") and is_value_name("arg12")
     assert not is_value_name("arg") and not is_value_name("args1") and not is_value_name("N")
+    assert is_value_name("arg1_2_0")  # the element arg1[2,0] of an integer array
+    assert not is_value_name("arg1_") and not is_value_name("arg_1")
+    assert spelled_value("arg1_2_0") == "arg1[2,0]" and spelled_value("arg3") == "arg3"
     with pytest.raises(ValueError):
         SizeVar("N", Interval(-1, 4))  # a real size stays positive
     assert SizeVar("arg1", S32).bounds == S32
@@ -295,3 +298,39 @@ def test_an_integer_type_holds_what_c_holds(element_type: str, value: int) -> No
     iv = integer_interval(element_type)
     assert iv is not None and iv.lo <= held <= iv.hi
     assert wrap_integer(value, "f32") == value and integer_interval("f32") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), min_size=4, max_size=4),
+       st.integers(-9, 9), st.sampled_from(["reshape", "bitcast"]), st.booleans())
+def test_an_integer_array_has_one_symbol_per_element(values: list[int], c: int, shape_op: str,
+                                                     reverse: bool) -> None:
+    """Elements of an integer array parameter read at a point through arithmetic, a
+    reverse and a reshape or bitcast: one piece per point, each the element's symbol's value,
+    against numpy's evaluation of the same program."""
+    import numpy as np
+
+    flipped = "  v = s32[4]{0} reverse(a), dimensions={0}\n" if reverse else \
+        "  v = s32[4]{0} add(a, b)\n"
+    text = ("HloModule m\n\nENTRY e {\n  p0 = s32[4]{0} parameter(0)\n"
+            f"  k = s32[] constant({c})\n  b = s32[4]{{0}} broadcast(k), dimensions={{}}\n"
+            "  a = s32[4]{0} add(p0, b)\n" + flipped +
+            f"  ROOT r = s32[4,1]{{1,0}} {shape_op}(v)\n}}\n")
+    module = parse_hlo(text)
+    symbols = ValueSymbols(module)
+    d0 = Dim(0)
+    pieces = value_pieces(module.entry.root, [d0, Const(0)], module.entry, [], symbols,
+                          {d0: Interval(0, 3)})
+    assert pieces is not None  # (more than 4 where an add may wrap: a piece per wrap)
+    x = np.array(values, dtype=np.int64) + c
+    if not reverse:
+        x = x + c
+    x = (x + 2**31) % 2**32 - 2**31  # s32 wraps (each add wraps: the sum wraps alike)
+    if reverse:
+        x = x[::-1]
+    env: dict[Expr, int] = {Size(f"arg0_{k}"): v for k, v in enumerate(values)}
+    for point in range(4):
+        here = {**env, d0: point}
+        holding = [p for p in pieces if all(e.evaluate(here) in iv for e, iv in p.where)]
+        assert len(holding) == 1
+        assert holding[0].value.evaluate(here) == int(x[point])

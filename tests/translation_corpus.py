@@ -3,7 +3,8 @@ from scalar parameters), the HLO jax gives XLA (BEFORE) and the HLO XLA compiled
 faults seeded in AFTER. `python tests/translation_corpus.py` regenerates
 tests/data/translation/corpus.json: for every mutant, whether it changes the results on XLA's
 CPU backend (run by `verifidx.clients.xla_runtime` on inputs whose elements are distinct, at
-scalar values in range, past either end and negative), so the verdict tests run without jax.
+scalar values in range, past either end and negative, and integer arrays filled with each of
+them), so the verdict tests run without jax.
 """
 
 from __future__ import annotations
@@ -143,15 +144,31 @@ def _at(text: str, m: re.Match[str], new: str) -> str:
 
 
 def _input_sets(text: str) -> list[list[Any]]:
+    import numpy as np
+
     from verifidx.clients.xla_runtime import _entry_parameters, distinct_inputs
 
-    scalars = [p.parameter_number for p in _entry_parameters(text)
-               if not p.shape.dims and p.shape.element_type.startswith(("s", "u"))]
+    params = _entry_parameters(text)
+    integer = [p for p in params if p.shape.element_type.startswith(("s", "u"))]
+    scalars = [p.parameter_number for p in integer if not p.shape.dims]
+    arrays = [p.parameter_number for p in integer if p.shape.dims]
     if not scalars:
-        return [distinct_inputs(text)]
-    values = [(v,) for v in SCALARS] if len(scalars) == 1 else \
-        list(itertools.product(PAIRED, repeat=len(scalars)))
-    return [distinct_inputs(text, dict(zip((f"arg{n}" for n in scalars), vs))) for vs in values]
+        sets = [distinct_inputs(text)]
+    else:
+        values = [(v,) for v in SCALARS] if len(scalars) == 1 else \
+            list(itertools.product(PAIRED, repeat=len(scalars)))
+        sets = [distinct_inputs(text, dict(zip((f"arg{n}" for n in scalars), vs)))
+                for vs in values]
+    if not arrays:
+        return sets
+    # an integer array (gather indices) as made (1, 2, ...), and every element at each value
+    # of SCALARS (types' extremes, past either end, negative)
+    out = list(sets)
+    for base in sets:
+        for v in SCALARS:
+            filled = [np.full_like(x, v) if k in arrays else x for k, x in enumerate(base)]
+            out.append(filled)
+    return out
 
 
 def _same(a: list[list[Any]], b: list[list[Any]]) -> bool:

@@ -50,7 +50,13 @@ from verifidx.core.errors import EvaluationError, VerifidxError
 from verifidx.core.expr import Expr, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
-from verifidx.hlo.index_values import Piece, ValueSymbols, feasible, value_pieces
+from verifidx.hlo.index_values import (
+    Piece,
+    ValueSymbols,
+    feasible,
+    spelled_value,
+    value_pieces,
+)
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.common import exact_reads
 from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
@@ -618,7 +624,8 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
                 verdict, reason, found = FEWER, fewer + _FEWER_NOTE, None
         if verdict == DIFFER and found is not None:
             values, point, element, read_by = found
-            cx = Counterexample(o, p, point, element, read_by, dict(values), {})
+            cx = Counterexample(o, p, point, element, read_by,
+                                {spelled_value(k): v for k, v in values.items()}, {})
             if best is None or _magnitude(cx) < _magnitude(best[1]):
                 best = (reason, cx)  # the region with the smallest values reads best
             continue

@@ -440,10 +440,14 @@ def is_size_name(name: str) -> bool:
 
 
 def is_value_name(name: str) -> bool:
-    """A value symbol's name: `arg` and the decimal number of an entry parameter (`arg1`).
-    A value symbol is a `Size` leaf whose interval is its element type's, so it may be zero
-    or negative (docs/semantics.md, Values); every other size is positive."""
-    return name.startswith("arg") and name[3:].isdecimal() and name[3:].isascii()
+    """A value symbol's name: `arg` and the decimal number of an entry parameter (`arg1`),
+    or of an element of an integer array parameter, `_` before each coordinate (`arg1_2_0`
+    for `arg1[2,0]`). A value symbol is a `Size` leaf whose interval is its element type's,
+    so it may be zero or negative (docs/semantics.md, Values); every other size is positive."""
+    if not name.startswith("arg"):
+        return False
+    parts = name[3:].split("_")
+    return all(x.isdecimal() and x.isascii() for x in parts)
 
 
 class Size(Variable):

@@ -64,6 +64,8 @@ from verifidx.core.expr import (
 from verifidx.core.interval import Interval, range_of
 from verifidx.hlo.dynamic_dims import VALUE_ATTRIBUTE, SymSize, leaf_sizes
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
+from verifidx.hlo.ops.common import Malformed
+from verifidx.hlo.ops.data_movement import bitcast_index_map
 from verifidx.hlo.shape import INTEGER_BITS, integer_interval
 
 _T = TypeVar("_T")
@@ -198,9 +200,16 @@ _MODULAR = frozenset({"add", "subtract", "multiply", "negate"})
 a value that does not fit gives is not HLO's to promise)."""
 
 
-def value_name(parameter: int) -> str:
-    """The value symbol of entry parameter `parameter`: `arg<N>` (`expr.is_value_name`)."""
-    return f"arg{parameter}"
+def value_name(parameter: int, element: Sequence[int] = ()) -> str:
+    """The value symbol of entry parameter `parameter` (`arg<N>`), or of its element
+    `element` (`arg<N>_<i>_<j>`; `expr.is_value_name`)."""
+    return f"arg{parameter}" + "".join(f"_{i}" for i in element)
+
+
+def spelled_value(name: str) -> str:
+    """A value symbol as a user reads it: `arg1`, or the element `arg1[2,0]`."""
+    head, *element = name.split("_")
+    return head + (f"[{','.join(element)}]" if element else "")
 
 
 Where = tuple[tuple[Expr, Interval], ...]
@@ -426,10 +435,19 @@ class _Pieces:
             n = inst.parameter_number
             if comp is self.symbols.entry:
                 iv = integer_interval(inst.shape.element_type)
-                if inst.shape.rank or iv is None:
+                if iv is None or any(inst.shape.dynamic):
                     return None
-                self.symbols.declared[value_name(n)] = iv
-                return [Piece(Size(value_name(n)))]
+                if not inst.shape.rank:
+                    self.symbols.declared[value_name(n)] = iv
+                    return [Piece(Size(value_name(n)))]
+
+                typed: Interval = iv
+
+                def element(at: Sequence[int]) -> Expr:
+                    self.symbols.declared[value_name(n, at)] = typed
+                    return Size(value_name(n, at))
+
+                return self._per_point(inst, index, element)  # one symbol per element
             bound = self.bindings.get(id(inst))
             if bound is not None:  # inside a call this walk entered
                 caller, operand = bound
@@ -509,7 +527,8 @@ class _Pieces:
                 isinstance(inst.attributes.get(VALUE_ATTRIBUTE), SymSize):
             plain = value_at(inst, index, comp, self.used, 1)  # index arithmetic, a size
             return None if plain is None else [Piece(plain)]
-        if op in ("broadcast", "reshape", "reverse", "concatenate", "slice", "transpose"):
+        if op in ("broadcast", "reshape", "bitcast", "reverse", "concatenate", "slice",
+                  "transpose"):
             return self._structural(inst, index, comp, depth, ctx)
         return None
 
@@ -521,6 +540,21 @@ class _Pieces:
         values = _literal_ints(inst.literal or "", inst.shape.dims)
         if values is None:
             return None
+        dims = inst.shape.dims
+
+        def element(at: Sequence[int]) -> Expr:
+            flat = 0
+            for i, n in zip(at, dims):
+                flat = flat * n + i
+            return Const(values[flat])
+
+        return self._per_point(inst, index, element)
+
+    def _per_point(self, inst: HloInstruction, index: Sequence[Expr],
+                   element: Callable[[Sequence[int]], Expr]) -> list[Piece] | None:
+        """An array's element at `index`: one piece per value of the index variables it
+        names (each variable at one value, at most MAX_PIECES points), `element` of the
+        coordinates read there."""
         names = sorted({v for e in index for v in e.variables()}, key=str)
         try:
             ranges = [range(self.bounds[v].lo, self.bounds[v].hi + 1) for v in names]
@@ -537,11 +571,8 @@ class _Pieces:
             at = [e.evaluate(env) for e in index]
             if not all(0 <= i < n for i, n in zip(at, inst.shape.dims)):
                 return None  # the index leaves the array: not the op's to read
-            flat = 0
-            for i, n in zip(at, inst.shape.dims):
-                flat = flat * n + i
             where = tuple((v, Interval(x, x)) for v, x in env.items())
-            out.append(Piece(Const(values[flat]), where))
+            out.append(Piece(element(at), where))
         return out
 
     def _in_body(self, call: HloInstruction, operands: Sequence[HloInstruction],
@@ -564,7 +595,7 @@ class _Pieces:
 
     def _structural(self, inst: HloInstruction, index: Sequence[Expr], comp: HloComputation,
                     depth: int, ctx: Where) -> list[Piece] | None:
-        """Broadcast, reshape, reverse, concatenate, slice, transpose: the element of the
+        """Broadcast, reshape, bitcast, reverse, concatenate, slice, transpose: the element of the
         operand at the index they read, through this walk (a value symbol broadcast to an index
         vector and sliced back)."""
         op = inst.opcode
@@ -582,6 +613,16 @@ class _Pieces:
             for k, j in zip(kept, src_kept):
                 idx[j] = index[k]
             return self.of(operands[0], idx, comp, depth - 1, ctx)
+        if op == "bitcast" and operands and not operands[0].shape.is_tuple and \
+                operands[0].shape.element_type == inst.shape.element_type and \
+                not any(inst.shape.dynamic) and not any(operands[0].shape.dynamic):
+            try:  # the operand's element at the same place in memory (its layouts)
+                m = bitcast_index_map(inst.shape, operands[0].shape)
+            except Malformed:
+                return None
+            at: dict[Expr, Expr] = {Dim(k): e for k, e in enumerate(index)}
+            return self.of(operands[0], [r.substitute(at) for r in m.results], comp, depth - 1,
+                           ctx)
         if op == "slice":
             window = inst.slice_dims or ()
             if len(window) != len(index):

@@ -375,7 +375,7 @@ def _major_to_minor(shape: Shape) -> list[int]:
     return m2m
 
 
-def _bitcast_map(src: Shape, dst: Shape) -> IndexingMap:
+def bitcast_index_map(src: Shape, dst: Shape) -> IndexingMap:
     """Logical index of `src` -> logical index of `dst` at the same position in memory, for
     untiled layouts: transpose to physical order, reshape, transpose back."""
     if src.element_bits != dst.element_bits and src.element_bits and dst.element_bits:
@@ -403,8 +403,8 @@ def _bitcast_map(src: Shape, dst: Shape) -> IndexingMap:
 
 def bitcast_o2i(ctx: OpContext, output_id: int) -> list[Maps]:
     operand = ctx.operand_shapes[0]
-    return [[plain(_bitcast_map(ctx.out_leaves[0], operand))]]
+    return [[plain(bitcast_index_map(ctx.out_leaves[0], operand))]]
 
 
 def bitcast_i2o(ctx: OpContext, input_id: int) -> list[Maps]:
-    return [[plain(_bitcast_map(ctx.operand_shapes[0], ctx.out_leaves[0]))]]
+    return [[plain(bitcast_index_map(ctx.operand_shapes[0], ctx.out_leaves[0]))]]
