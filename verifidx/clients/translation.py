@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from verifidx.analysis.computation_maps import ComputationIndexing, computation_indexing
@@ -47,9 +47,10 @@ from verifidx.analysis.refinement import (
 )
 from verifidx.clients.pass_region import Region, changed_region
 from verifidx.core.errors import EvaluationError, VerifidxError
-from verifidx.core.expr import Expr, Size, Variable, is_value_name
+from verifidx.core.expr import Const, Expr, RtVar, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
 from verifidx.core.interval import Interval
+from verifidx.hlo.dynamic_dims import instantiate_sizes, leaf_sizes, size_name
 from verifidx.hlo.index_values import (
     Piece,
     ValueSymbols,
@@ -59,7 +60,7 @@ from verifidx.hlo.index_values import (
 )
 from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.ops.common import exact_reads
-from verifidx.hlo.runtime import OperandIndexing, clamp_expr, substitute_runtime
+from verifidx.hlo.runtime import OperandIndexing, RuntimeVar, clamp_expr, substitute_runtime
 from verifidx.hlo.shape import Shape
 from verifidx.solve.smt import Verdict, equal, equal_relations, includes, is_empty
 
@@ -173,21 +174,63 @@ def _spelled(leaf: tuple[str, tuple[int, ...], tuple[bool, ...]]) -> str:
     return f"{t}[" + ",".join(("<=" if d else "") + str(n) for n, d in zip(dims, dyn)) + "]"
 
 
-def check_signatures(before: HloModule, after: HloModule) -> None:
+def _leaves_at(shape: Shape, sizes: Sequence[Sequence[int | None]] | None
+        ) -> list[tuple[str, tuple[int, ...], tuple[bool, ...]]]:
+    """`_leaves`, each dynamic dimension at its size where `sizes` gives one (static then)."""
+    out = _leaves(shape)
+    if sizes is None:
+        return out
+    return [(t, tuple(n if v is None else v for n, v in zip(dims, at)),
+             tuple(d and v is None for d, v in zip(dyn, at)))
+            for (t, dims, dyn), at in zip(out, sizes)]
+
+
+def bound_sizes(before: HloModule, after: HloModule) -> dict[str, int] | None:
+    """The sizes of BEFORE's dynamic dimensions where AFTER is the program compiled at one
+    shape (`jax.export`'s StableHLO against the HLO XLA compiled from it): each dynamic
+    dimension of BEFORE's parameters that is one size, at AFTER's static size there
+    (`stablehlo.refine.argument_sizes`); None when BEFORE has no dynamic parameter or AFTER
+    has one (then the shapes are compared as written, for every size)."""
+    def dynamic(m: HloModule) -> bool:
+        return any(leaf.is_dynamic for q in m.entry.parameters for leaf in q.shape.leaves())
+
+    if not dynamic(before) or dynamic(after):
+        return None
+    from verifidx.stablehlo.refine import argument_sizes
+
+    return argument_sizes(before, after)
+
+
+def _sized(inst: HloInstruction, values: Mapping[str, int] | None
+           ) -> list[list[int | None]] | None:
+    if values is None:
+        return None
+    out: list[list[int | None]] = []
+    for k, leaf in enumerate(inst.shape.leaves()):
+        sizes = leaf_sizes(inst, k) or (None,) * leaf.rank
+        out.append([None if s is None or not d else s.value(values)
+                    for s, d in zip(sizes, leaf.dynamic)])
+    return out
+
+
+def check_signatures(before: HloModule, after: HloModule,
+                     sizes: Mapping[str, int] | None = None) -> None:
     """Raises SignatureError naming the first difference of the entry signatures (parameter
-    count, each parameter's element types and dimensions, the result's); layouts may differ."""
+    count, each parameter's element types and dimensions, the result's); layouts may differ.
+    With `sizes` (`bound_sizes`), BEFORE's dynamic dimensions are compared at them."""
     pa = sorted(before.entry.parameters, key=lambda q: q.parameter_number or 0)
     pb = sorted(after.entry.parameters, key=lambda q: q.parameter_number or 0)
     if len(pa) != len(pb):
         raise SignatureError(f"the entry signatures differ: BEFORE has {len(pa)} parameters, "
                              f"AFTER {len(pb)}")
     for x, y in zip(pa, pb):
-        if _leaves(x.shape) != _leaves(y.shape):
+        if _leaves_at(x.shape, _sized(x, sizes)) != _leaves(y.shape):
             raise SignatureError(
                 f"the entry signatures differ: parameter {x.parameter_number} is "
                 f"{' '.join(map(_spelled, _leaves(x.shape)))} in BEFORE, "
                 f"{' '.join(map(_spelled, _leaves(y.shape)))} in AFTER")
-    ra, rb = _leaves(before.entry.root.shape), _leaves(after.entry.root.shape)
+    ra = _leaves_at(before.entry.root.shape, _sized(before.entry.root, sizes))
+    rb = _leaves(after.entry.root.shape)
     if ra != rb:
         raise SignatureError(f"the entry signatures differ: the result is "
                              f"({', '.join(map(_spelled, ra))}) in BEFORE, "
@@ -225,7 +268,16 @@ def _valued(ind: OperandIndexing, symbols: ValueSymbols) -> list[_Alternative] |
         if p.results and (p.num_rt_vars or p.num_range_vars or p.constraints or
                           p.num_dims != m.num_dims):
             continue
-        pieces = value_pieces(rv.source, p.results, comp, [], symbols, m.bounds)
+        if any(set(e.variables()) == {RtVar(k)} for e in m.constraints):
+            continue  # its clamp is a constraint, not its bounds: the value would not be it
+        known = dict(m.bounds)
+        known.update({Size(n): Interval(v, v) for n, v in symbols.bound.items()})
+        pieces = value_pieces(rv.source, p.results, comp, [], symbols, known)
+        if pieces is not None and symbols.bound:
+            fixed: dict[Expr, Expr] = {Size(n): Const(v) for n, v in symbols.bound.items()}
+            pieces = [Piece(q.value.substitute(fixed),
+                            tuple((e.substitute(fixed), iv) for e, iv in q.where))
+                      for q in pieces]
         if pieces is not None:
             found[k] = pieces
     if not found:
@@ -657,8 +709,9 @@ def validate_programs(before: str | HloModule, after: str | HloModule, *, timeou
     if rlimit is not None:
         timeout_ms = max(1, rlimit // RLIMIT_PER_MS)
     a, b = read_program(before, "BEFORE"), read_program(after, "AFTER")
-    check_signatures(a, b)
-    return _validate(a, b, timeout_ms)
+    sizes = bound_sizes(a, b)
+    check_signatures(a, b, sizes)
+    return _validate(a, b, timeout_ms, sizes)
 
 
 _RECENT: list[tuple[HloModule, ComputationIndexing]] = []
@@ -679,13 +732,25 @@ def _entry_indexing(module: HloModule, remember: bool = True) -> ComputationInde
     return found
 
 
-def _validate(a: HloModule, b: HloModule, timeout_ms: int) -> ProgramValidation:
-    region = changed_region(a, b)
-    if isinstance(region, Region):
-        found = _by_region(a, b, region, timeout_ms)
-        if found is not None:
-            return found
-    return _validate_whole(a, b, timeout_ms)
+def _validate(a: HloModule, b: HloModule, timeout_ms: int,
+              sizes: Mapping[str, int] | None = None) -> ProgramValidation:
+    if sizes is None:
+        region = changed_region(a, b)
+        if isinstance(region, Region):
+            found = _by_region(a, b, region, timeout_ms)
+            if found is not None:
+                return found
+    return _validate_whole(a, b, timeout_ms, sizes=sizes)
+
+
+def _instantiated(ind: OperandIndexing, sizes: Mapping[str, int]) -> OperandIndexing:
+    """`ind` and its runtime variables' maps at `sizes`."""
+    out = instantiate_sizes(ind, sizes)
+    if not out.map.is_undefined:  # (the sized clamps of starts become their bounds)
+        out = OperandIndexing(out.map.simplify(), out.runtime, out.replica, out.notes)
+    runtime = tuple(RuntimeVar(rv.source, instantiate_sizes(OperandIndexing(rv.map), sizes).map)
+                    for rv in out.runtime)
+    return OperandIndexing(out.map, runtime, out.replica, out.notes)
 
 
 def _reaches(module: HloModule) -> dict[int, set[int]] | None:
@@ -738,14 +803,19 @@ def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int
     return ProgramValidation(tuple(pairs))
 
 
-def _validate_whole(a: HloModule, b: HloModule, timeout_ms: int, remember: bool = True
-                    ) -> ProgramValidation:
+def _validate_whole(a: HloModule, b: HloModule, timeout_ms: int, remember: bool = True,
+                    sizes: Mapping[str, int] | None = None) -> ProgramValidation:
     ia, ib = _entry_indexing(a, remember), _entry_indexing(b, remember)
+    if sizes:  # BEFORE at the shape AFTER was compiled for
+        ia = replace(ia, maps={k: tuple(_instantiated(m, sizes) for m in ms)
+                               for k, ms in ia.maps.items()})
     names: dict[Hashable, int] = {}
-    sides = {"before": (ValueKeys(a, {}, names), ValueSymbols(a), parameter_dims(a, {})),
+    sides = {"before": (ValueKeys(a, {}, names), ValueSymbols(a),
+                        parameter_dims(a, sizes or {})),
              "after": (ValueKeys(b, {}, names), ValueSymbols(b), parameter_dims(b, {}))}
     # one table of symbols' intervals for both: the same parameter, the same type (signatures)
     sides["after"][1].declared = sides["before"][1].declared
+    sides["before"][1].bound = {size_name(k): v for k, v in (sizes or {}).items()}
     larger = {"before": loose_parameters(a), "after": loose_parameters(b)}
     keys = sorted({(o, p) for o, p, _l in ia.maps} | {(o, p) for o, p, _l in ib.maps})
     pairs = []
@@ -766,5 +836,6 @@ def _validate_whole(a: HloModule, b: HloModule, timeout_ms: int, remember: bool 
 
 
 __all__ = ["DIFFER", "FEWER", "SAME", "UNKNOWN", "Counterexample", "PairVerdict",
-           "ProgramValidation", "SignatureError", "check_signatures", "read_program",
+           "ProgramValidation", "SignatureError", "bound_sizes", "check_signatures",
+           "read_program",
            "validate_programs"]

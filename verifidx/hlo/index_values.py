@@ -238,6 +238,8 @@ class ValueSymbols:
         self.entry = module.entry
         self.home, self.callers = call_graph(module)
         self.declared: dict[str, Interval] = {}
+        self.bound: dict[str, int] = {}
+        """Sizes (by name) the caller fixes: a program compared at one shape."""
 
 
 def joined(*parts: Where) -> Where:
