@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from verifidx.clients.pass_region import Region, changed_region
 from verifidx.clients.translation import DIFFER, SAME, _validate_whole, validate_programs
 from verifidx.hlo import parse_hlo
+from verifidx.hlo.parser import Reused
 
 EXAMPLES = 400 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
 """Each example validates two programs with dynamic slices and selects (about a second)."""
@@ -206,3 +207,44 @@ def test_fusing_an_instruction_leaves_the_same_subgraph(
     region = changed_region(parse_hlo(before), parse_hlo(after))
     assert isinstance(region, Region) and region.before is None, region
     assert validate_programs(before, after).verdict() == SAME
+
+
+_LOOP = """HloModule m
+
+body {
+  t = (s32[], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  x = f32[8] get-tuple-element(t), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  r = f32[8] reverse(x), dimensions={0}
+  ROOT o = (s32[], f32[8]) tuple(j, r)
+}
+
+cond {
+  t = (s32[], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  three = s32[] constant(3)
+  ROOT c = pred[] compare(i, three), direction=LT
+}
+
+ENTRY e {
+  p0 = f32[8] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8]) tuple(zero, p0)
+  w = (s32[], f32[8]) while(init), condition=cond, body=body
+  ROOT out = f32[8] get-tuple-element(w), index=1
+}
+"""
+
+
+def test_a_pass_that_changes_a_called_body_under_its_name_is_not_the_same_subgraph() -> None:
+    # Pass by pass the parser hands both snapshots the same object for the unchanged `while`
+    # line; what it reads is what *each* module's body does (reverse three times vs copy).
+    after = _LOOP.replace("r = f32[8] reverse(x), dimensions={0}", "r = f32[8] copy(x)")
+    reuse = Reused()
+    a, b = parse_hlo(_LOOP, reuse=reuse), parse_hlo(after, reuse=reuse)
+    assert a.entry.instruction("w") is b.entry.instruction("w")  # the case in point
+    region = changed_region(a, b)
+    assert not (isinstance(region, Region) and region.before is None), region
+    assert validate_programs(a, b).verdict() != SAME

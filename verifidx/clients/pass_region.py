@@ -63,7 +63,7 @@ class _Table:
     def __init__(self) -> None:
         self.ids: dict[object, int] = {}
         self.computations: dict[int, dict[str, int]] = {}
-        self.signatures: dict[int, int] = {}
+        self.signatures: dict[object, int] = {}
         self.inlined: dict[tuple[int, str, tuple[int, ...]], int | None] = {}
 
     def intern(self, key: object) -> int:
@@ -86,9 +86,12 @@ class _Table:
         return keys[name]
 
     def signature(self, module: HloModule, inst: HloInstruction) -> int:
-        found = self.signatures.get(id(inst))
+        # One instruction object may stand in both modules (lines reused by the parser); one
+        # that calls computations means what those computations of *this* module do.
+        key: object = (id(module), id(inst)) if inst.called_computations else id(inst)
+        found = self.signatures.get(key)
         if found is None:
-            found = self.signatures[id(inst)] = self._signature(module, inst)
+            found = self.signatures[key] = self._signature(module, inst)
         return found
 
     def _signature(self, module: HloModule, inst: HloInstruction) -> int:
