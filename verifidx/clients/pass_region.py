@@ -50,21 +50,39 @@ _DATA_POSITIONS: Mapping[str, frozenset[int]] = {
 class Region:
     """The changed part of BEFORE and of AFTER as two modules with one signature, and the
     count of instructions it holds on each side; no modules when the results are the same
-    subgraph on both sides (the pass changed nothing they depend on)."""
+    subgraph on both sides (the pass changed nothing they depend on). `parts` is the same
+    region split where its outputs share no instruction."""
 
     before: HloModule | None
     after: HloModule | None
     size: tuple[int, int]
+    parts: tuple[RegionPart, ...] = ()
+
+
+class _ModuleState:
+    """What the table knows of one module: computation ids, inlined values, the signatures
+    of its instructions that call computations (they mean what *its* computations do), and
+    its entry's values."""
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.computations: dict[str, int] = {}
+        self.inlined: dict[tuple[str, tuple[int, ...]], int | None] = {}
+        self.signatures: dict[int, tuple[HloInstruction, int]] = {}
+        self.values: tuple[dict[str, int], dict[str, int]] | None = None
 
 
 class _Table:
-    """One id per distinct subgraph, across both modules."""
+    """One id per distinct subgraph, across the modules of one pipeline (`PassChain`): the
+    ids are content, so a module's ids hold against any other module's. What is kept per
+    module is kept for the last `window` modules; per instruction, by identity, with the
+    object held (an id is never reused while it is a key)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = 2) -> None:
         self.ids: dict[object, int] = {}
-        self.computations: dict[int, dict[str, int]] = {}
-        self.signatures: dict[object, int] = {}
-        self.inlined: dict[tuple[int, str, tuple[int, ...]], int | None] = {}
+        self.states: dict[int, _ModuleState] = {}
+        self.window = window
+        self.signatures: dict[int, tuple[object, str, Shape, tuple[object, ...], int]] = {}
 
     def intern(self, key: object) -> int:
         found = self.ids.get(key)
@@ -72,8 +90,19 @@ class _Table:
             found = self.ids[key] = len(self.ids)
         return found
 
+    def state(self, module: HloModule) -> _ModuleState:
+        found = self.states.get(id(module))
+        if found is not None and found.module is module:
+            return found
+        found = self.states[id(module)] = _ModuleState(module)
+        while len(self.states) > self.window:
+            del self.states[next(iter(self.states))]
+        if len(self.signatures) > 200_000:
+            self.signatures.clear()  # (instructions of modules long gone)
+        return found
+
     def computation_key(self, module: HloModule, name: str) -> int:
-        keys = self.computations.setdefault(id(module), {})
+        keys = self.state(module).computations
         if name in keys:
             return keys[name]
         keys[name] = -1  # a computation that calls itself matches nothing
@@ -86,13 +115,27 @@ class _Table:
         return keys[name]
 
     def signature(self, module: HloModule, inst: HloInstruction) -> int:
-        # One instruction object may stand in both modules (lines reused by the parser); one
-        # that calls computations means what those computations of *this* module do.
-        key: object = (id(module), id(inst)) if inst.called_computations else id(inst)
-        found = self.signatures.get(key)
-        if found is None:
-            found = self.signatures[key] = self._signature(module, inst)
-        return found
+        # One instruction object may stand in several modules (lines reused by the parser);
+        # one that calls computations means what those computations of *this* module do.
+        if inst.called_computations:
+            mine = self.state(module).signatures
+            hit = mine.get(id(inst))
+            if hit is None:
+                hit = mine[id(inst)] = (inst, self._signature(module, inst))
+            return hit[1]
+        # The rest by what the signature reads, the attributes' text by identity: the parser
+        # moves an unchanged line's instruction to its new line as a copy sharing them.
+        raw = inst.raw_attributes
+        found = self.signatures.get(id(raw))
+        if found is not None and found[1] == inst.opcode and found[2] is inst.shape and \
+                found[3] == (inst.parameter_number, inst.literal, len(inst.operands)):
+            return found[4]
+        sig = self._signature(module, inst)
+        if inst.literal is None or "..." not in inst.literal:  # (an elided one never matches)
+            self.signatures[id(raw)] = (raw, inst.opcode, inst.shape,
+                                        (inst.parameter_number, inst.literal,
+                                         len(inst.operands)), sig)
+        return sig
 
     def _signature(self, module: HloModule, inst: HloInstruction) -> int:
         called = tuple(self.computation_key(module, n) if n in module.computations else n
@@ -108,6 +151,9 @@ class _Table:
     def values(self, module: HloModule) -> tuple[dict[str, int], dict[str, int]]:
         """(signature with the operands' shapes and layouts, subgraph id) of every entry
         instruction: a kept instruction reads operands of the same shapes on both sides."""
+        state = self.state(module)
+        if state.values is not None:
+            return state.values
         comp = module.entry
         sig: dict[str, int] = {}
         deep: dict[str, int] = {}
@@ -116,6 +162,7 @@ class _Table:
                 comp.instruction(n).shape for n in inst.operands)))
             deep[inst.name] = self.value(module, comp, inst, [deep.get(n, -1)
                                                               for n in inst.operands])
+        state.values = sig, deep
         return sig, deep
 
     def value(self, module: HloModule, comp: HloComputation, inst: HloInstruction,
@@ -136,10 +183,11 @@ class _Table:
                shapes: tuple[Shape, ...], shape: Shape) -> int | None:
         """The value of computation `name` at `args` (None where its parameters or root do
         not have the call's shapes and layouts, or it calls itself)."""
-        key = (id(module), name, args)
-        if key in self.inlined:
-            return self.inlined[key]
-        self.inlined[key] = None
+        inlined = self.state(module).inlined
+        key = (name, args)
+        if key in inlined:
+            return inlined[key]
+        inlined[key] = None
         body = module.computation(name)
         params = body.parameters
         if body.root.shape != shape or len(params) != len(args) or any(
@@ -151,24 +199,35 @@ class _Table:
                 ids[x.name] = args[x.parameter_number]
             else:
                 ids[x.name] = self.value(module, body, x, [ids.get(n, -1) for n in x.operands])
-        self.inlined[key] = ids[body.root.name]
-        return self.inlined[key]
+        inlined[key] = ids[body.root.name]
+        return inlined[key]
 
 
 class _NotApplicable(Exception):
     """Why the method does not apply to this pair."""
 
 
-def changed_region(before: HloModule, after: HloModule) -> Region | str:
+class PassChain:
+    """What the pairs of one pipeline share, each snapshot the AFTER of one pass and the
+    BEFORE of the next: the table of subgraphs (each module hash-consed once) and the verdict
+    of each region part by its content (`RegionPart.key`): the layers of a model change
+    alike, and a part proven once is the same part again."""
+
+    def __init__(self) -> None:
+        self.table = _Table()
+        self.verdicts: dict[object, tuple[bool, int]] = {}
+
+
+def changed_region(before: HloModule, after: HloModule, chain: PassChain | None = None
+                   ) -> Region | str:
     """The region (module docstring), or why the method does not apply."""
     try:
-        return _region(before, after)
+        return _region(before, after, (chain or PassChain()).table)
     except _NotApplicable as why:
         return str(why)
 
 
-def _region(before: HloModule, after: HloModule) -> Region:
-    table = _Table()
+def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     ca, cb = before.entry, after.entry
     sig_a, deep_a = table.values(before)
     sig_b, deep_b = table.values(after)
@@ -217,8 +276,99 @@ def _region(before: HloModule, after: HloModule) -> Region:
     mb = _module(after, side_b, [v for _, v in outputs], inputs)
     if ma is None or mb is None:
         raise _NotApplicable("an input of the changed part is a tuple")
+    parts = tuple(_part(table, (before, after), (side_a, side_b), [outputs_list[k] for k in c])
+                  for outputs_list in [list(outputs)] for c in _components(
+                      (side_a, side_b), list(outputs)))
     return Region(ma, mb, (sum(k is None for k, _ in side_a),
-                           sum(k is None for k, _ in side_b)))
+                           sum(k is None for k, _ in side_b)), parts)
+
+
+Side = list[tuple[object, HloInstruction]]
+"""A region's instructions on one side, in definition order, each with its input key (None
+inside the region)."""
+
+
+def _cones(side: Side, outputs: Sequence[str]) -> list[set[str]]:
+    """Per output, the region's instructions it is computed from (inputs not included)."""
+    inside = {inst.name: inst for key, inst in side if key is None}
+    cones = []
+    for name in outputs:
+        cone: set[str] = set()
+        work = [name]
+        while work:
+            n = work.pop()
+            if n in inside and n not in cone:
+                cone.add(n)
+                work.extend(inside[n].operands)
+        cones.append(cone)
+    return cones
+
+
+def _components(sides: tuple[Side, Side], outputs: Sequence[tuple[str, str]]
+                ) -> list[list[int]]:
+    """The outputs in groups that share no instruction of the region on either side (only
+    inputs, and constants or iotas, which each group may compute for itself): each group's
+    reads follow from its own instructions alone."""
+    parent = list(range(len(outputs)))
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for side, names in ((sides[0], [u for u, _ in outputs]), (sides[1], [v for _, v in outputs])):
+        owner: dict[str, int] = {}
+        leaves = {inst.name for key, inst in side if key is None and not inst.operands}
+        for k, cone in enumerate(_cones(side, names)):
+            for n in cone - leaves:  # (a constant or iota is copied into each group)
+                other = owner.setdefault(n, k)
+                if other != k:
+                    parent[find(other)] = find(k)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(outputs)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
+@dataclass(frozen=True)
+class RegionPart:
+    """One group of the region's outputs as two modules (inputs numbered in order of first
+    use), and its content: both sides' ops, shapes, layouts, attributes and literals with
+    operands as positions and inputs as numbers (names and metadata aside). Two parts with
+    one key are one pair of programs up to names, and read alike or not alike together."""
+
+    before: HloModule
+    after: HloModule
+    key: object
+
+
+def _part(table: _Table, modules: tuple[HloModule, HloModule], sides: tuple[Side, Side],
+          outputs: Sequence[tuple[str, str]]) -> RegionPart:
+    chosen = []
+    for side, names in ((sides[0], [u for u, _ in outputs]), (sides[1], [v for _, v in outputs])):
+        cone = set().union(*_cones(side, names))
+        reads = cone | {n for key, inst in side if inst.name in cone for n in inst.operands}
+        reads |= set(names)  # (an output that is an input as it is)
+        chosen.append([(key, inst) for key, inst in side if inst.name in reads])
+    inputs: dict[object, tuple[int, Shape]] = {}
+    for sub in chosen:
+        for key, inst in sub:
+            if key is not None:
+                inputs.setdefault(key, (len(inputs), inst.shape))
+    built, content = [], []
+    for module, sub, names in ((modules[0], chosen[0], [u for u, _ in outputs]),
+                               (modules[1], chosen[1], [v for _, v in outputs])):
+        m = _module(module, sub, names, inputs)
+        assert m is not None  # (a tuple-shaped input refused the whole region already)
+        built.append(m)
+        position = {inst.name: k for k, (_key, inst) in enumerate(sub)}
+        content.append((tuple(("input", inputs[key][0], inst.shape) if key is not None else
+                              (table.signature(module, inst),
+                               tuple(position[n] for n in inst.operands))
+                              for key, inst in sub),
+                        tuple(position[n] for n in names)))
+    return RegionPart(built[0], built[1], (tuple(content), len(inputs)))
 
 
 def _side(comp: HloComputation, outputs: Sequence[str], deep: Mapping[str, int],
@@ -310,4 +460,4 @@ def _chooses(module: HloModule, inst: HloInstruction, positions: Sequence[int]) 
     return any(k not in data if chosen is None else k in chosen for k in positions)
 
 
-__all__ = ["Region", "changed_region"]
+__all__ = ["PassChain", "Region", "RegionPart", "changed_region"]

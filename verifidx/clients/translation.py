@@ -45,7 +45,7 @@ from verifidx.analysis.refinement import (
     within,
     witness,
 )
-from verifidx.clients.pass_region import Region, changed_region
+from verifidx.clients.pass_region import PassChain, Region, changed_region
 from verifidx.core.errors import EvaluationError, VerifidxError
 from verifidx.core.expr import Const, Expr, RtVar, Size, Variable, is_value_name
 from verifidx.core.indexing_map import IndexingMap, SizeVar
@@ -353,14 +353,10 @@ _INDEX_OPERANDS = {"dynamic-slice": 1, "gather": 1, "dynamic-update-slice": 2}
 """Opcode -> the number of leading data operands (the rest are indices)."""
 
 
-_Sources = dict[int, bool]
-"""Parameter number -> whether every path from that parameter of the computation to the value
-is data movement only (True) or some op on the way computes (False); absent: not reached."""
-
-
-def _joined(into: _Sources, more: Mapping[int, bool], through: bool = True) -> None:
-    for p, pure in more.items():
-        into[p] = into.get(p, True) and pure and through
+_Sources = tuple[int, int]
+"""(reached, computed): bit sets of the parameter numbers of the computation that reach the
+value, and of those reaching it on some path where an op computes rather than moves data
+(reached and not computed: pure data movement on every path)."""
 
 
 def _sources(comp: HloComputation, module: HloModule,
@@ -372,20 +368,24 @@ def _sources(comp: HloComputation, module: HloModule,
         return found
     out: dict[str, _Sources] = {}
     for inst in comp.instructions:
-        here: _Sources = {}
+        reached = computed = 0
         if inst.opcode == "parameter" and inst.parameter_number is not None:
-            here[inst.parameter_number] = True
+            reached = 1 << inst.parameter_number
         elif inst.opcode in ("fusion", "call") and inst.called_computations:
             body = module.computation(inst.called_computations[0])
-            root = _sources(body, module, memo)[body.root.name]
+            root_reached, root_computed = _sources(body, module, memo)[body.root.name]
             for k, name in enumerate(inst.operands):
-                if k in root:
-                    _joined(here, out[name], root[k])
+                if root_reached >> k & 1:
+                    r, c = out[name]
+                    reached |= r
+                    computed |= c | (r if root_computed >> k & 1 else 0)
         else:
-            data = inst.operands[:_INDEX_OPERANDS.get(inst.opcode, len(inst.operands))]
-            for name in data:
-                _joined(here, out[name], inst.opcode in DATA_MOVEMENT)
-        out[inst.name] = here
+            moves = inst.opcode in DATA_MOVEMENT
+            for name in inst.operands[:_INDEX_OPERANDS.get(inst.opcode, len(inst.operands))]:
+                r, c = out[name]
+                reached |= r
+                computed |= c if moves else r
+        out[inst.name] = reached, computed
     memo[id(comp)] = out
     return out
 
@@ -402,7 +402,8 @@ def _pure_copy(module: HloModule, output: int, parameter: int,
                 any(entry.instruction(n).shape.is_tuple for n in root.operands):
             return False
         leaf = entry.instruction(root.operands[output])
-    return _sources(entry, module, memo)[leaf.name].get(parameter) is True
+    reached, computed = _sources(entry, module, memo)[leaf.name]
+    return bool((reached & ~computed) >> parameter & 1)
 
 
 # -- maps larger than the reads ------------------------------------------------------------------
@@ -698,12 +699,14 @@ def _pair(o: int, p: int, before: Sequence[OperandIndexing], after: Sequence[Ope
 
 
 def validate_programs(before: str | HloModule, after: str | HloModule, *, timeout_ms: int = 2000,
-                      rlimit: int | None = None) -> ProgramValidation:
+                      rlimit: int | None = None, chain: PassChain | None = None
+                      ) -> ProgramValidation:
     """Compare BEFORE and AFTER pair by pair (module docstring). BEFORE may be HLO or
     StableHLO text, AFTER HLO text; their entry signatures must agree (`SignatureError`).
     `timeout_ms` is Z3's budget per query, in deterministic resource units
     (`smt_terms.RLIMIT_PER_MS` per ms); `rlimit`, when given, is that budget in units (verdicts
-    never depend on the wall clock)."""
+    never depend on the wall clock). `chain`, one per sequence of passes where each AFTER
+    is the next BEFORE (`validate_dump` makes one), shares what the pairs have in common."""
     from verifidx.solve.smt_terms import RLIMIT_PER_MS
 
     if rlimit is not None:
@@ -711,7 +714,7 @@ def validate_programs(before: str | HloModule, after: str | HloModule, *, timeou
     a, b = read_program(before, "BEFORE"), read_program(after, "AFTER")
     sizes = bound_sizes(a, b)
     check_signatures(a, b, sizes)
-    return _validate(a, b, timeout_ms, sizes)
+    return _validate(a, b, timeout_ms, sizes, chain)
 
 
 _RECENT: list[tuple[HloModule, ComputationIndexing]] = []
@@ -733,11 +736,13 @@ def _entry_indexing(module: HloModule, remember: bool = True) -> ComputationInde
 
 
 def _validate(a: HloModule, b: HloModule, timeout_ms: int,
-              sizes: Mapping[str, int] | None = None) -> ProgramValidation:
+              sizes: Mapping[str, int] | None = None, chain: PassChain | None = None
+              ) -> ProgramValidation:
     if sizes is None:
-        region = changed_region(a, b)
+        chain = chain or PassChain()
+        region = changed_region(a, b, chain)
         if isinstance(region, Region):
-            found = _by_region(a, b, region, timeout_ms)
+            found = _by_region(a, b, region, timeout_ms, chain)
             if found is not None:
                 return found
     return _validate_whole(a, b, timeout_ms, sizes=sizes)
@@ -773,7 +778,7 @@ def _reaches(module: HloModule) -> dict[int, set[int]] | None:
     return {k: seen[n] for k, n in enumerate(root.operands)}
 
 
-def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int
+def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int, chain: PassChain
                ) -> ProgramValidation | None:
     """`same` for every pair when the changed region is `same` for every pair of its own
     (`verifidx.clients.pass_region`); None otherwise (then the whole modules decide)."""
@@ -784,12 +789,23 @@ def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int
         why = ("the results are the same subgraph in both (the same ops, shapes, layouts and "
                "attributes up to names and metadata)")
     else:
-        inner = _validate_whole(region.before, region.after, timeout_ms, remember=False)
-        if inner.verdict() != SAME:
-            return None
+        proven, again = 0, 0
+        for part in region.parts:
+            key = (part.key, timeout_ms)
+            if key in chain.verdicts:
+                again += 1
+            else:
+                inner = _validate_whole(part.before, part.after, timeout_ms, remember=False)
+                chain.verdicts[key] = inner.verdict() == SAME, len(inner.pairs)
+            same, n = chain.verdicts[key]
+            if not same:
+                return None
+            proven += n
+        repeat = (f"; {again} of its {len(region.parts)} parts are parts proven before up to "
+                  "names" if again else "")
         why = (f"the pass changed {region.size[0]} instructions into {region.size[1]}; they "
                f"read the same elements of the values they take in for every value of the "
-               f"value symbols ({len(inner.pairs)} pairs proven), the rest is the same ops on "
+               f"value symbols ({proven} pairs proven{repeat}), the rest is the same ops on "
                f"the same operands, and no changed value chooses what an op reads")
     copies_a: dict[int, dict[str, _Sources]] = {}
     copies_b: dict[int, dict[str, _Sources]] = {}

@@ -151,11 +151,13 @@ def validate_dump(directory: str, *, timeout_ms: int = 2000, rlimit: int | None 
     """Every pass of every module of the dump against its input (`validate_programs`); the
     first differing pair of a differing pass is run through `confirm` when one is given."""
     modules = read_dump(directory)
+    from verifidx.clients.pass_region import PassChain
     from verifidx.clients.translation import validate_programs
     from verifidx.core.errors import VerifidxError
 
     cache: dict[str, HloModule] = {}
     reuse = Reused()
+    chain = PassChain()
 
     def parsed(snapshot: Snapshot, text: str) -> HloModule:
         """Each snapshot parsed once: it is the output of one pass and the input of the next;
@@ -174,7 +176,8 @@ def validate_dump(directory: str, *, timeout_ms: int = 2000, rlimit: int | None 
             try:
                 validation = validate_programs(parsed(pair.before, pair.before_text),
                                                parsed(pair.after, pair.after_text),
-                                               timeout_ms=timeout_ms, rlimit=rlimit)
+                                               timeout_ms=timeout_ms, rlimit=rlimit,
+                                               chain=chain)
                 verdict, reason = validation.verdict(), ""
             except VerifidxError as e:  # a snapshot verifidx cannot read: no claim
                 verdict, reason = "unknown", str(e).splitlines()[0]

@@ -50,6 +50,9 @@ def with_bounded_sizes(computation: str, instructions: Sequence[HloInstruction],
     """`instructions` (one computation, operands first) with `dynamic_sizes` recorded on every
     instruction whose shape has a `<=N` dimension; `parameters` gives a parameter (by number)
     the sizes of its caller's operand, `linked` the output of a call (`link_called_sizes`)."""
+    if parameters is None and linked is None and not any(inst.shape.is_dynamic
+                                                         for inst in instructions):
+        return list(instructions)  # (nothing to record: every shape is static)
     known: dict[str, tuple[Sizes, ...]] = {}
     shapes: dict[str, Shape] = {}
     out: list[HloInstruction] = []

@@ -14,6 +14,7 @@ escapes `parse_hlo` (nesting depth is bounded, numbers are matched before conver
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import math
 import re
@@ -51,8 +52,13 @@ _MAX_NESTING = 64
 
 _SPACE = re.compile(r"[ \t\r\n\f\v]*")
 _SKIPPED = re.compile(r"(?:[ \t\r\n\f\v]+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
+_SKIP_STARTS = frozenset(" \t\r\n\f\v/")
 _NAME = re.compile(r"%?[A-Za-z_][A-Za-z0-9_.\-]*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_PLAIN_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[0-9,]*\](\{[0-9,]*\})?")
+"""An array shape with static sizes and a plain layout or none, written without spaces: the
+form nearly every shape of a dump takes, read once per distinct text (`_SHAPES`)."""
+_SHAPES: dict[str, Shape] = {}
 _INT = re.compile(r"-?[0-9]+")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _LAYOUT_ITEM = re.compile(r"[A-Z#]+")
@@ -169,6 +175,8 @@ class _Scanner:
 
     def skip(self) -> None:
         """Skip whitespace, `/* ... */` and `// ...` comments."""
+        if self.pos < self.end and self.text[self.pos] not in _SKIP_STARTS:
+            return  # (most calls: the next token is right here)
         self.pos = _SKIPPED.match(self.text, self.pos, self.end).end()  # type: ignore[union-attr]
         if self.text.startswith("/*", self.pos, self.end):
             self.fail("unterminated comment: expected '*/'")
@@ -472,17 +480,23 @@ class _Parser(_Scanner):
             operand = defined.get(name)
             if operand is None:
                 self.fail(f"undefined operand '{name}'", start + name_at)
-            if declared is not None and not declared.compatible(operand.shape):
+            if declared is not None and declared is not operand.shape and \
+                    not declared.compatible(operand.shape):
                 self.fail(f"operand '{name}' is declared as {declared} but defined as "
                           f"{operand.shape}", start + declared_at)
         self.computation_refs.extend((n, start + at) for n, at in found.refs)
-        self.reuse.next[line] = found
         self.pos = start + len(line)
         self.skip()  # as `instruction()` ends
         inst = found.instruction
         where = self.locate(start)
         if (inst.line, inst.column) != where:
-            inst = dataclasses.replace(inst, line=where[0], column=where[1])
+            # the same instruction where the line now is (a shallow copy: every other field
+            # is the same object); kept for the next call, where it may not move again
+            inst = copy.copy(inst)
+            object.__setattr__(inst, "line", where[0])
+            object.__setattr__(inst, "column", where[1])
+            found = _Line(inst, found.declared, found.refs)
+        self.reuse.next[line] = found
         return inst
 
     def instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
@@ -572,6 +586,29 @@ class _Parser(_Scanner):
     # ----- shapes and layouts ------------------------------------------------------------
 
     def shape(self, depth: int = 0) -> Shape:
+        self.skip()
+        start = self.pos
+        plain = _PLAIN_SHAPE.match(self.text, start, self.end)
+        if plain is not None:
+            end = plain.end()
+            follows = self.text[end:end + 1] if end < self.end else ""
+            # what the full reading would take too: a layout, if any, is attached (`f32[2] {0}`
+            # and `-> f32[2] {` need the look past the space)
+            if follows != "{" and (plain.group(1) is not None or not follows.isspace()):
+                text = plain.group()
+                found = _SHAPES.get(text)
+                if found is None:
+                    found = self._shape(depth)
+                    if self.pos != end:  # the full reading took another span: cache nothing
+                        return found
+                    if len(_SHAPES) > 50_000:
+                        _SHAPES.clear()
+                    _SHAPES[text] = found
+                self.pos = end
+                return found
+        return self._shape(depth)
+
+    def _shape(self, depth: int) -> Shape:
         self.skip()
         start = self.pos
         if self.accept("("):
