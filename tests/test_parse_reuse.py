@@ -21,17 +21,38 @@ def test_a_sequence_of_snapshots_parses_as_each_alone() -> None:
     texts = [t for p in programs for t in (p["before"], p["after"], *(m["text"] for m in
                                                                       p["mutants"]))]
     reuse = Reused()
-    hits = 0
+    hits = whole = 0
+    last: dict[str, object] = {}
     for text in texts:
         before = dict(reuse.lines)
         got = parse_hlo(text, reuse=reuse)
         hits += sum(line.lstrip() in before for line in text.splitlines())
+        whole += sum(last.get(n) is c for n, c in got.computations.items())
+        last = dict(got.computations)
         want = parse_hlo(text)
         assert got == want
         for a, b in zip(got.computations.values(), want.computations.values()):
             assert [(i.line, i.column) for i in a.instructions] == \
                 [(i.line, i.column) for i in b.instructions]
     assert hits > len(texts)  # lines were taken from the snapshot before
+    assert whole > 0  # and computations, whole, where they stood as they were
+
+
+def test_a_computation_taken_whole_still_needs_what_it_calls() -> None:
+    first = ("HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT s = f32[] add(a, b)\n}\n\nsum {\n  p = f32[4] parameter(0)\n"
+             "  z = f32[] constant(0)\n  ROOT r = f32[] reduce(p, z), dimensions={0}, "
+             "to_apply=add\n}\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+             "  ROOT c = f32[] call(p), to_apply=sum\n}\n")
+    second = first.replace("add {", "plus {")  # `sum` stands where it stood, as it was
+    reuse = Reused()
+    parse_hlo(first, reuse=reuse)
+    with pytest.raises(ParseError) as fresh:
+        parse_hlo(second)
+    with pytest.raises(ParseError) as reused:
+        parse_hlo(second, reuse=reuse)
+    assert "undefined computation 'add'" in str(reused.value)
+    assert str(reused.value) == str(fresh.value)
 
 
 @pytest.mark.parametrize("change, message", [

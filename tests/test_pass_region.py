@@ -14,7 +14,7 @@ from fusion_oracle import all_reads
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
-from verifidx.clients.pass_region import Region, changed_region
+from verifidx.clients.pass_region import PassChain, Region, changed_region
 from verifidx.clients.translation import DIFFER, SAME, _validate_whole, validate_programs
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.parser import Reused
@@ -24,6 +24,10 @@ EXAMPLES = 400 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
 
 VALUES = (-3, -1, 0, 1, 2, 5, 9)
 """Values of the scalar parameter p2 at which the oracle is asked."""
+
+CHAIN = PassChain()
+"""Shared by every example, as by the passes of one pipeline: a part of a region proven in
+one example counts as proven in another only by its content (`RegionPart.key`)."""
 
 OPS = ("reverse", "negate", "add", "multiply", "halves", "pad", "dslice", "dupdate", "select")
 
@@ -149,7 +153,7 @@ def test_a_changed_instruction_is_same_only_where_every_read_is(
                               for k in kinds) if t != before), None)
     assume(after is not None)  # no kind changes this instruction
     assert after is not None
-    verdict = validate_programs(before, after).verdict()
+    verdict = validate_programs(before, after, chain=CHAIN).verdict()
     region = changed_region(parse_hlo(before), parse_hlo(after))
     by_region = isinstance(region, Region) and region.before is not None
     event(f"{verdict}, " + (region if isinstance(region, str) else "by the region"
@@ -248,3 +252,42 @@ def test_a_pass_that_changes_a_called_body_under_its_name_is_not_the_same_subgra
     region = changed_region(a, b)
     assert not (isinstance(region, Region) and region.before is None), region
     assert validate_programs(a, b).verdict() != SAME
+
+
+def _two_layers(op: str, c1: str, c2: str) -> str:
+    return ("HloModule m\n\nENTRY e {\n  p0 = f32[8] parameter(0)\n  p1 = f32[8] parameter(1)\n"
+            f"  c1 = f32[8] constant({c1})\n  c2 = f32[8] constant({c2})\n"
+            f"  a = f32[8] {op}(p0, c1)\n  b = f32[8] {op}(p1, c2)\n"
+            "  ra = f32[8] reverse(a), dimensions={0}\n  rb = f32[8] reverse(b), dimensions={0}\n"
+            "  ROOT out = (f32[8], f32[8]) tuple(ra, rb)\n}\n")
+
+
+def test_a_region_splits_into_parts_and_alike_parts_are_proven_once() -> None:
+    ones = "{1, 1, 1, 1, 1, 1, 1, 1}"
+    twos = "{2, 2, 2, 2, 2, 2, 2, 2}"
+    # two layers changed alike (add -> multiply keeps every read): one part's content twice
+    region = changed_region(parse_hlo(_two_layers("add", ones, ones)),
+                            parse_hlo(_two_layers("multiply", ones, ones)))
+    assert isinstance(region, Region) and len(region.parts) == 2, region
+    assert region.parts[0].key == region.parts[1].key
+    v = validate_programs(_two_layers("add", ones, ones), _two_layers("multiply", ones, ones))
+    assert v.verdict() == SAME and "1 of its 2 parts are parts proven before" in \
+        v.pairs[0].reason, v.pairs[0].reason
+    # another constant is other content: proven for itself
+    region = changed_region(parse_hlo(_two_layers("add", ones, twos)),
+                            parse_hlo(_two_layers("multiply", ones, twos)))
+    assert isinstance(region, Region) and region.parts[0].key != region.parts[1].key
+
+
+def test_a_part_proven_before_never_stands_for_one_that_reads_otherwise() -> None:
+    chain = PassChain()
+    ones = "{1, 1, 1, 1, 1, 1, 1, 1}"
+    first = validate_programs(_two_layers("add", ones, ones),
+                              _two_layers("multiply", ones, ones), chain=chain)
+    assert first.verdict() == SAME
+    # the same ops, but the change now moves what b reads: not the part proven before
+    later = _two_layers("multiply", ones, ones).replace(
+        "rb = f32[8] reverse(b), dimensions={0}", "rb = f32[8] reverse(b), dimensions={0}\n"
+        "  rb2 = f32[8] reverse(rb), dimensions={0}").replace("tuple(ra, rb)", "tuple(ra, rb2)")
+    assert validate_programs(_two_layers("add", ones, ones), later, chain=chain).verdict() \
+        != SAME

@@ -69,7 +69,7 @@ class _ModuleState:
         self.computations: dict[str, int] = {}
         self.inlined: dict[tuple[str, tuple[int, ...]], int | None] = {}
         self.signatures: dict[int, tuple[HloInstruction, int]] = {}
-        self.values: tuple[dict[str, int], dict[str, int]] | None = None
+        self.values: dict[str, int] | None = None
 
 
 class _Table:
@@ -148,22 +148,29 @@ class _Table:
         return self.intern((inst.opcode, inst.shape, attrs, called, inst.parameter_number,
                             literal, len(inst.operands)))
 
-    def values(self, module: HloModule) -> tuple[dict[str, int], dict[str, int]]:
-        """(signature with the operands' shapes and layouts, subgraph id) of every entry
-        instruction: a kept instruction reads operands of the same shapes on both sides."""
+    def values(self, module: HloModule) -> dict[str, int]:
+        """The subgraph id of every entry instruction."""
         state = self.state(module)
         if state.values is not None:
             return state.values
         comp = module.entry
-        sig: dict[str, int] = {}
         deep: dict[str, int] = {}
+        intern = self.intern
         for inst in comp.instructions:
-            sig[inst.name] = self.intern(("kept", self.signature(module, inst), tuple(
-                comp.instruction(n).shape for n in inst.operands)))
-            deep[inst.name] = self.value(module, comp, inst, [deep.get(n, -1)
-                                                              for n in inst.operands])
-        state.values = sig, deep
-        return sig, deep
+            args = [deep.get(n, -1) for n in inst.operands]
+            deep[inst.name] = self.value(module, comp, inst, args) if inst.opcode in (
+                "fusion", "call") else intern(("value", self.signature(module, inst),
+                                              tuple(args)))
+        state.values = deep
+        return deep
+
+    def kept(self, module: HloModule, name: str) -> int:
+        """The signature of entry instruction `name` with its operands' shapes and layouts:
+        a kept instruction reads operands of the same shapes on both sides."""
+        comp = module.entry
+        inst = comp.instruction(name)
+        return self.intern(("kept", self.signature(module, inst),
+                            tuple(comp.instruction(n).shape for n in inst.operands)))
 
     def value(self, module: HloModule, comp: HloComputation, inst: HloInstruction,
               args: list[int]) -> int:
@@ -229,11 +236,10 @@ def changed_region(before: HloModule, after: HloModule, chain: PassChain | None 
 
 def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     ca, cb = before.entry, after.entry
-    sig_a, deep_a = table.values(before)
-    sig_b, deep_b = table.values(after)
+    deep_a, deep_b = table.values(before), table.values(after)
     if deep_a[ca.root.name] == deep_b[cb.root.name]:
         return Region(None, None, (0, 0))
-    if sig_a[ca.root.name] != sig_b[cb.root.name]:
+    if table.kept(before, ca.root.name) != table.kept(after, cb.root.name):
         raise _NotApplicable("the pass changed the root")
     shared = set(deep_a.values()) & set(deep_b.values())
     pairs: dict[str, str] = {}  # the kept instructions, A -> B
@@ -251,7 +257,7 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
         for u, v in zip(ca.instruction(x).operands, cb.instruction(y).operands):
             if deep_a[u] == deep_b[v]:
                 continue  # one value on both sides
-            if sig_a[u] == sig_b[v]:
+            if table.kept(before, u) == table.kept(after, v):
                 work.append((u, v))
             else:
                 outputs[(u, v)] = None
@@ -276,9 +282,12 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     mb = _module(after, side_b, [v for _, v in outputs], inputs)
     if ma is None or mb is None:
         raise _NotApplicable("an input of the changed part is a tuple")
-    parts = tuple(_part(table, (before, after), (side_a, side_b), [outputs_list[k] for k in c])
-                  for outputs_list in [list(outputs)] for c in _components(
-                      (side_a, side_b), list(outputs)))
+    listed = list(outputs)
+    cones = (_cones(side_a, [u for u, _ in listed]), _cones(side_b, [v for _, v in listed]))
+    orders = tuple({inst.name: k for k, (_key, inst) in enumerate(side)}
+                   for side in (side_a, side_b))
+    parts = tuple(_part(table, (before, after), (side_a, side_b), orders, cones, listed, group)
+                  for group in _components((side_a, side_b), cones))
     return Region(ma, mb, (sum(k is None for k, _ in side_a),
                            sum(k is None for k, _ in side_b)), parts)
 
@@ -304,12 +313,12 @@ def _cones(side: Side, outputs: Sequence[str]) -> list[set[str]]:
     return cones
 
 
-def _components(sides: tuple[Side, Side], outputs: Sequence[tuple[str, str]]
+def _components(sides: tuple[Side, Side], cones: tuple[list[set[str]], list[set[str]]]
                 ) -> list[list[int]]:
     """The outputs in groups that share no instruction of the region on either side (only
     inputs, and constants or iotas, which each group may compute for itself): each group's
     reads follow from its own instructions alone."""
-    parent = list(range(len(outputs)))
+    parent = list(range(len(cones[0])))
 
     def find(k: int) -> int:
         while parent[k] != k:
@@ -317,58 +326,77 @@ def _components(sides: tuple[Side, Side], outputs: Sequence[tuple[str, str]]
             k = parent[k]
         return k
 
-    for side, names in ((sides[0], [u for u, _ in outputs]), (sides[1], [v for _, v in outputs])):
+    for side, per_output in zip(sides, cones):
         owner: dict[str, int] = {}
         leaves = {inst.name for key, inst in side if key is None and not inst.operands}
-        for k, cone in enumerate(_cones(side, names)):
+        for k, cone in enumerate(per_output):
             for n in cone - leaves:  # (a constant or iota is copied into each group)
                 other = owner.setdefault(n, k)
                 if other != k:
                     parent[find(other)] = find(k)
     groups: dict[int, list[int]] = {}
-    for k in range(len(outputs)):
+    for k in range(len(parent)):
         groups.setdefault(find(k), []).append(k)
     return list(groups.values())
 
 
-@dataclass(frozen=True)
 class RegionPart:
     """One group of the region's outputs as two modules (inputs numbered in order of first
-    use), and its content: both sides' ops, shapes, layouts, attributes and literals with
-    operands as positions and inputs as numbers (names and metadata aside). Two parts with
-    one key are one pair of programs up to names, and read alike or not alike together."""
+    use; built when first asked for), and its content (`key`): both sides' ops, shapes,
+    layouts, attributes and literals with operands as positions and inputs as numbers (names
+    and metadata aside). Two parts with one key are one pair of programs up to names, and
+    read alike or not alike together."""
 
-    before: HloModule
-    after: HloModule
-    key: object
+    def __init__(self, key: object, build: list[tuple[HloModule, Side, list[str]]],
+                 inputs: Mapping[object, tuple[int, Shape]]) -> None:
+        self.key = key
+        self._build = build
+        self._inputs = inputs
+        self._modules: tuple[HloModule, HloModule] | None = None
+
+    @property
+    def modules(self) -> tuple[HloModule, HloModule]:
+        if self._modules is None:
+            built = [_module(m, sub, names, self._inputs) for m, sub, names in self._build]
+            assert built[0] is not None and built[1] is not None  # (no tuple-shaped input:
+            self._modules = built[0], built[1]                  # the region refused those)
+        return self._modules
+
+    @property
+    def before(self) -> HloModule:
+        return self.modules[0]
+
+    @property
+    def after(self) -> HloModule:
+        return self.modules[1]
 
 
 def _part(table: _Table, modules: tuple[HloModule, HloModule], sides: tuple[Side, Side],
-          outputs: Sequence[tuple[str, str]]) -> RegionPart:
-    chosen = []
-    for side, names in ((sides[0], [u for u, _ in outputs]), (sides[1], [v for _, v in outputs])):
-        cone = set().union(*_cones(side, names))
-        reads = cone | {n for key, inst in side if inst.name in cone for n in inst.operands}
-        reads |= set(names)  # (an output that is an input as it is)
-        chosen.append([(key, inst) for key, inst in side if inst.name in reads])
+          orders: tuple[dict[str, int], ...], cones: tuple[list[set[str]], list[set[str]]],
+          outputs: Sequence[tuple[str, str]], group: Sequence[int]) -> RegionPart:
+    build: list[tuple[HloModule, Side, list[str]]] = []
+    for module, side, order, per_output, end in zip(modules, sides, orders, cones, (0, 1)):
+        names = [outputs[k][end] for k in group]
+        cone = set().union(*(per_output[k] for k in group))
+        reads = set(cone)
+        for n in cone:
+            reads.update(side[order[n]][1].operands)
+        reads.update(names)  # (an output that is an input as it is)
+        build.append((module, [side[k] for k in sorted(order[n] for n in reads)], names))
     inputs: dict[object, tuple[int, Shape]] = {}
-    for sub in chosen:
+    for _m, sub, _names in build:
         for key, inst in sub:
             if key is not None:
                 inputs.setdefault(key, (len(inputs), inst.shape))
-    built, content = [], []
-    for module, sub, names in ((modules[0], chosen[0], [u for u, _ in outputs]),
-                               (modules[1], chosen[1], [v for _, v in outputs])):
-        m = _module(module, sub, names, inputs)
-        assert m is not None  # (a tuple-shaped input refused the whole region already)
-        built.append(m)
+    content = []
+    for module, sub, names in build:
         position = {inst.name: k for k, (_key, inst) in enumerate(sub)}
         content.append((tuple(("input", inputs[key][0], inst.shape) if key is not None else
                               (table.signature(module, inst),
                                tuple(position[n] for n in inst.operands))
                               for key, inst in sub),
                         tuple(position[n] for n in names)))
-    return RegionPart(built[0], built[1], (tuple(content), len(inputs)))
+    return RegionPart((tuple(content), len(inputs)), build, inputs)
 
 
 def _side(comp: HloComputation, outputs: Sequence[str], deep: Mapping[str, int],

@@ -81,14 +81,17 @@ def pass_pairs(snapshots: list[Snapshot]) -> list[PassPair]:
     """Each snapshot that changed the text against the last one before it."""
     pairs: list[PassPair] = []
     prev: Snapshot | None = None
-    prev_text = ""
+    prev_text = prev_body = ""
     for s in snapshots:
         with open(s.path, encoding="utf-8") as f:
             text = f.read()
-        if prev is not None and _body(text) != _body(prev_text):
+        if prev is not None and text == prev_text:
+            continue
+        body = _body(text)
+        if prev is not None and body != prev_body:
             pairs.append(PassPair(prev, s, prev_text, text))
-        if prev is None or _body(text) != _body(prev_text):
-            prev, prev_text = s, text
+        if prev is None or body != prev_body:
+            prev, prev_text, prev_body = s, text, body
     return pairs
 
 

@@ -14,7 +14,6 @@ escapes `parse_hlo` (nesting depth is bounded, numbers are matched before conver
 from __future__ import annotations
 
 import bisect
-import copy
 import dataclasses
 import math
 import re
@@ -85,6 +84,17 @@ class Reused:
     def __init__(self) -> None:
         self.lines: dict[str, _Line] = {}
         self.next: dict[str, _Line] = {}
+        # whole computations by their text, where they begin on the same line again
+        self.blocks: dict[str, _Block] = {}
+        self.next_blocks: dict[str, _Block] = {}
+
+
+@dataclass(frozen=True)
+class _Block:
+    computation: HloComputation
+    where: tuple[int, int]  # the line and column it began at
+    refs: tuple[tuple[str, int], ...]  # computation name, offset
+    lines: tuple[tuple[str, _Line], ...]  # its instructions' lines, for the next call
 
 
 @dataclass(frozen=True)
@@ -324,6 +334,7 @@ class _Parser(_Scanner):
         # Every computation name used in an attribute, with where it was written.
         self.computation_refs: list[tuple[str, int]] = []
         self.reuse = reuse
+        self.block_lines: list[tuple[str, _Line]] | None = None  # (the computation's, as read)
         self.declared: list[tuple[str, Shape | None, int, int]] | None = None
         self.instruction_start = 0
 
@@ -358,6 +369,7 @@ class _Parser(_Scanner):
             computations[computation.name] = computation
         if self.reuse is not None:
             self.reuse.lines, self.reuse.next = self.reuse.next, {}
+            self.reuse.blocks, self.reuse.next_blocks = self.reuse.next_blocks, {}
         if not computations:
             self.fail("expected a computation")
         for ref, at in self.computation_refs:
@@ -389,6 +401,32 @@ class _Parser(_Scanner):
         return keyword, self.text[body_start:body_end]
 
     def computation(self) -> HloComputation:
+        self.skip()
+        if self.reuse is None:
+            return self.parsed_computation()
+        start = self.pos
+        close = self.text.find("\n}", start, self.end)
+        block = self.text[start:close + 2] if close >= 0 else None
+        found = self.reuse.blocks.get(block) if block is not None else None
+        where = self.locate(start)
+        if block is not None and found is not None and found.where == where:
+            # the same text where it was: the same computation, its checks all local
+            self.computation_refs.extend((n, start + at) for n, at in found.refs)
+            self.reuse.next.update(found.lines)
+            self.reuse.next_blocks[block] = found
+            self.pos = start + len(block)
+            return found.computation
+        refs, self.block_lines = len(self.computation_refs), []
+        computation = self.parsed_computation()
+        owned, self.block_lines = tuple(self.block_lines), None
+        if block is not None and self.text[start:self.pos] == block and \
+                len(owned) == len(computation.instructions):
+            self.reuse.next_blocks[block] = _Block(
+                computation, where,
+                tuple((n, at - start) for n, at in self.computation_refs[refs:]), owned)
+        return computation
+
+    def parsed_computation(self) -> HloComputation:
         self.skip()
         start = self.pos
         is_entry = self.accept_word("ENTRY")
@@ -471,9 +509,11 @@ class _Parser(_Scanner):
             refs, self.declared, self.instruction_start = len(self.computation_refs), [], start
             inst = self.instruction(defined)
             if self.text[start:self.pos].rstrip() == line.rstrip():  # the line, no more
-                self.reuse.next[line] = _Line(
+                entry = self.reuse.next[line] = _Line(
                     inst, tuple(self.declared),
                     tuple((n, at - start) for n, at in self.computation_refs[refs:]))
+                if self.block_lines is not None:
+                    self.block_lines.append((line, entry))
             self.declared = None
             return inst
         for name, declared, name_at, declared_at in found.declared:
@@ -492,11 +532,13 @@ class _Parser(_Scanner):
         if (inst.line, inst.column) != where:
             # the same instruction where the line now is (a shallow copy: every other field
             # is the same object); kept for the next call, where it may not move again
-            inst = copy.copy(inst)
-            object.__setattr__(inst, "line", where[0])
-            object.__setattr__(inst, "column", where[1])
+            moved = object.__new__(HloInstruction)
+            moved.__dict__.update(inst.__dict__, line=where[0], column=where[1])
+            inst = moved
             found = _Line(inst, found.declared, found.refs)
         self.reuse.next[line] = found
+        if self.block_lines is not None:
+            self.block_lines.append((line, found))
         return inst
 
     def instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:

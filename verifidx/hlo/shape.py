@@ -133,6 +133,18 @@ class Shape:
     tuple_shapes: tuple[Shape, ...] = ()
     _leaves: tuple[Shape, ...] | None = field(default=None, init=False, repr=False,
                                              compare=False, hash=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __hash__(self) -> int:
+        # kept: a module's shapes are hashed once per instruction per walk that keys on them
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash((self.element_type, self.dims, self.dynamic,
+                                                    self.layout, self.tuple_shapes)))
+        return self._hash  # type: ignore[return-value]
+
+    def __getstate__(self) -> dict[str, object]:
+        # a string's hash differs between processes: another process finds its own
+        return {**self.__dict__, "_hash": None}
 
     def __post_init__(self) -> None:
         if not self.dynamic and self.dims:
