@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..core.errors import UnsupportedError, VerifidxError
 from ..core.syntax import print_point
@@ -149,7 +149,7 @@ def uninstall() -> None:
             SIMDKernelFeatures,
         )
 
-        SIMDKernelFeatures.select_index_dtype = _original_dtype
+        cast(Any, SIMDKernelFeatures).select_index_dtype = _original_dtype
         _original_dtype = None
 
 
@@ -171,7 +171,7 @@ def _install_widths(on_unsafe: str) -> Stats:
     from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
 
     uninstall()
-    original = SIMDKernelFeatures.select_index_dtype
+    original: Any = SIMDKernelFeatures.select_index_dtype  # (a cached method in torch 2.13)
     stats = Stats()
 
     def wrapped(self: Any) -> Any:
@@ -182,7 +182,7 @@ def _install_widths(on_unsafe: str) -> Stats:
             _check_widths(self.scheduler_nodes(), on_unsafe)
         return dtype
 
-    SIMDKernelFeatures.select_index_dtype = wrapped
+    cast(Any, SIMDKernelFeatures).select_index_dtype = wrapped
     _original_dtype = original
     return stats
 
