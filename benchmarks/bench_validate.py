@@ -31,6 +31,8 @@ from common import print_table  # noqa: E402
 # Imported before the clock starts, as jax is before XLA's compile is timed (the child's
 # compile time excludes jax's import and lowering).
 import verifidx.clients.translation  # noqa: E402,F401
+import verifidx.core.vectorised  # noqa: E402,F401  (numpy)
+import verifidx.solve.presburger  # noqa: E402,F401  (islpy)
 from verifidx.clients.xla_dump import VERDICTS, validate_dump  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -762,20 +762,24 @@ def _reaches(module: HloModule) -> dict[int, set[int]] | None:
     """Output leaf -> the entry parameters some path reaches it from (any operand, calls
     entered wholesale); None for a tuple root that is not a tuple op of arrays."""
     entry = module.entry
-    seen: dict[str, set[int]] = {}
+    seen: dict[str, int] = {}  # bit sets of parameter numbers
     for inst in entry.instructions:
-        here: set[int] = set()
+        here = 0
         if inst.opcode == "parameter" and inst.parameter_number is not None:
-            here.add(inst.parameter_number)
+            here = 1 << inst.parameter_number
         for n in inst.operands:
             here |= seen[n]
         seen[inst.name] = here
+
+    def numbers(bits: int) -> set[int]:
+        return {k for k in range(bits.bit_length()) if bits >> k & 1}
+
     root = entry.root
     if not root.shape.is_tuple:
-        return {0: seen[root.name]}
+        return {0: numbers(seen[root.name])}
     if root.opcode != "tuple" or any(entry.instruction(n).shape.is_tuple for n in root.operands):
         return None
-    return {k: seen[n] for k, n in enumerate(root.operands)}
+    return {k: numbers(seen[n]) for k, n in enumerate(root.operands)}
 
 
 def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int, chain: PassChain
