@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
 from verifidx.hlo.shape import Shape
@@ -62,14 +63,15 @@ class Region:
 class _ModuleState:
     """What the table knows of one module: computation ids, inlined values, the signatures
     of its instructions that call computations (they mean what *its* computations do), and
-    its entry's values."""
+    its entry's values and kept signatures."""
 
     def __init__(self, module: HloModule) -> None:
         self.module = module
         self.computations: dict[str, int] = {}
-        self.inlined: dict[tuple[str, tuple[int, ...]], int | None] = {}
+        self.inlined: dict[tuple[Any, ...], int | None] = {}
         self.signatures: dict[int, tuple[HloInstruction, int]] = {}
         self.values: dict[str, int] | None = None
+        self.kept: dict[str, int] = {}
 
 
 class _Table:
@@ -83,6 +85,11 @@ class _Table:
         self.states: dict[int, _ModuleState] = {}
         self.window = window
         self.signatures: dict[int, tuple[object, str, Shape, tuple[object, ...], int]] = {}
+        # computations that call none, by identity (each entry holds its computation)
+        self.leaves: dict[int, tuple[HloComputation, bool]] = {}
+        self.leaf_keys: dict[int, tuple[HloComputation, int]] = {}
+        self.leaf_inlined: dict[tuple[Any, ...], int | None] = {}
+        self.leaf_holds: list[HloComputation] = []
 
     def intern(self, key: object) -> int:
         found = self.ids.get(key)
@@ -97,22 +104,43 @@ class _Table:
         found = self.states[id(module)] = _ModuleState(module)
         while len(self.states) > self.window:
             del self.states[next(iter(self.states))]
-        if len(self.signatures) > 200_000:
-            self.signatures.clear()  # (instructions of modules long gone)
+        if len(self.signatures) + len(self.leaf_inlined) > 200_000:
+            # (instructions and computations of modules long gone)
+            for cache in (self.signatures, self.leaves, self.leaf_keys, self.leaf_inlined):
+                cache.clear()
+            self.leaf_holds.clear()
         return found
 
+    def _leaf(self, comp: HloComputation) -> bool:
+        """`comp` calls no computation: what it computes is its own text's (the same object
+        in another module, as the parser hands over a computation left as it was, means the
+        same there)."""
+        found = self.leaves.get(id(comp))
+        if found is None or found[0] is not comp:
+            found = self.leaves[id(comp)] = (comp, not any(
+                inst.called_computations for inst in comp.instructions))
+        return found[1]
+
     def computation_key(self, module: HloModule, name: str) -> int:
+        comp = module.computation(name)
+        if self._leaf(comp):
+            hit = self.leaf_keys.get(id(comp))
+            if hit is None or hit[0] is not comp:
+                hit = self.leaf_keys[id(comp)] = (comp, self._body_key(module, comp))
+            return hit[1]
         keys = self.state(module).computations
         if name in keys:
             return keys[name]
         keys[name] = -1  # a computation that calls itself matches nothing
-        comp = module.computation(name)
+        keys[name] = self._body_key(module, comp)
+        return keys[name]
+
+    def _body_key(self, module: HloModule, comp: HloComputation) -> int:
         position = {inst.name: k for k, inst in enumerate(comp.instructions)}
         body = tuple((self.signature(module, inst),
                       tuple(position.get(n, -1) for n in inst.operands), inst.is_root)
                      for inst in comp.instructions)
-        keys[name] = self.intern(("computation", body))
-        return keys[name]
+        return self.intern(("computation", body))
 
     def signature(self, module: HloModule, inst: HloInstruction) -> int:
         # One instruction object may stand in several modules (lines reused by the parser);
@@ -167,10 +195,14 @@ class _Table:
     def kept(self, module: HloModule, name: str) -> int:
         """The signature of entry instruction `name` with its operands' shapes and layouts:
         a kept instruction reads operands of the same shapes on both sides."""
-        comp = module.entry
-        inst = comp.instruction(name)
-        return self.intern(("kept", self.signature(module, inst),
-                            tuple(comp.instruction(n).shape for n in inst.operands)))
+        kept = self.state(module).kept
+        found = kept.get(name)
+        if found is None:
+            comp = module.entry
+            inst = comp.instruction(name)
+            found = kept[name] = self.intern(("kept", self.signature(module, inst), tuple(
+                comp.instruction(n).shape for n in inst.operands)))
+        return found
 
     def value(self, module: HloModule, comp: HloComputation, inst: HloInstruction,
               args: list[int]) -> int:
@@ -190,12 +222,19 @@ class _Table:
                shapes: tuple[Shape, ...], shape: Shape) -> int | None:
         """The value of computation `name` at `args` (None where its parameters or root do
         not have the call's shapes and layouts, or it calls itself)."""
-        inlined = self.state(module).inlined
-        key = (name, args)
-        if key in inlined:
-            return inlined[key]
-        inlined[key] = None
         body = module.computation(name)
+        if self._leaf(body):  # (by the computation's identity, held in the key's entry)
+            inlined: dict[Any, int | None] = self.leaf_inlined
+            key: tuple[Any, ...] = (id(body), args, shapes, shape)
+            if key in inlined:
+                return inlined[key]
+            self.leaf_holds.append(body)
+        else:
+            inlined = self.state(module).inlined
+            key = (name, args, shapes, shape)
+            if key in inlined:
+                return inlined[key]
+        inlined[key] = None
         params = body.parameters
         if body.root.shape != shape or len(params) != len(args) or any(
                 q.parameter_number != k or q.shape != shapes[k] for k, q in enumerate(params)):

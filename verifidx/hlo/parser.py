@@ -502,8 +502,9 @@ class _Parser(_Scanner):
             return self.instruction(defined)
         self.skip()
         start = self.pos
-        stop = self.text.find("\n", start)
-        line = self.text[start:stop if stop >= 0 else self.end]
+        text = self.text
+        stop = text.find("\n", start)
+        line = text[start:stop if stop >= 0 else self.end]
         found = self.reuse.lines.get(line)
         if found is None:
             refs, self.declared, self.instruction_start = len(self.computation_refs), [], start
@@ -524,16 +525,17 @@ class _Parser(_Scanner):
                     not declared.compatible(operand.shape):
                 self.fail(f"operand '{name}' is declared as {declared} but defined as "
                           f"{operand.shape}", start + declared_at)
-        self.computation_refs.extend((n, start + at) for n, at in found.refs)
-        self.pos = start + len(line)
-        self.skip()  # as `instruction()` ends
+        if found.refs:
+            self.computation_refs.extend((n, start + at) for n, at in found.refs)
+        self.pos = start + len(line)  # (the caller skips on to the next token)
         inst = found.instruction
-        where = self.locate(start)
-        if (inst.line, inst.column) != where:
+        number = bisect.bisect_left(self.newlines, start)  # (`locate`, inlined: every line)
+        column = start - (self.newlines[number - 1] + 1 if number else 0) + 1
+        if inst.line != number + 1 or inst.column != column:
             # the same instruction where the line now is (a shallow copy: every other field
             # is the same object); kept for the next call, where it may not move again
             moved = object.__new__(HloInstruction)
-            moved.__dict__.update(inst.__dict__, line=where[0], column=where[1])
+            moved.__dict__.update(inst.__dict__, line=number + 1, column=column)
             inst = moved
             found = _Line(inst, found.declared, found.refs)
         self.reuse.next[line] = found
