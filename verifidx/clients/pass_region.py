@@ -492,8 +492,18 @@ def _module(module: HloModule, region: Sequence[tuple[object, HloInstruction]],
     shapes = [module.entry.instruction(n).shape for n in outputs]
     root = HloInstruction("region.root", "tuple", Shape.tuple_of(*shapes), tuple(outputs),
                           is_root=True)
-    entry = HloComputation("region", (*body, root), is_entry=True)
-    computations = {n: c for n, c in module.computations.items() if c is not module.entry}
+    name = "region"
+    while name in module.computations:  # (a computation of the module may be so named)
+        name += "_"
+    entry = HloComputation(name, (*body, root), is_entry=True)
+    computations: dict[str, HloComputation] = {}  # those the region calls, and theirs
+    work = [n for inst in body for n in inst.called_computations]
+    while work:
+        called = work.pop()
+        if called not in computations and called in module.computations:
+            computations[called] = module.computations[called]
+            work.extend(n for inst in computations[called].instructions
+                        for n in inst.called_computations)
     computations[entry.name] = entry
     return HloModule(module.name, computations, {}, {}, module.source)
 
