@@ -291,3 +291,19 @@ def test_a_part_proven_before_never_stands_for_one_that_reads_otherwise() -> Non
         "  rb2 = f32[8] reverse(rb), dimensions={0}").replace("tuple(ra, rb)", "tuple(ra, rb2)")
     assert validate_programs(_two_layers("add", ones, ones), later, chain=chain).verdict() \
         != SAME
+
+
+def test_a_computation_named_like_the_region_keeps_its_meaning() -> None:
+    head = ("HloModule m\n\nregion {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\n\nENTRY e {\n  p0 = f32[8] parameter(0)\n"
+            "  p1 = f32[8] parameter(1)\n  z = f32[] constant(0)\n  x = f32[8] add(p0, p1)\n")
+    before = head + ("  r = f32[] reduce(x, z), dimensions={0}, to_apply=region\n"
+                     "  ROOT n = f32[] negate(r)\n}\n")
+    after = head + ("  x2 = f32[1,8] reshape(x)\n"
+                    "  r = f32[] reduce(x2, z), dimensions={0,1}, to_apply=region\n"
+                    "  ROOT n = f32[] negate(r)\n}\n")
+    region = changed_region(parse_hlo(before), parse_hlo(after))
+    assert isinstance(region, Region) and region.before is not None
+    assert region.before.computations["region"].root.opcode == "add"  # the reducer itself
+    assert region.before.entry.name != "region"
+    assert validate_programs(before, after).verdict() == SAME
