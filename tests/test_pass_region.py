@@ -307,3 +307,26 @@ def test_a_computation_named_like_the_region_keeps_its_meaning() -> None:
     assert region.before.computations["region"].root.opcode == "add"  # the reducer itself
     assert region.before.entry.name != "region"
     assert validate_programs(before, after).verdict() == SAME
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(programs(), st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 3),
+                                      st.integers(0, 5)), min_size=2, max_size=4),
+       st.booleans())
+def test_a_pipeline_of_passes_gets_the_verdicts_each_pair_gets_alone(
+        program: tuple[list[tuple[str, int, int, int, int]], int],
+        changes: list[tuple[str, int, int]], two_outputs: bool) -> None:
+    # What one pipeline shares (lines and computations the parser hands over, the table of
+    # subgraphs, the parts proven before) never changes a verdict.
+    body, _at = program
+    texts = [_text(body, two_outputs)]
+    for how, by, where in changes:
+        body = _mutated(body, where % len(body), how, by)
+        texts.append(_text(body, two_outputs, where % len(body) if by == 3 else None))
+    reuse, chain = Reused(), PassChain()
+    modules = [parse_hlo(t, reuse=reuse) for t in texts]
+    for k in range(1, len(texts)):
+        piped = validate_programs(modules[k - 1], modules[k], chain=chain)
+        alone = validate_programs(texts[k - 1], texts[k])
+        assert [(p.verdict, p.value_equality) for p in piped.pairs] == \
+            [(p.verdict, p.value_equality) for p in alone.pairs], (texts[k - 1], texts[k])
