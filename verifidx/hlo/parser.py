@@ -64,6 +64,12 @@ _LAYOUT_ITEM = re.compile(r"[A-Z#]+")
 _DIM_LABELS = re.compile(r"([0-9bf]+)_([0-9io]+)->([0-9bf]+)")
 # Characters that matter when delimiting a raw span; everything else is skipped in one step.
 _RAW_SPECIAL = re.compile(r"[ \t\r\n\f\v,(){}\[\]\"'/]")
+_RAW_PLAIN = re.compile(r"[^ \t\r\n\f\v,(){}\[\]\"'/]+|\{(?:[^(){}\[\]\"'/\\]|\"[^\"\\\n]*\""
+                        r"|\[[^(){}\[\]\"'/\\]*\])*\}")
+"""The attribute values nearly every instruction has (a word, or one pair of braces around
+words, spaces, plain strings and bracket pairs: `kLoop`, `{1,0}`, `{[0:4]}`, a `metadata`
+record), whose span the full scan (`raw_span`) would end at the same place."""
+_RAW_ENDS = frozenset(" \t\r\n\f\v,)]}")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
 
@@ -270,6 +276,16 @@ class _Scanner:
         The span ends at an unmatched closing bracket and, when `stop_at_space`, at a top-level
         comma, whitespace or comment. Brackets must match and strings be terminated.
         """
+        if stop_at_space:
+            plain = _RAW_PLAIN.match(self.text, self.pos, self.end)
+            if plain is not None:
+                after = plain.end()
+                if after == self.end or self.text[after] in _RAW_ENDS:
+                    return after
+        return self.scanned_span(stop_at_space=stop_at_space)
+
+    def scanned_span(self, *, stop_at_space: bool) -> int:
+        """`raw_span` by the full scan, special character by special character."""
         text, pos, end = self.text, self.pos, self.end
         open_brackets: list[int] = []
         while True:
