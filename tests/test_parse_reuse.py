@@ -45,14 +45,7 @@ def test_a_computation_taken_whole_still_needs_what_it_calls() -> None:
              "to_apply=add\n}\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
              "  ROOT c = f32[] call(p), to_apply=sum\n}\n")
     second = first.replace("add {", "plus {")  # `sum` stands where it stood, as it was
-    reuse = Reused()
-    parse_hlo(first, reuse=reuse)
-    with pytest.raises(ParseError) as fresh:
-        parse_hlo(second)
-    with pytest.raises(ParseError) as reused:
-        parse_hlo(second, reuse=reuse)
-    assert "undefined computation 'add'" in str(reused.value)
-    assert str(reused.value) == str(fresh.value)
+    assert "undefined computation 'add'" in _same_error_after(first, second)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -63,10 +56,17 @@ def test_a_reused_line_is_checked_against_its_operands(change: str, message: str
     first = ("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
              "  ROOT r = f32[4] negate(f32[4] p)\n}\n")
     second = first.replace("  p = f32[4] parameter(0)\n", change)
+    assert message in _same_error_after(first, second)
+
+
+def _same_error_after(first: str, second: str) -> str:
+    """The error `second` raises parsed after `first` (reusing it), which must be the one it
+    raises alone."""
     reuse = Reused()
     parse_hlo(first, reuse=reuse)
     with pytest.raises(ParseError) as fresh:
         parse_hlo(second)
     with pytest.raises(ParseError) as reused:
         parse_hlo(second, reuse=reuse)
-    assert message in str(reused.value) and str(reused.value) == str(fresh.value)
+    assert str(reused.value) == str(fresh.value)
+    return str(reused.value)
