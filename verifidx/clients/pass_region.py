@@ -20,6 +20,12 @@ checked: no region output reaches, through the remainder, an operand whose value
 what an op reads (starts, indices, a loop's state, a selector, sort keys, a custom call).
 Anything else (a root changed, a region that reads the remainder, a tuple-shaped boundary)
 gives None and the caller validates the whole modules.
+
+The region comes in *parts*, its outputs grouped where they share no instruction of the
+region, each part a pair of modules with a key: its content up to names. Along one pipeline
+(`PassChain`: each snapshot the AFTER of one pass and the BEFORE of the next) the table of
+subgraphs is kept, so each module is hash-consed once, and a part whose key was proven before
+is not proven again: a model's layers change alike.
 """
 
 from __future__ import annotations
