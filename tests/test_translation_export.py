@@ -95,3 +95,21 @@ def test_an_exported_program_against_another_compile_is_never_same() -> None:
             assert verdict != SAME, (one, other)
     assert checked >= 12
     del jax
+
+
+def test_a_result_size_not_followed_is_not_called_a_signature_difference() -> None:
+    """`x[1:]` at a symbolic size is a `dynamic_gather` whose slice sizes are computed from
+    `b`; verifidx does not follow them, so BEFORE's result size is not known at b = 8. That is
+    not a difference of the signatures (jax's results agree): it is said as unsupported."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax import export
+
+    from verifidx.core.errors import UnsupportedError
+
+    b = export.symbolic_shape("b", constraints=["b >= 4"])[0]
+    exported = export.export(jax.jit(lambda x: jnp.concatenate([x[1:], x[:1]])))(
+        jax.ShapeDtypeStruct((b, 4), jnp.float32))
+    after = jax.jit(exported.call).lower(jnp.zeros((8, 4), jnp.float32)).compile().as_text()
+    with pytest.raises(UnsupportedError, match="not derived at b = 8.*not yet supported"):
+        validate_programs(exported.mlir_module(), after)
