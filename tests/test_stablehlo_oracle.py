@@ -386,6 +386,21 @@ DYNAMIC_OPS = {
   %sz = stablehlo.constant dense<[1, 3]> : tensor<2xi32>
   %0 = "stablehlo.dynamic_gather"(%arg0, %idx, %sz) {dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>} : ({t}, tensor<2x1xi32>, tensor<2xi32>) -> tensor<2x3xf32>""",
                        "tensor<2x3xf32>"),
+    # one window at constant starts with sizes from the size, as jax lowers `x[1:]` and
+    # `x[:, :1]` at a symbolic size: the slice it is
+    "dynamic_gather_window": ("tensor<?x3xf32, #stablehlo.bounds<5, ?>>", 3, _DIMS + """
+  %one = stablehlo.constant dense<1> : tensor<1xi32>
+  %m = stablehlo.subtract %n1, %one : tensor<1xi32>
+  %c3 = stablehlo.constant dense<3> : tensor<1xi32>
+  %sz = stablehlo.concatenate %m, %c3, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %0 = "stablehlo.dynamic_gather"(%arg0, %one, %sz) {dimension_numbers = #stablehlo.gather<offset_dims = [0, 1], start_index_map = [0]>, indices_are_sorted = true} : ({t}, tensor<1xi32>, tensor<2xi32>) -> tensor<?x3xf32, #stablehlo.bounds<4, ?>>""",
+                              "tensor<?x3xf32, #stablehlo.bounds<4, ?>>"),
+    "dynamic_gather_column": ("tensor<?x3xf32, #stablehlo.bounds<4, ?>>", 3, _DIMS + """
+  %two = stablehlo.constant dense<2> : tensor<1xi32>
+  %one = stablehlo.constant dense<1> : tensor<1xi32>
+  %sz = stablehlo.concatenate %n1, %one, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %0 = "stablehlo.dynamic_gather"(%arg0, %two, %sz) {dimension_numbers = #stablehlo.gather<offset_dims = [0, 1], start_index_map = [1]>, indices_are_sorted = true} : ({t}, tensor<1xi32>, tensor<2xi32>) -> tensor<?x1xf32, #stablehlo.bounds<4, ?>>""",
+                              "tensor<?x1xf32, #stablehlo.bounds<4, ?>>"),
     "dynamic_slice_clamped": ("tensor<?x3xf32, #stablehlo.bounds<4, ?>>", 3, """%i = stablehlo.constant dense<3> : tensor<i32>
   %c = stablehlo.constant dense<0> : tensor<i32>
   %0 = stablehlo.dynamic_slice %arg0, %i, %c, sizes = [1, 3] : ({t}, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>""",

@@ -16,7 +16,9 @@ dimension is a size variable; sizes flow through ops, and integer shape values
 quotients by positive constants (derived sizes, `b floordiv 2`), and comparisons and
 selections decided for every size) are followed so that
 `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and `set_dimension_size` get the
-sizes their shape operands hold; a `4*b` argument dimension is `4 * b`, and one the entry
+sizes their shape operands hold (and a `dynamic_gather` of one window at constant starts,
+jax's `x[1:]` at a symbolic size, is the slice it is where the window lies inside the
+operand at every size); a `4*b` argument dimension is `4 * b`, and one the entry
 asserts equal to an expression of the dimension variables is that expression (`_export_sizes`).
 A size that cannot be followed is a fresh, opaque size variable, which makes the maps that
 depend on it unknown, never wrong.
@@ -1185,11 +1187,43 @@ class OpConverter:
 
     def op_dynamic_gather(self) -> None:
         vals = self.fn.ints.get(self.op.operands[2])
-        if vals is None or not all(v.is_constant for v in vals):
-            self.generic("stablehlo.dynamic_gather")
-            return
         gd = mlir()["stablehlo"].GatherDimensionNumbers(self.op.attributes["dimension_numbers"])
-        self._gather(gd, [v.const for v in vals], self.operands()[:2])
+        if vals is not None and all(v.is_constant for v in vals):
+            self._gather(gd, [v.const for v in vals], self.operands()[:2])
+        elif vals is None or not self._window_as_slice(gd, vals):
+            self.generic("stablehlo.dynamic_gather")
+
+    def _window_as_slice(self, gd: Any, sizes: Sequence[SymSize]) -> bool:
+        """A gather of one window at constant starts whose sizes follow from the sizes, as
+        jax lowers `x[1:]` at a symbolic size: the slice `[s, s + n)` of every dimension, when
+        the window lies inside the operand at every size (so the gather's clamp of the start
+        leaves it); False when it is not that."""
+        src = self.in_sizes(0)
+        rank = len(src)
+        starts = self.fn.ints.get(self.op.operands[1])
+        if gd.collapsed_slice_dims or gd.operand_batching_dims or len(sizes) != rank or \
+                list(gd.offset_dims) != list(range(rank)) or gd.index_vector_dim != 0 or \
+                starts is None or len(starts) != len(gd.start_index_map) or \
+                not all(v.is_constant for v in starts) or \
+                _element(self.op.operands[2].type) not in _WIDE or \
+                not all(_exact(n) for n in sizes):  # (the program's sizes are these)
+            return False
+        at = {k: starts[i].const for i, k in enumerate(gd.start_index_map)}
+        dims: list[SliceDim] = []
+        inferred: list[Size | None] = []
+        for k in range(rank):
+            start, n, whole = at.get(k, 0), sizes[k], src[k]
+            have = whole if isinstance(whole, SymSize) else SymSize(whole)
+            room = have.plus(n.times(-1)).plus(-start)  # (operand's size - window's - start)
+            if start < 0 or room.lo < 0 or n.lo < 0:
+                return False
+            in_bound = whole if isinstance(whole, int) else whole.hi
+            size = self._slice_size(k, n.plus(start), start, 1, in_bound)
+            inferred.append(size)
+            bound = size if isinstance(size, int) else size.hi
+            dims.append(SliceDim(start, min(start + bound, in_bound), 1))
+        self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+        return True
 
     def op_scatter(self) -> None:
         sd = mlir()["stablehlo"].ScatterDimensionNumbers(
