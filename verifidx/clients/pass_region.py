@@ -91,11 +91,11 @@ class _Table:
         self.states: dict[int, _ModuleState] = {}
         self.window = window
         self.signatures: dict[int, tuple[object, str, Shape, tuple[object, ...], int]] = {}
-        # computations that call none, by identity (each entry holds its computation)
+        # computations that call none, by identity: `leaves` holds each computation, so its
+        # id stands for it in the other two while it is there (all cleared together, `trim`)
         self.leaves: dict[int, tuple[HloComputation, bool]] = {}
-        self.leaf_keys: dict[int, tuple[HloComputation, int]] = {}
+        self.leaf_keys: dict[int, int] = {}
         self.leaf_inlined: dict[tuple[Any, ...], int | None] = {}
-        self.leaf_holds: list[HloComputation] = []
 
     def intern(self, key: object) -> int:
         found = self.ids.get(key)
@@ -110,12 +110,14 @@ class _Table:
         found = self.states[id(module)] = _ModuleState(module)
         while len(self.states) > self.window:
             del self.states[next(iter(self.states))]
+        return found
+
+    def trim(self) -> None:
+        """Between pairs, never during one (an entry written after a clear would outlive the
+        object its id stands for): the caches of objects of modules long gone."""
         if len(self.signatures) + len(self.leaf_inlined) > 200_000:
-            # (instructions and computations of modules long gone)
             for cache in (self.signatures, self.leaves, self.leaf_keys, self.leaf_inlined):
                 cache.clear()
-            self.leaf_holds.clear()
-        return found
 
     def _leaf(self, comp: HloComputation) -> bool:
         """`comp` calls no computation: what it computes is its own text's (the same object
@@ -131,9 +133,9 @@ class _Table:
         comp = module.computation(name)
         if self._leaf(comp):
             hit = self.leaf_keys.get(id(comp))
-            if hit is None or hit[0] is not comp:
-                hit = self.leaf_keys[id(comp)] = (comp, self._body_key(module, comp))
-            return hit[1]
+            if hit is None:
+                hit = self.leaf_keys[id(comp)] = self._body_key(module, comp)
+            return hit
         keys = self.state(module).computations
         if name in keys:
             return keys[name]
@@ -229,12 +231,11 @@ class _Table:
         """The value of computation `name` at `args` (None where its parameters or root do
         not have the call's shapes and layouts, or it calls itself)."""
         body = module.computation(name)
-        if self._leaf(body):  # (by the computation's identity, held in the key's entry)
+        if self._leaf(body):  # (by the computation's identity, `leaves` holding it)
             inlined: dict[Any, int | None] = self.leaf_inlined
             key: tuple[Any, ...] = (id(body), args, shapes, shape)
             if key in inlined:
                 return inlined[key]
-            self.leaf_holds.append(body)
         else:
             inlined = self.state(module).inlined
             key = (name, args, shapes, shape)
@@ -280,6 +281,7 @@ def changed_region(before: HloModule, after: HloModule, chain: PassChain | None 
 
 
 def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
+    table.trim()
     ca, cb = before.entry, after.entry
     deep_a, deep_b = table.values(before), table.values(after)
     if deep_a[ca.root.name] == deep_b[cb.root.name]:

@@ -1209,20 +1209,12 @@ class OpConverter:
                 not all(_exact(n) for n in sizes):  # (the program's sizes are these)
             return False
         at = {k: starts[i].const for i, k in enumerate(gd.start_index_map)}
-        dims: list[SliceDim] = []
-        inferred: list[Size | None] = []
         for k in range(rank):
-            start, n, whole = at.get(k, 0), sizes[k], src[k]
-            have = whole if isinstance(whole, SymSize) else SymSize(whole)
-            room = have.plus(n.times(-1)).plus(-start)  # (operand's size - window's - start)
+            start, n = at.get(k, 0), sizes[k]
+            room = _as_sym(src[k]).plus(n.times(-1)).plus(-start)  # (size - window - start)
             if start < 0 or room.lo < 0 or n.lo < 0:
                 return False
-            in_bound = whole if isinstance(whole, int) else whole.hi
-            size = self._slice_size(k, n.plus(start), start, 1, in_bound)
-            inferred.append(size)
-            bound = size if isinstance(size, int) else size.hi
-            dims.append(SliceDim(start, min(start + bound, in_bound), 1))
-        self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+        self._slice([(at.get(k, 0), sizes[k].plus(at.get(k, 0)), 1) for k in range(rank)])
         return True
 
     def op_scatter(self) -> None:
@@ -1254,21 +1246,26 @@ class OpConverter:
             self.generic("stablehlo.real_dynamic_slice")
             return
         start, limit, stride = (p or () for p in parts)
+        if not all(start[k].is_constant and stride[k].is_constant and stride[k].const > 0
+                   for k in range(rank)):
+            self.generic("stablehlo.real_dynamic_slice")
+            return
+        self._slice([(start[k].const, limit[k], stride[k].const) for k in range(rank)])
+
+    def _slice(self, dims: Sequence[tuple[int, SymSize, int]]) -> None:
+        """The HLO slice of operand 0 by (start, limit, stride) per dimension, a limit that
+        may be a size (`_slice_size`)."""
         src = self.in_sizes(0)
-        dims: list[SliceDim] = []
+        windows: list[SliceDim] = []
         inferred: list[Size | None] = []
-        for k in range(rank):
-            if not (start[k].is_constant and stride[k].is_constant and stride[k].const > 0):
-                self.generic("stablehlo.real_dynamic_slice")
-                return
-            s, t = start[k].const, stride[k].const
+        for k, (s, limit, t) in enumerate(dims):
             sk = src[k]
             in_bound = sk if isinstance(sk, int) else sk.hi
-            size = self._slice_size(k, limit[k], s, t, in_bound)
+            size = self._slice_size(k, limit, s, t, in_bound)
             inferred.append(size)
             bound = size if isinstance(size, int) else size.hi
-            dims.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
-        self.single("slice", self.operands()[:1], inferred, slice=tuple(dims))
+            windows.append(SliceDim(s, min(s + bound * t, in_bound) if bound else s, t))
+        self.single("slice", self.operands()[:1], inferred, slice=tuple(windows))
 
     def _slice_size(self, d: int, limit: SymSize, start: int, stride: int, in_bound: int
                     ) -> Size:
