@@ -293,6 +293,14 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     paired_b: dict[str, str] = {}
     outputs: dict[tuple[str, str], None] = {}  # the changed operands of kept ones, in order
     work = [(ca.root.name, cb.root.name)]
+    # interior seeds: an instruction the pass left under its name, the same op on both sides
+    # (whatever pairs them, the pairing is checked as the root's is)
+    for inst in reversed(ca.instructions):
+        y = inst.name
+        if y in deep_b and deep_a[y] != deep_b[y] and inst.opcode not in _COPIED and \
+                table.kept(before, y) == table.kept(after, y):
+            work.append((y, y))
+    work.reverse()
     while work:
         x, y = work.pop()
         if pairs.get(x) == y:
@@ -363,8 +371,8 @@ def _cones(side: Side, outputs: Sequence[str]) -> list[set[str]]:
 def _components(sides: tuple[Side, Side], cones: tuple[list[set[str]], list[set[str]]]
                 ) -> list[list[int]]:
     """The outputs in groups that share no instruction of the region on either side (only
-    inputs, and constants or iotas, which each group may compute for itself): each group's
-    reads follow from its own instructions alone."""
+    inputs, and what is computed from constants and iotas alone, which each group computes for
+    itself): each group's reads follow from its own instructions alone."""
     parent = list(range(len(cones[0])))
 
     def find(k: int) -> int:
@@ -375,9 +383,12 @@ def _components(sides: tuple[Side, Side], cones: tuple[list[set[str]], list[set[
 
     for side, per_output in zip(sides, cones):
         owner: dict[str, int] = {}
-        leaves = {inst.name for key, inst in side if key is None and not inst.operands}
+        leaves: set[str] = set()  # computed from no value: each group may compute its own
+        for key, inst in side:
+            if key is None and all(n in leaves for n in inst.operands):
+                leaves.add(inst.name)
         for k, cone in enumerate(per_output):
-            for n in cone - leaves:  # (a constant or iota is copied into each group)
+            for n in cone - leaves:
                 other = owner.setdefault(n, k)
                 if other != k:
                     parent[find(other)] = find(k)
