@@ -70,3 +70,28 @@ def _same_error_after(first: str, second: str) -> str:
         parse_hlo(second, reuse=reuse)
     assert str(reused.value) == str(fresh.value)
     return str(reused.value)
+
+
+def test_a_computation_that_moved_is_taken_whole_on_its_new_lines() -> None:
+    body = ("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\n\n")
+    entry = ("ENTRY e {\n  p = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+             "  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add\n}\n")
+    first = "HloModule m\n\n" + body + entry
+    # a computation put in before it: `add` and the entry stand three lines further down
+    second = ("HloModule m\n\nneg {\n  x = f32[] parameter(0)\n  ROOT n = f32[] negate(x)\n}\n\n"
+              + body + entry)
+    reuse = Reused()
+    old = parse_hlo(first, reuse=reuse).computations["add"]
+    got = parse_hlo(second, reuse=reuse)
+    assert got == parse_hlo(second)
+    moved = got.computations["add"]
+    assert [i.line for i in moved.instructions] == [i.line + 5 for i in old.instructions]
+    assert moved.instructions[0].raw_attributes is old.instructions[0].raw_attributes  # copies
+    # a moved computation that calls one no longer there: the error a fresh parse gives
+    mul = "mul {\n  x = f32[] parameter(0)\n  ROOT m = f32[] multiply(x, x)\n}\n\n"
+    calls = body.replace("ROOT s = f32[] add(a, b)", "ROOT s = f32[] call(a), to_apply=mul")
+    longer = ("neg {\n  x = f32[] parameter(0)\n  y = f32[] negate(x)\n  ROOT n = f32[] "
+              "negate(y)\n}\n\n")
+    assert "undefined computation 'mul'" in _same_error_after(
+        "HloModule m\n\n" + mul + calls + entry, "HloModule m\n\n" + longer + calls + entry)

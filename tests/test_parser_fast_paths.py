@@ -51,3 +51,80 @@ def test_a_module_parses_the_same_with_comments_where_tokens_start() -> None:
              "  ROOT r = f32[4]{0} negate(p), metadata={op_name=\"a/b\"}\n}\n")
     commented = plain.replace("negate(p)", "negate(/* x */p)").replace("= f32", "=/**/f32")
     assert parse_hlo(plain) == parse_hlo(commented)
+
+
+NAMES = st.sampled_from(["a", "b.1", "x-2", "undefined", "ROOT", "0"])
+SHAPES = st.sampled_from(["f32[2]{0}", "f32[2]", "s32[]", "f32[2,3]{1,0}", "f32[3]{0}",
+                          "(f32[2], s32[])", "f32[2] {0}", "f33[2]"])
+ATTRIBUTES = st.sampled_from([
+    ", dimensions={0}", ", dimensions={0,1}", ", dimensions=", ", index=1", ", kind=kLoop",
+    ", metadata={op_name=\"a\" source_line=3}", ", calls=%f", ", slice={[0:2]}",
+    ",dimensions={0}", ", dimensions= {0}", ", dimensions={0}, dimensions={0}", ", x=/**/1"])
+NOISE = st.sampled_from(["", " ", "/* c */", "\n", ",", "(", ")", "%", "=", "{", "0"])
+
+
+@st.composite
+def instruction_texts(draw: st.DrawFn) -> str:
+    """An instruction as XLA prints one, with now and then a fragment put in anywhere."""
+    operand = st.tuples(st.one_of(st.just(""), SHAPES.map(lambda s: s + " ")),
+                        st.sampled_from(["", "%"]), NAMES).map("".join)
+    opcode = draw(st.sampled_from(["add", "negate", "tuple", "parameter", "constant"]))
+    listed = (draw(st.sampled_from(["0", "1", "-1", ""])) if opcode in ("parameter", "constant")
+              else ", ".join(draw(st.lists(operand, max_size=3))))
+    text = (draw(st.sampled_from(["", "ROOT "])) + draw(st.sampled_from(["", "%"]))
+            + draw(NAMES) + " = " + draw(SHAPES) + " " + opcode + "(" + listed + ")"
+            + "".join(draw(st.lists(ATTRIBUTES, max_size=3))))
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(NOISE) + text[at:]
+    return text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(instruction_texts())
+def test_an_instruction_read_by_one_match_is_the_instruction_read_in_full(text: str) -> None:
+    # Whatever the text, the quick reading of a plain head (`plain_instruction`) and of plain
+    # `, name=` attributes gives what the token-by-token reading gives, or leaves it the text.
+    defined = {inst.name: inst for inst in parse_hlo(
+        "HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  b.1 = s32[] parameter(1)\n"
+        "  x-2 = f32[2,3]{1,0} parameter(2)\n  ROOT t = () tuple()\n}\n").entry.instructions}
+    for shape in ("f32[2]{0}", "f32[2]", "s32[]", "f32[2,3]{1,0}"):
+        _Parser(shape, "t").shape()  # (the quick reading takes only shapes read before)
+
+    def read(quick: bool) -> object:
+        parser = _Parser(text, "t")
+        parser.declared, parser.instruction_start = [], 0
+        if not quick:
+            parser.plain_instruction = lambda _defined: None  # type: ignore[method-assign]
+            parser.attribute_list = lambda owner, parse: _full_attributes(  # type: ignore
+                parser, owner, parse)
+        inst = parser.instruction(dict(defined))
+        return inst, parser.pos, parser.declared, parser.computation_refs
+
+    assert _outcome(lambda: read(True)) == _outcome(lambda: read(False))
+
+
+def _full_attributes(parser: _Parser, owner: str, parse: bool) -> object:
+    """`attribute_list` with its quick head switched off (the pattern never matches)."""
+    import re
+
+    import verifidx.hlo.parser as p
+
+    saved = p._PLAIN_ATTRIBUTE
+    p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
+    try:
+        return _Parser.attribute_list(parser, owner, parse=parse)
+    finally:
+        p._PLAIN_ATTRIBUTE = saved
+
+
+def test_the_plain_forms_xla_prints_take_the_quick_reading() -> None:
+    module = parse_hlo("HloModule m\n\nENTRY e {\n  %a = f32[2]{0} parameter(0)\n"
+                       "  ROOT %n = f32[2]{0} add(f32[2]{0} %a, %a), metadata={op_name=\"x\"}\n}\n")
+    text = "ROOT %n = f32[2]{0} add(f32[2]{0} %a, %a), dimensions={0}, metadata={op_name=\"x\"}"
+    parser = _Parser(text, "t")
+    inst = parser.plain_instruction({i.name: i for i in module.entry.instructions})
+    assert inst is not None and inst.operands == ("a", "a") and inst.is_root
+    assert inst.attributes["dimensions"] == (0,) and parser.pos == len(text)
+    parameter = _Parser("%p = f32[2]{0} parameter(3)", "t").plain_instruction({})
+    assert parameter is not None and parameter.parameter_number == 3

@@ -58,6 +58,20 @@ _PLAIN_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[0-9,]*\](\{[0-9,]*\})?")
 """An array shape with static sizes and a plain layout or none, written without spaces: the
 form nearly every shape of a dump takes, read once per distinct text (`_SHAPES`)."""
 _SHAPES: dict[str, Shape] = {}
+_PLAIN_OPERAND = r"(?:[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})? )?%?[A-Za-z_][A-Za-z0-9_.\-]*"
+_PLAIN_INSTRUCTION = re.compile(
+    r"(ROOT )?%?([A-Za-z_][A-Za-z0-9_.\-]*) = ([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) "
+    r"([A-Za-z_][A-Za-z0-9_.\-]*)\(((?:" + _PLAIN_OPERAND + "(?:, " + _PLAIN_OPERAND + r")*)?)\)")
+_PLAIN_ATTRIBUTE = re.compile(r", ([A-Za-z_][A-Za-z0-9_.\-]*)=(?=[^ \t\r\n\f\v/])")
+_PLAIN_PARAMETER = re.compile(
+    r"(ROOT )?%?([A-Za-z_][A-Za-z0-9_.\-]*) = ([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) "
+    r"parameter\(([0-9]+)\)")
+_OPERAND = re.compile(r"(?:([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) )?%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+"""An instruction head in the form XLA prints (`%n = f32[2]{0} add(f32[2]{0} %a, %b)`, every
+shape plain, no comment), read by one match where its shapes were read before (`_SHAPES`)."""
+_ATTRIBUTE_VALUES: dict[tuple[str, str], AttributeValue] = {}
+"""Parsed attribute values by name and text: the same text is the same value (all are
+immutable; computation references are not kept here, their places are recorded)."""
 _INT = re.compile(r"-?[0-9]+")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _LAYOUT_ITEM = re.compile(r"[A-Z#]+")
@@ -109,6 +123,19 @@ class _Line:
     # operand, the shape it is declared with, the offsets of its name and of that shape
     declared: tuple[tuple[str, Shape | None, int, int], ...]
     refs: tuple[tuple[str, int], ...]  # computation name, offset
+
+
+def _moved(block: _Block, where: tuple[int, int]) -> _Block:
+    """`block` begun `where` instead: each instruction a shallow copy on its new line."""
+    shift = where[0] - block.where[0]
+    instructions = []
+    for inst in block.computation.instructions:
+        moved = object.__new__(HloInstruction)
+        moved.__dict__.update(inst.__dict__, line=inst.line + shift)
+        instructions.append(moved)
+    computation = dataclasses.replace(block.computation, instructions=tuple(instructions),
+                                      line=block.computation.line + shift)
+    return _Block(computation, where, block.refs, block.lines)
 
 
 def parse_hlo(text: str, source: str = "<string>", *, check_shapes: bool = False,
@@ -425,8 +452,11 @@ class _Parser(_Scanner):
         block = self.text[start:close + 2] if close >= 0 else None
         found = self.reuse.blocks.get(block) if block is not None else None
         where = self.locate(start)
-        if block is not None and found is not None and found.where == where:
-            # the same text where it was: the same computation, its checks all local
+        if block is not None and found is not None and found.where[1] == where[1]:
+            # the same text: the same computation, its checks all local; where it moved by
+            # whole lines, its instructions are copies that say where they now are
+            if found.where != where:
+                found = _moved(found, where)
             self.computation_refs.extend((n, start + at) for n, at in found.refs)
             self.reuse.next.update(found.lines)
             self.reuse.next_blocks[block] = found
@@ -562,6 +592,9 @@ class _Parser(_Scanner):
     def instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
         self.skip()
         start = self.pos
+        fast = self.plain_instruction(defined)
+        if fast is not None:
+            return fast
         is_root = self.accept_word("ROOT")
         if is_root and self.at("="):
             self.pos, is_root = start, False  # an instruction named ROOT
@@ -604,6 +637,52 @@ class _Parser(_Scanner):
             literal=literal,
             literal_value=None if literal is None else _literal_value(literal, shape),
         )
+
+    def plain_instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction | None:
+        """`instruction()` by one match where the head is plain (`_PLAIN_INSTRUCTION`) and all
+        it checks holds; None (nothing consumed) otherwise, for the full reading to say why."""
+        start = self.pos
+        head = _PLAIN_INSTRUCTION.match(self.text, start, self.end)
+        if head is None:
+            head = _PLAIN_PARAMETER.match(self.text, start, self.end)
+            shape = None if head is None else _SHAPES.get(head.group(3))
+            if head is None or shape is None:
+                return None
+            self.pos = head.end()
+            parsed, raw = self.instruction_attributes()
+            line, column = self.locate(start)
+            return HloInstruction(name=head.group(2), opcode="parameter", shape=shape,
+                                  attributes=parsed, raw_attributes=raw,
+                                  is_root=head.group(1) is not None, line=line, column=column,
+                                  parameter_number=int(head.group(4)))
+        root, name, shape_text, opcode, listed = head.groups()
+        shape = _SHAPES.get(shape_text)
+        if shape is None or opcode in ("parameter", "constant"):
+            return None
+        operands: list[str] = []
+        if listed:
+            at = head.start(5)
+            for found in _OPERAND.finditer(listed):
+                declared_text, operand_name = found.groups()
+                operand = defined.get(operand_name)
+                if operand is None:
+                    return None
+                declared = None
+                if declared_text is not None:
+                    declared = _SHAPES.get(declared_text)
+                    if declared is None or not declared.compatible(operand.shape):
+                        return None
+                if self.declared is not None:  # (the name's offset, with its `%`)
+                    offset = at + found.start() - self.instruction_start
+                    self.declared.append((operand_name, declared, offset if declared is None
+                                          else offset + len(declared_text) + 1, offset))
+                operands.append(operand_name)
+        self.pos = head.end()
+        parsed, raw = self.instruction_attributes()
+        line, column = self.locate(start)
+        return HloInstruction(name=name, opcode=opcode, shape=shape, operands=tuple(operands),
+                              attributes=parsed, raw_attributes=raw, is_root=root is not None,
+                              line=line, column=column)
 
     def operands(self, defined: dict[str, HloInstruction]) -> tuple[str, ...]:
         """`(a, b)` or `(f32[10] %a, f32[10] %b)`; each name must be defined already."""
@@ -818,30 +897,44 @@ class _Parser(_Scanner):
     ) -> tuple[dict[str, AttributeValue], dict[str, str]]:
         parsed: dict[str, AttributeValue] = {}
         raw: dict[str, str] = {}
-        while self.accept(","):
-            self.skip()
-            name_at = self.pos
-            name = self.match(_WORD)
-            if name is None:
-                self.fail(f"expected {owner} attribute name after ','")
-            if name in raw:
-                self.fail(f"duplicate attribute '{name}'", name_at)
-            self.expect("=", f"expected '=' after attribute name '{name}'")
-            self.skip()
-            value_start = self.pos
+        while True:
+            plain = _PLAIN_ATTRIBUTE.match(self.text, self.pos, self.end)
+            if plain is not None and plain.group(1) not in raw:  # `, name=` as XLA prints it
+                name, value_start = plain.group(1), plain.end()
+                self.pos = value_start
+            elif self.accept(","):
+                self.skip()
+                name_at = self.pos
+                found_name = self.match(_WORD)
+                if found_name is None:
+                    self.fail(f"expected {owner} attribute name after ','")
+                name = found_name
+                if name in raw:
+                    self.fail(f"duplicate attribute '{name}'", name_at)
+                self.expect("=", f"expected '=' after attribute name '{name}'")
+                self.skip()
+                value_start = self.pos
+            else:
+                break
             value_end = self.raw_span(stop_at_space=True)
             if value_end == value_start:
                 self.fail(f"expected a value for attribute '{name}'")
-            raw[name] = self.text[value_start:value_end]
+            raw[name] = text = self.text[value_start:value_end]
             value_parser = _ATTRIBUTE_PARSERS.get(name) if parse else None
             if value_parser is None:
-                parsed[name] = raw[name]
+                parsed[name] = text
+            elif (name, text) in _ATTRIBUTE_VALUES:
+                parsed[name] = _ATTRIBUTE_VALUES[name, text]
             else:
                 self.end = value_end
                 try:
                     parsed[name] = value_parser(self)
                     if not self.at_end():
                         self.fail(f"unexpected text in the value of attribute '{name}'")
+                    if name not in _REFERENCING:
+                        if len(_ATTRIBUTE_VALUES) > 50_000:
+                            _ATTRIBUTE_VALUES.clear()
+                        _ATTRIBUTE_VALUES[name, text] = parsed[name]
                 finally:
                     self.end = len(self.text)
             self.pos = value_end
@@ -1164,3 +1257,7 @@ _ATTRIBUTE_PARSERS: dict[str, Callable[[_Parser], AttributeValue]] = {
     "dim_labels": _Parser.dim_labels,
 }
 """How to parse the attributes the indexing analysis reads; all others stay raw text."""
+
+_REFERENCING = frozenset({*_SINGLE_COMPUTATION_ATTRIBUTES, "branch_computations",
+                          "called_computations", "calls"})
+"""The attributes whose parsing records where a computation is named (never cached)."""
