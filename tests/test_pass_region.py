@@ -330,3 +330,27 @@ def test_a_pipeline_of_passes_gets_the_verdicts_each_pair_gets_alone(
         alone = validate_programs(texts[k - 1], texts[k])
         assert [(p.verdict, p.value_equality) for p in piped.pairs] == \
             [(p.verdict, p.value_equality) for p in alone.pairs], (texts[k - 1], texts[k])
+
+
+def _chained(op: str) -> str:
+    ones = "{1, 1, 1, 1, 1, 1, 1, 1}"
+    return ("HloModule m\n\nENTRY e {\n  p0 = f32[8] parameter(0)\n"
+            f"  c1 = f32[8] constant({ones})\n  a = f32[8] {op}(p0, c1)\n"
+            "  ra = f32[8] reverse(a), dimensions={0}\n"
+            f"  c2 = f32[8] constant({ones})\n  b = f32[8] {op}(ra, c2)\n"
+            "  ROOT out = f32[8] negate(b)\n}\n")
+
+
+def test_an_instruction_left_under_its_name_between_two_changes_splits_the_region() -> None:
+    # ra is the same op on both sides between the two rewritten adds: it is paired as the
+    # root is, and the layers' changes are two alike parts instead of one chain
+    region = changed_region(parse_hlo(_chained("add")), parse_hlo(_chained("multiply")))
+    assert isinstance(region, Region) and region.size == (4, 4), region  # a, b, constants
+    assert len(region.parts) == 2 and region.parts[0].key == region.parts[1].key
+    v = validate_programs(_chained("add"), _chained("multiply"))
+    assert v.verdict() == SAME and "1 of its 2 parts" in v.pairs[0].reason, v.pairs[0].reason
+    # a paired name whose operands read otherwise is no pairing that proves anything false
+    moved = _chained("multiply").replace(
+        "  a = f32[8] multiply(p0, c1)", "  q = f32[8] reverse(p0), dimensions={0}\n"
+        "  a = f32[8] multiply(q, c1)")
+    assert validate_programs(_chained("add"), moved).verdict() == DIFFER
