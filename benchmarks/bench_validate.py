@@ -32,7 +32,8 @@ from common import print_table  # noqa: E402
 # compile time excludes jax's import and lowering).
 import verifidx.clients.translation  # noqa: E402,F401
 import verifidx.core.vectorised  # noqa: E402,F401  (numpy)
-import verifidx.solve.presburger  # noqa: E402,F401  (islpy)
+import islpy  # noqa: E402,F401  (a library, imported as jax is; verifidx loads it on first use)
+import verifidx.solve.presburger  # noqa: E402,F401
 from verifidx.clients.xla_dump import VERDICTS, validate_dump  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

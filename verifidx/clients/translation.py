@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 from verifidx.analysis.computation_maps import ComputationIndexing, computation_indexing
 from verifidx.analysis.refinement import (
@@ -792,11 +792,26 @@ def _reaches(module: HloModule) -> dict[int, set[int]] | None:
     return {k: numbers(seen[n]) for k, n in enumerate(root.operands)}
 
 
+_FACTS: list[tuple[HloModule, dict[str, Any]]] = []
+"""What `_by_region` found of the last modules (kept alive with them): pass by pass, each
+snapshot is the AFTER of one pair and the BEFORE of the next."""
+
+
+def _facts(module: HloModule) -> dict[str, Any]:
+    for m, found in _FACTS:
+        if m is module:
+            return found
+    _FACTS.append((module, {"reaches": _reaches(module), "copies": {}}))
+    del _FACTS[:-2]
+    return _FACTS[-1][1]
+
+
 def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int, chain: PassChain
                ) -> ProgramValidation | None:
     """`same` for every pair when the changed region is `same` for every pair of its own
     (`verifidx.clients.pass_region`); None otherwise (then the whole modules decide)."""
-    ra, rb = _reaches(a), _reaches(b)
+    facts_a, facts_b = _facts(a), _facts(b)
+    ra, rb = facts_a["reaches"], facts_b["reaches"]
     if ra is None or ra != rb:
         return None
     if region.before is None or region.after is None:
@@ -821,8 +836,8 @@ def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int, chai
                f"read the same elements of the values they take in for every value of the "
                f"value symbols ({proven} pairs proven{repeat}), the rest is the same ops on "
                f"the same operands, and no changed value chooses what an op reads")
-    copies_a: dict[int, dict[str, _Sources]] = {}
-    copies_b: dict[int, dict[str, _Sources]] = {}
+    copies_a: dict[int, dict[str, _Sources]] = facts_a["copies"]
+    copies_b: dict[int, dict[str, _Sources]] = facts_b["copies"]
     pairs = []
     for o in sorted(ra):
         for p in sorted(ra[o]):

@@ -176,6 +176,9 @@ COMPUTATION_ATTRIBUTES = (
 """Attributes whose values name computations of the module."""
 
 
+_CALLING = frozenset(COMPUTATION_ATTRIBUTES)
+
+
 @dataclass(frozen=True)
 class HloInstruction:
     """One instruction: `[ROOT] name = shape opcode(operands), attribute=value, ...`.
@@ -222,6 +225,9 @@ class HloInstruction:
         every walk over a module asks)."""
         if self._called is not None:
             return self._called
+        if _CALLING.isdisjoint(self.attributes):  # (most instructions: a glance at the keys)
+            object.__setattr__(self, "_called", ())
+            return ()
         names: list[str] = []
         for key in COMPUTATION_ATTRIBUTES:
             value = self.attributes.get(key)

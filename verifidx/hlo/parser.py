@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from verifidx.core.errors import ParseError
 from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
@@ -117,8 +117,7 @@ class _Block:
     lines: tuple[tuple[str, _Line], ...]  # its instructions' lines, for the next call
 
 
-@dataclass(frozen=True)
-class _Line:
+class _Line(NamedTuple):  # (one made for every line that moved: a tuple is quickest)
     instruction: HloInstruction
     # operand, the shape it is declared with, the offsets of its name and of that shape
     declared: tuple[tuple[str, Shape | None, int, int], ...]
@@ -423,7 +422,10 @@ class _Parser(_Scanner):
 
     def section(self) -> tuple[str, str] | None:
         """A trailing debug table such as `StackFrames` followed by `N value` rows, kept raw."""
+        self.skip()
         start = self.pos
+        if not self.text.startswith(_SECTION_KEYWORDS, start, self.end):
+            return None  # (every computation: no keyword starts here)
         for keyword in _SECTION_KEYWORDS:
             if self.accept_word(keyword):
                 break
@@ -496,8 +498,13 @@ class _Parser(_Scanner):
         by_name: dict[str, HloInstruction] = {}
         root: HloInstruction | None = None
         parameters: dict[int, HloInstruction] = {}
-        while not self.accept("}"):
-            if self.at_end():
+        text = self.text
+        while True:
+            self.skip()
+            if text.startswith("}", self.pos, self.end):
+                self.pos += 1
+                break
+            if self.pos >= self.end:
                 self.fail(f"expected '}}' at the end of computation '{name}'")
             at = self.pos
             instruction = self.reused_instruction(by_name)
@@ -546,8 +553,7 @@ class _Parser(_Scanner):
         operands checked against `defined` as `operands()` checks them."""
         if self.reuse is None:
             return self.instruction(defined)
-        self.skip()
-        start = self.pos
+        start = self.pos  # (the caller skipped to the instruction)
         text = self.text
         stop = text.find("\n", start)
         line = text[start:stop if stop >= 0 else self.end]

@@ -169,7 +169,8 @@ class Shape:
     @property
     def is_dynamic(self) -> bool:
         """True when some dimension's size is only known at run time."""
-        return any(self.dynamic) or any(s.is_dynamic for s in self.tuple_shapes)
+        return True in self.dynamic or (bool(self.tuple_shapes) and
+                                        any(s.is_dynamic for s in self.tuple_shapes))
 
     @property
     def element_bits(self) -> int:
