@@ -52,6 +52,18 @@ def test_a_real_dump_is_read_in_pass_order_and_unchanged_snapshots_are_skipped()
             assert p.before.sequence < p.after.sequence
 
 
+def test_a_snapshot_that_changes_only_blanks_at_line_ends_is_skipped(tmp_path: Path) -> None:
+    text = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n"
+    versions = [text, text.replace("parameter(0)\n", "parameter(0)  \t\n") + "\n\n",
+                text.replace("negate(p)", "negate(p) ")[:-1], text.replace("negate", "abs")]
+    names = ["module_0000.m.before_optimizations.txt"] + [
+        f"module_0000.m.{k:04d}.p.after_pass{k}.before_next.txt" for k in range(3)]
+    for name, version in zip(names, versions):
+        (tmp_path / name).write_text(version)
+    pairs = pass_pairs(read_dump(str(tmp_path))[(0, "m")])
+    assert [p.after.after_pass for p in pairs] == ["pass2"]  # abs for negate, nothing else
+
+
 def test_a_directory_without_snapshots_is_one_error_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "notes.txt").write_text("not a dump\n")

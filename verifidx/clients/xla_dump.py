@@ -95,10 +95,13 @@ def pass_pairs(snapshots: list[Snapshot]) -> list[PassPair]:
     return pairs
 
 
+_TRAILING = re.compile(r"[ \t\r\f\v]+(?=\n)")
+
+
 def _body(text: str) -> str:
-    """The text without trailing blanks: a pass that changes nothing but the file's end has
-    changed nothing."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    """The text without blanks at the ends of its lines and of the file: a pass that changes
+    nothing else has changed nothing."""
+    return _TRAILING.sub("", text.strip())
 
 
 VERDICTS = ("same", "differ", "fewer reads", "unknown")
