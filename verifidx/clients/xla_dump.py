@@ -95,13 +95,10 @@ def pass_pairs(snapshots: list[Snapshot]) -> list[PassPair]:
     return pairs
 
 
-_TRAILING = re.compile(r"[ \t\r\f\v]+(?=\n)")
-
-
 def _body(text: str) -> str:
     """The text without blanks at the ends of its lines and of the file: a pass that changes
     nothing else has changed nothing."""
-    return _TRAILING.sub("", text.strip())
+    return "\n".join([line.rstrip(" \t\r\f\v") for line in text.strip().split("\n")])
 
 
 VERDICTS = ("same", "differ", "fewer reads", "unknown")
