@@ -41,6 +41,9 @@ COMPILED = [
     "verifidx/simplifier/instantiate.py",
     # walks every sympy tree Inductor hands over (sympy stays untyped, imported lazily)
     "verifidx/clients/sympy_bridge.py",
+    # pass-by-pass validation reads each snapshot of a dump and hash-conses each module
+    "verifidx/hlo/parser.py",
+    "verifidx/clients/pass_region.py",
 ]
 
 PURE = os.environ.get("VERIFIDX_PURE_PYTHON", "") not in ("", "0")

@@ -95,3 +95,15 @@ def test_a_computation_that_moved_is_taken_whole_on_its_new_lines() -> None:
               "negate(y)\n}\n\n")
     assert "undefined computation 'mul'" in _same_error_after(
         "HloModule m\n\n" + mul + calls + entry, "HloModule m\n\n" + longer + calls + entry)
+
+
+def test_the_debug_tables_at_the_end_are_taken_whole_only_when_they_are_the_same() -> None:
+    body = "HloModule m\n\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n\n"
+    tables = 'FileNames\n1 "a.py"\n\nFunctionNames\n1 "f"\n'
+    other = 'FileNames\n1 "b.py"\n\nFunctionNames\n1 "f"\n'
+    reuse = Reused()
+    for text in (body + tables, body + tables, body + other,
+                 body.replace("f32[2]", "f32[3]") + other, body + tables + "\n"):
+        got = parse_hlo(text, reuse=reuse)
+        assert got == parse_hlo(text) and got.sections == parse_hlo(text).sections
+    assert parse_hlo(body + other, reuse=reuse).sections["FileNames"] == '1 "b.py"'

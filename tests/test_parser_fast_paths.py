@@ -4,10 +4,13 @@ the same end, the same value, or the same error."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifidx.core.errors import ParseError
+import verifidx.hlo.parser as p
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.parser import _Parser
 
@@ -94,28 +97,18 @@ def test_an_instruction_read_by_one_match_is_the_instruction_read_in_full(text: 
     def read(quick: bool) -> object:
         parser = _Parser(text, "t")
         parser.declared, parser.instruction_start = [], 0
-        if not quick:
-            parser.plain_instruction = lambda _defined: None  # type: ignore[method-assign]
-            parser.attribute_list = lambda owner, parse: _full_attributes(  # type: ignore
-                parser, owner, parse)
-        inst = parser.instruction(dict(defined))
+        if quick:
+            inst = parser.instruction(dict(defined))
+        else:  # token by token, the quick attribute head switched off (it never matches)
+            saved = p._PLAIN_ATTRIBUTE
+            p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
+            try:
+                inst = parser.full_instruction(dict(defined))
+            finally:
+                p._PLAIN_ATTRIBUTE = saved
         return inst, parser.pos, parser.declared, parser.computation_refs
 
     assert _outcome(lambda: read(True)) == _outcome(lambda: read(False))
-
-
-def _full_attributes(parser: _Parser, owner: str, parse: bool) -> object:
-    """`attribute_list` with its quick head switched off (the pattern never matches)."""
-    import re
-
-    import verifidx.hlo.parser as p
-
-    saved = p._PLAIN_ATTRIBUTE
-    p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
-    try:
-        return _Parser.attribute_list(parser, owner, parse=parse)
-    finally:
-        p._PLAIN_ATTRIBUTE = saved
 
 
 def test_the_plain_forms_xla_prints_take_the_quick_reading() -> None:

@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
 
 from verifidx.core.errors import ParseError
 from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
@@ -107,6 +107,8 @@ class Reused:
         # whole computations by their text, where they begin on the same line again
         self.blocks: dict[str, _Block] = {}
         self.next_blocks: dict[str, _Block] = {}
+        # the debug tables that ended the last text, as text and as read
+        self.tail: tuple[str, dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,11 +119,14 @@ class _Block:
     lines: tuple[tuple[str, _Line], ...]  # its instructions' lines, for the next call
 
 
-class _Line(NamedTuple):  # (one made for every line that moved: a tuple is quickest)
-    instruction: HloInstruction
-    # operand, the shape it is declared with, the offsets of its name and of that shape
-    declared: tuple[tuple[str, Shape | None, int, int], ...]
-    refs: tuple[tuple[str, int], ...]  # computation name, offset
+class _Line:  # (one made for every line that moved: a plain class, native when compiled)
+    def __init__(self, instruction: HloInstruction,
+                 declared: tuple[tuple[str, Shape | None, int, int], ...],
+                 refs: tuple[tuple[str, int], ...]) -> None:
+        self.instruction = instruction
+        # operand, the shape it is declared with, the offsets of its name and of that shape
+        self.declared = declared
+        self.refs = refs  # computation name, offset
 
 
 def _moved(block: _Block, where: tuple[int, int]) -> _Block:
@@ -203,7 +208,12 @@ class _Scanner:
         self.source = source
         self.pos = 0
         self.end = len(text)
-        self.newlines = [found.start() for found in re.finditer("\n", text)]
+        newlines: list[int] = []
+        at = text.find("\n")
+        while at >= 0:
+            newlines.append(at)
+            at = text.find("\n", at + 1)
+        self.newlines = newlines
 
     def locate(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of `offset`, in logarithmic time."""
@@ -217,9 +227,15 @@ class _Scanner:
 
     def skip(self) -> None:
         """Skip whitespace, `/* ... */` and `// ...` comments."""
-        if self.pos < self.end and self.text[self.pos] not in _SKIP_STARTS:
+        text, pos, end = self.text, self.pos, self.end
+        if pos < end and text[pos] not in _SKIP_STARTS:
             return  # (most calls: the next token is right here)
-        self.pos = _SKIPPED.match(self.text, self.pos, self.end).end()  # type: ignore[union-attr]
+        while pos < end and text[pos] in " \n":  # (between lines: a newline and the indent)
+            pos += 1
+        if pos >= end or text[pos] not in _SKIP_STARTS:
+            self.pos = pos
+            return
+        self.pos = _SKIPPED.match(text, pos, end).end()  # type: ignore[union-attr]
         if self.text.startswith("/*", self.pos, self.end):
             self.fail("unterminated comment: expected '*/'")
 
@@ -391,12 +407,24 @@ class _Parser(_Scanner):
         computations: dict[str, HloComputation] = {}
         sections: dict[str, str] = {}
         entry: HloComputation | None = None
+        tail: int | None = None  # where the run of sections that ends the text began
+        tail_sections: dict[str, str] = {}
         while not self.at_end():
             start = self.pos
             section = self.section()
             if section is not None:
-                sections[section[0]] = section[1]
+                if tail is None:
+                    tail, tail_sections = start, {}
+                    reused = self.reuse.tail if self.reuse is not None else None
+                    if reused is not None and len(self.text) - start == len(reused[0]) and \
+                            self.text.endswith(reused[0], start):
+                        tail_sections = dict(reused[1])  # the tables of the text before
+                        sections.update(tail_sections)
+                        self.pos = self.end
+                        break
+                sections[section[0]] = tail_sections[section[0]] = section[1]
                 continue
+            tail = None
             computation = self.computation()
             if computation.name in computations:
                 self.fail(f"duplicate computation name '{computation.name}'", start)
@@ -410,6 +438,7 @@ class _Parser(_Scanner):
                 entry = computation
             computations[computation.name] = computation
         if self.reuse is not None:
+            self.reuse.tail = None if tail is None else (self.text[tail:], tail_sections)
             self.reuse.lines, self.reuse.next = self.reuse.next, {}
             self.reuse.blocks, self.reuse.next_blocks = self.reuse.next_blocks, {}
         if not computations:
@@ -597,10 +626,12 @@ class _Parser(_Scanner):
 
     def instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
         self.skip()
+        return self.plain_instruction(defined) or self.full_instruction(defined)
+
+    def full_instruction(self, defined: dict[str, HloInstruction]) -> HloInstruction:
+        """The instruction read token by token (what `plain_instruction` stands in for)."""
+        self.skip()
         start = self.pos
-        fast = self.plain_instruction(defined)
-        if fast is not None:
-            return fast
         is_root = self.accept_word("ROOT")
         if is_root and self.at("="):
             self.pos, is_root = start, False  # an instruction named ROOT
