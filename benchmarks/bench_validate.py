@@ -26,13 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's verifidx
 
+# Imported before the clock starts, as jax is before XLA's compile is timed (the child's
+# compile time excludes jax's import and lowering); islpy is loaded by verifidx on first use.
+import islpy  # noqa: E402,F401
 from common import print_table  # noqa: E402
 
-# Imported before the clock starts, as jax is before XLA's compile is timed (the child's
-# compile time excludes jax's import and lowering).
 import verifidx.clients.translation  # noqa: E402,F401
 import verifidx.core.vectorised  # noqa: E402,F401  (numpy)
-import islpy  # noqa: E402,F401  (a library, imported as jax is; verifidx loads it on first use)
 import verifidx.solve.presburger  # noqa: E402,F401
 from verifidx.clients.xla_dump import VERDICTS, validate_dump  # noqa: E402
 

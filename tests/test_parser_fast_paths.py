@@ -9,8 +9,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifidx.core.errors import ParseError
 import verifidx.hlo.parser as p
+from verifidx.core.errors import ParseError
 from verifidx.hlo import parse_hlo
 from verifidx.hlo.parser import _Parser
 

@@ -58,17 +58,20 @@ _PLAIN_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[0-9,]*\](\{[0-9,]*\})?")
 """An array shape with static sizes and a plain layout or none, written without spaces: the
 form nearly every shape of a dump takes, read once per distinct text (`_SHAPES`)."""
 _SHAPES: dict[str, Shape] = {}
-_PLAIN_OPERAND = r"(?:[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})? )?%?[A-Za-z_][A-Za-z0-9_.\-]*"
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_SHAPE_TEXT = r"[a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?"
+_PLAIN_OPERAND = r"(?:" + _SHAPE_TEXT + r" )?%?" + _IDENTIFIER
+_HEAD = r"(ROOT )?%?(" + _IDENTIFIER + r") = (" + _SHAPE_TEXT + r") "
 _PLAIN_INSTRUCTION = re.compile(
-    r"(ROOT )?%?([A-Za-z_][A-Za-z0-9_.\-]*) = ([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) "
-    r"([A-Za-z_][A-Za-z0-9_.\-]*)\(((?:" + _PLAIN_OPERAND + "(?:, " + _PLAIN_OPERAND + r")*)?)\)")
-_PLAIN_ATTRIBUTE = re.compile(r", ([A-Za-z_][A-Za-z0-9_.\-]*)=(?=[^ \t\r\n\f\v/])")
-_PLAIN_PARAMETER = re.compile(
-    r"(ROOT )?%?([A-Za-z_][A-Za-z0-9_.\-]*) = ([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) "
-    r"parameter\(([0-9]+)\)")
-_OPERAND = re.compile(r"(?:([a-z][a-z0-9]*\[[0-9,]*\](?:\{[0-9,]*\})?) )?%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+    _HEAD + r"(" + _IDENTIFIER + r")\(((?:" + _PLAIN_OPERAND + r"(?:, " + _PLAIN_OPERAND
+    + r")*)?)\)")
 """An instruction head in the form XLA prints (`%n = f32[2]{0} add(f32[2]{0} %a, %b)`, every
-shape plain, no comment), read by one match where its shapes were read before (`_SHAPES`)."""
+shape plain, no comment), read by one match where its shapes were read before (`_SHAPES`);
+`_PLAIN_PARAMETER` the same for `parameter(N)`, `_OPERAND` one operand of the list."""
+_PLAIN_PARAMETER = re.compile(_HEAD + r"parameter\(([0-9]+)\)")
+_OPERAND = re.compile(r"(?:(" + _SHAPE_TEXT + r") )?%?(" + _IDENTIFIER + r")")
+_PLAIN_ATTRIBUTE = re.compile(r", (" + _IDENTIFIER + r")=(?=[^ \t\r\n\f\v/])")
+"""`, name=` before a value that starts at once, as XLA prints attributes."""
 _ATTRIBUTE_VALUES: dict[tuple[str, str], AttributeValue] = {}
 """Parsed attribute values by name and text: the same text is the same value (all are
 immutable; computation references are not kept here, their places are recorded)."""
