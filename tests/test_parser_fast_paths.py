@@ -121,3 +121,20 @@ def test_the_plain_forms_xla_prints_take_the_quick_reading() -> None:
     assert inst.attributes["dimensions"] == (0,) and parser.pos == len(text)
     parameter = _Parser("%p = f32[2]{0} parameter(3)", "t").plain_instruction({})
     assert parameter is not None and parameter.parameter_number == 3
+
+
+def test_a_quick_reading_given_up_halfway_leaves_no_operand_recorded_twice() -> None:
+    # the second operand's shape was never read: the quick reading stops there and the full
+    # one reads the whole line; what is recorded for the reused line is the full reading's
+    module = parse_hlo("HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n"
+                       "  b = f32[977]{0} parameter(1)\n  ROOT t = () tuple()\n}\n")
+    p._SHAPES.pop("f32[977]{0}", None)
+    defined = {i.name: i for i in module.entry.instructions}
+    text = "n = f32[2]{0} add(f32[2]{0} a, f32[977]{0} b)"
+    readings = []
+    for quick in (True, False):
+        parser = _Parser(text, "t")
+        parser.declared, parser.instruction_start = [], 0
+        (parser.instruction if quick else parser.full_instruction)(dict(defined))
+        readings.append(parser.declared)
+    assert readings[0] == readings[1] and len(readings[0]) == 2

@@ -727,22 +727,30 @@ def validate_programs(before: str | HloModule, after: str | HloModule, *, timeou
     return _validate(a, b, timeout_ms, sizes, chain)
 
 
-_RECENT: list[tuple[HloModule, ComputationIndexing]] = []
-"""The entry maps of the last modules validated, with the modules (kept alive, so an id is
-never reused): pass by pass, each snapshot is the AFTER of one pair and the BEFORE of the
-next."""
+_RECENT: list[tuple[HloModule, dict[str, Any]]] = []
+"""What was found of the last modules validated (their entry maps, reaches and pure copies),
+with the modules (kept alive, so an id is never reused): pass by pass, each snapshot is the
+AFTER of one pair and the BEFORE of the next."""
 
 
-def _entry_indexing(module: HloModule, remember: bool = True) -> ComputationIndexing:
+def _recent(module: HloModule, remember: bool = True) -> dict[str, Any]:
+    """`module`'s entry of `_RECENT` (a new one, not kept, unless `remember`)."""
     for m, found in _RECENT:
         if m is module:
             return found
-    with exact_reads():
-        found = computation_indexing(module, module.entry, "out2in")
+    facts: dict[str, Any] = {}
     if remember:
-        _RECENT.append((module, found))
+        _RECENT.append((module, facts))
         del _RECENT[:-2]
-    return found
+    return facts
+
+
+def _entry_indexing(module: HloModule, remember: bool = True) -> ComputationIndexing:
+    facts = _recent(module, remember)
+    if "maps" not in facts:
+        with exact_reads():
+            facts["maps"] = computation_indexing(module, module.entry, "out2in")
+    return cast(ComputationIndexing, facts["maps"])
 
 
 def _validate(a: HloModule, b: HloModule, timeout_ms: int,
@@ -792,18 +800,12 @@ def _reaches(module: HloModule) -> dict[int, set[int]] | None:
     return {k: numbers(seen[n]) for k, n in enumerate(root.operands)}
 
 
-_FACTS: list[tuple[HloModule, dict[str, Any]]] = []
-"""What `_by_region` found of the last modules (kept alive with them): pass by pass, each
-snapshot is the AFTER of one pair and the BEFORE of the next."""
-
-
 def _facts(module: HloModule) -> dict[str, Any]:
-    for m, found in _FACTS:
-        if m is module:
-            return found
-    _FACTS.append((module, {"reaches": _reaches(module), "copies": {}}))
-    del _FACTS[:-2]
-    return _FACTS[-1][1]
+    """`module`'s reaches and pure-copy memo, kept with its entry maps (`_recent`)."""
+    facts = _recent(module)
+    if "reaches" not in facts:
+        facts["reaches"], facts["copies"] = _reaches(module), {}
+    return facts
 
 
 def _by_region(a: HloModule, b: HloModule, region: Region, timeout_ms: int, chain: PassChain

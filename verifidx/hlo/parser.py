@@ -24,6 +24,7 @@ from typing import NoReturn
 from verifidx.core.errors import ParseError
 from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
 from verifidx.hlo.module import (
+    COMPUTATION_ATTRIBUTES,
     AttributeValue,
     ConvolutionDimLabels,
     HloComputation,
@@ -700,6 +701,7 @@ class _Parser(_Scanner):
         if shape is None or opcode in ("parameter", "constant"):
             return None
         operands: list[str] = []
+        declared_here: list[tuple[str, Shape | None, int, int]] = []  # (kept only on success)
         if listed:
             at = head.start(5)
             for found in _OPERAND.finditer(listed):
@@ -712,11 +714,12 @@ class _Parser(_Scanner):
                     declared = _SHAPES.get(declared_text)
                     if declared is None or not declared.compatible(operand.shape):
                         return None
-                if self.declared is not None:  # (the name's offset, with its `%`)
-                    offset = at + found.start() - self.instruction_start
-                    self.declared.append((operand_name, declared, offset if declared is None
-                                          else offset + len(declared_text) + 1, offset))
+                offset = at + found.start() - self.instruction_start  # (the name's with `%`)
+                declared_here.append((operand_name, declared, offset if declared is None
+                                      else offset + len(declared_text) + 1, offset))
                 operands.append(operand_name)
+        if self.declared is not None:
+            self.declared.extend(declared_here)
         self.pos = head.end()
         parsed, raw = self.instruction_attributes()
         line, column = self.locate(start)
@@ -1298,6 +1301,5 @@ _ATTRIBUTE_PARSERS: dict[str, Callable[[_Parser], AttributeValue]] = {
 }
 """How to parse the attributes the indexing analysis reads; all others stay raw text."""
 
-_REFERENCING = frozenset({*_SINGLE_COMPUTATION_ATTRIBUTES, "branch_computations",
-                          "called_computations", "calls"})
+_REFERENCING = frozenset(COMPUTATION_ATTRIBUTES)
 """The attributes whose parsing records where a computation is named (never cached)."""
