@@ -31,7 +31,6 @@ is not proven again: a model's layers change alike.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
@@ -53,17 +52,27 @@ _DATA_POSITIONS: Mapping[str, frozenset[int]] = {
     "dynamic-slice": frozenset({0}), "dynamic-update-slice": frozenset({0, 1})}
 
 
-@dataclass(frozen=True)
 class Region:
-    """The changed part of BEFORE and of AFTER as two modules with one signature, and the
-    count of instructions it holds on each side; no modules when the results are the same
-    subgraph on both sides (the pass changed nothing they depend on). `parts` is the same
-    region split where its outputs share no instruction."""
+    """The changed part of BEFORE and of AFTER as two modules with one signature (built when
+    first asked for: validation proves the parts), and the count of instructions it holds on
+    each side; no modules when the results are the same subgraph on both sides (the pass
+    changed nothing they depend on). `parts` is the same region split where its outputs share
+    no instruction."""
 
-    before: HloModule | None
-    after: HloModule | None
-    size: tuple[int, int]
-    parts: tuple[RegionPart, ...] = ()
+    def __init__(self, build: list[tuple[HloModule, Side, list[str]]] | None,
+                 inputs: Mapping[object, tuple[int, Shape]], size: tuple[int, int],
+                 parts: tuple[RegionPart, ...] = ()) -> None:
+        self._whole = None if build is None else RegionPart(None, build, inputs)
+        self.size = size
+        self.parts = parts
+
+    @property
+    def before(self) -> HloModule | None:
+        return None if self._whole is None else self._whole.before
+
+    @property
+    def after(self) -> HloModule | None:
+        return None if self._whole is None else self._whole.after
 
 
 class _ModuleState:
@@ -90,7 +99,7 @@ class _Table:
         self.ids: dict[object, int] = {}
         self.states: dict[int, _ModuleState] = {}
         self.window = window
-        self.signatures: dict[int, tuple[object, str, Shape, tuple[object, ...], int]] = {}
+        self.signatures: dict[tuple[object, ...], tuple[object, Shape, int]] = {}
         # computations that call none, by identity: `leaves` holds each computation, so its
         # id stands for it in the other two while it is there (all cleared together, `trim`)
         self.leaves: dict[int, tuple[HloComputation, bool]] = {}
@@ -159,18 +168,18 @@ class _Table:
             if hit is None:
                 hit = mine[id(inst)] = (inst, self._signature(module, inst))
             return hit[1]
-        # The rest by what the signature reads, the attributes' text by identity: the parser
-        # moves an unchanged line's instruction to its new line as a copy sharing them.
-        raw = inst.raw_attributes
-        found = self.signatures.get(id(raw))
-        if found is not None and found[1] == inst.opcode and found[2] is inst.shape and \
-                found[3] == (inst.parameter_number, inst.literal, len(inst.operands)):
-            return found[4]
+        # The rest by what the signature reads, the attributes' text and the shape by identity:
+        # the parser moves an unchanged line's instruction to its new line as a copy sharing
+        # them, and gives the lines that end alike one attribute table.
+        raw, shape = inst.raw_attributes, inst.shape
+        key = (id(raw), id(shape), inst.opcode, inst.parameter_number, inst.literal,
+               len(inst.operands))
+        found = self.signatures.get(key)
+        if found is not None and found[0] is raw and found[1] is shape:
+            return found[2]
         sig = self._signature(module, inst)
         if inst.literal is None or "..." not in inst.literal:  # (an elided one never matches)
-            self.signatures[id(raw)] = (raw, inst.opcode, inst.shape,
-                                        (inst.parameter_number, inst.literal,
-                                         len(inst.operands)), sig)
+            self.signatures[key] = (raw, shape, sig)  # (holding what the ids stand for)
         return sig
 
     def _signature(self, module: HloModule, inst: HloInstruction) -> int:
@@ -285,7 +294,7 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     ca, cb = before.entry, after.entry
     deep_a, deep_b = table.values(before), table.values(after)
     if deep_a[ca.root.name] == deep_b[cb.root.name]:
-        return Region(None, None, (0, 0))
+        return Region(None, {}, (0, 0))
     if table.kept(before, ca.root.name) != table.kept(after, cb.root.name):
         raise _NotApplicable("the pass changed the root")
     shared = set(deep_a.values()) & set(deep_b.values())
@@ -333,9 +342,8 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
     inputs: dict[object, tuple[int, Shape]] = {}
     side_a = _side(ca, [u for u, _ in outputs], deep_a, shared, pairs, inputs)
     side_b = _side(cb, [v for _, v in outputs], deep_b, shared, paired_b, inputs, paired_b)
-    ma = _module(before, side_a, [u for u, _ in outputs], inputs)
-    mb = _module(after, side_b, [v for _, v in outputs], inputs)
-    if ma is None or mb is None:
+    if any(shape.is_tuple for _number, shape in inputs.values()):
+        # (each side's input instructions are keyed in `inputs` with their shapes)
         raise _NotApplicable("an input of the changed part is a tuple")
     listed = list(outputs)
     cones = (_cones(side_a, [u for u, _ in listed]), _cones(side_b, [v for _, v in listed]))
@@ -343,8 +351,9 @@ def _region(before: HloModule, after: HloModule, table: _Table) -> Region:
                    for side in (side_a, side_b))
     parts = tuple(_part(table, (before, after), (side_a, side_b), orders, cones, listed, group)
                   for group in _components((side_a, side_b), cones))
-    return Region(ma, mb, (sum(k is None for k, _ in side_a),
-                           sum(k is None for k, _ in side_b)), parts)
+    whole = [(before, side_a, [u for u, _ in outputs]), (after, side_b, [v for _, v in outputs])]
+    return Region(whole, inputs, (sum(k is None for k, _ in side_a),
+                                  sum(k is None for k, _ in side_b)), parts)
 
 
 Side = list[tuple[object, HloInstruction]]
