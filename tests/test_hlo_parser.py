@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -1160,3 +1161,25 @@ def test_random_token_soup_raises_only_parse_errors(text: str) -> None:
 )
 def test_pathological_inputs(text: str) -> None:
     _must_parse_or_fail_cleanly(text)
+
+
+def test_a_module_pickles_and_copies_as_it_was_read() -> None:
+    # the data model is compiled (mypyc): its frozen classes pickle through their constructors,
+    # a moved copy (`at`) changes the place alone, and what analyses keep (`memo`) is no part
+    # of a module's value
+    import pickle
+
+    text = ("HloModule m\n\nENTRY e {\n  p = s32[] parameter(0)\n  c = s32[] constant(3)\n"
+            "  ROOT r = s32[] add(p, c), metadata={op_name=\"x\"}\n}\n")
+    module = parse_hlo(text)
+    module.memo["noted"] = 1
+    again = pickle.loads(pickle.dumps(module))
+    assert again == module and "noted" not in again.memo
+    assert again.entry.instruction("c").literal_value == 3
+    assert type(again.entry.instruction("c").literal_value) is int
+    r = module.entry.root
+    moved = r.at(r.line + 4, 7)
+    assert (moved.line, moved.column) == (r.line + 4, 7)
+    assert moved.attributes is r.attributes and moved.shape is r.shape
+    assert moved.called_computations == r.called_computations
+    assert dataclasses.replace(moved, line=r.line, column=r.column) == r

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import weakref
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from verifidx.analysis.dedup import MapSet, Merge
 from verifidx.analysis.loop_maps import loop_maps
@@ -84,7 +83,6 @@ def set_simplifier(fn: Simplifier | None) -> None:
     maps (default: `proven_simplifier`); None turns simplification off."""
     global _simplifier
     _simplifier = fn or _identity_simplifier
-    _CACHE.clear()
 
 
 def get_simplifier() -> Simplifier:
@@ -176,7 +174,6 @@ def set_proven_dedup(prove: bool) -> None:
     """True (default): maps Z3 proves equal count once; False: textual identity only (XLA)."""
     global _prove_dedup
     _prove_dedup = prove
-    _CACHE.clear()
 
 
 def _context(m: OperandIndexing) -> Hashable:
@@ -527,21 +524,6 @@ class ComputationWalker:
 
 # -- cache -------------------------------------------------------------------------------------
 
-_CACHE: dict[tuple[int, int, str, str, bool],
-             tuple[weakref.ref[object], weakref.ref[HloComputation], Simplifier,
-                   ComputationIndexing]] = {}
-
-
-def _forget(table: dict[Any, Any], key: Hashable) -> Callable[[object], None]:
-    """A weakref callback that drops `table[key]` when its object dies (ids are reused)."""
-    def forget(_ref: object) -> None:
-        table.pop(key, None)
-    return forget
-
-
-_ROLES: dict[int, tuple[weakref.ref[HloModule], dict[str, str]]] = {}
-
-
 #: What a computation is to its caller, by the attribute that names it; other attributes
 #: (`to_apply`, `called_computations`, ...) give the caller's opcode ("reduce", "sort", ...).
 _ROLE_OF_ATTRIBUTE: Final = {"condition": "loop condition", "body": "loop body",
@@ -553,9 +535,9 @@ def _roles(module: HloModule) -> dict[str, str]:
     """Who calls whom, once per module: each called computation's role for its first caller in
     text order ("fusion", "call", "loop body", "loop condition", "branch", else the caller's
     opcode), the entry's is "entry"."""
-    hit = _ROLES.get(id(module))
-    if hit is not None and hit[0]() is module:
-        return hit[1]
+    hit = module.memo.get(_roles)
+    if hit is not None:
+        return cast("dict[str, str]", hit)
     roles: dict[str, str] = {}
     for c in module.computations.values():
         for inst in c.instructions:
@@ -566,7 +548,7 @@ def _roles(module: HloModule) -> dict[str, str]:
                 for name in cast("tuple[str, ...]", names):
                     roles.setdefault(name, _ROLE_OF_ATTRIBUTE.get(key, inst.opcode))
     roles[module.entry.name] = "entry"
-    _ROLES[id(module)] = (weakref.ref(module, _forget(_ROLES, id(module))), roles)
+    module.memo[_roles] = roles
     return roles
 
 
@@ -587,27 +569,27 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
         if module is None:
             raise ValueError("a computation name needs its module")
         computation = module.computation(computation)
-    owner: object = module if module is not None else computation
-    key = (id(owner), id(computation), direction, str(id(_simplifier)), reads_exactly())
-    hit = _CACHE.get(key)
-    # ids are reused once their object dies: the entry counts only if it holds these objects
-    if hit is not None and hit[0]() is owner and hit[1]() is computation and hit[2] is _simplifier:
-        return hit[3]
-    if key in _IN_PROGRESS:
+    # kept with the module (or the computation alone), so it goes when they do; ids are those
+    # of objects the entry holds, never reused while it is there
+    memo = module.memo if module is not None else computation.memo
+    key = (computation_indexing, id(computation), direction, id(_simplifier), reads_exactly(),
+           _prove_dedup)
+    hit = cast("tuple[HloComputation, Simplifier, ComputationIndexing] | None", memo.get(key))
+    if hit is not None and hit[0] is computation and hit[1] is _simplifier:
+        return hit[2]
+    progress = (id(module), *key[1:])
+    if progress in _IN_PROGRESS:
         raise Malformed(f"computation {computation.name} calls itself")
-    _IN_PROGRESS.add(key)
+    _IN_PROGRESS.add(progress)
     try:
         result = _compute(module, computation, direction)
     finally:
-        _IN_PROGRESS.discard(key)
-    # the entry goes when the module (or the computation) dies, with the maps it holds
-    forget = _forget(_CACHE, key)
-    _CACHE[key] = (weakref.ref(owner, forget), weakref.ref(computation, forget), _simplifier,
-                   result)
+        _IN_PROGRESS.discard(progress)
+    memo[key] = (computation, _simplifier, result)
     return result
 
 
-_IN_PROGRESS: set[tuple[int, int, str, str, bool]] = set()
+_IN_PROGRESS: set[tuple[object, ...]] = set()
 
 
 def _keeps_sizes(loop: HloInstruction, module: HloModule) -> bool:

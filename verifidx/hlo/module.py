@@ -12,154 +12,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from verifidx.hlo.shape import Shape
-
-
-@dataclass(frozen=True)
-class SliceDim:
-    """One dimension of `slice={[start:limit:stride], ...}`; `limit` is exclusive."""
-
-    start: int
-    limit: int
-    stride: int = 1
-
-
-@dataclass(frozen=True)
-class PadDim:
-    """One dimension of `padding=low_high_interior x ...`; low and high may be negative."""
-
-    low: int
-    high: int
-    interior: int = 0
-
-
-@dataclass(frozen=True)
-class WindowDim:
-    """One dimension of `window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}`."""
-
-    size: int
-    stride: int = 1
-    pad_low: int = 0
-    pad_high: int = 0
-    lhs_dilation: int = 1
-    rhs_dilation: int = 1
-    reversal: bool = False
-
-
-@dataclass(frozen=True)
-class ConvolutionDimLabels:
-    """`dim_labels=b01f_01io->b01f`: where batch, feature and spatial dimensions sit.
-
-    Each field is a position in the operand (lhs/rhs) or output shape; `*_spatial[k]` is the
-    position of spatial dimension `k`.
-    """
-
-    text: str
-    input_batch: int
-    input_feature: int
-    input_spatial: tuple[int, ...]
-    kernel_input_feature: int
-    kernel_output_feature: int
-    kernel_spatial: tuple[int, ...]
-    output_batch: int
-    output_feature: int
-    output_spatial: tuple[int, ...]
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class IotaReplicaGroups:
-    """The compact replica group form `[groups,size]<=[reshape_dims]T(perm)`.
-
-    It stands for iota(prod(reshape_dims)) reshaped to `reshape_dims`, transposed by `transpose`
-    and cut into `group_dims[0]` groups of `group_dims[1]` devices.
-    """
-
-    group_dims: tuple[int, int]
-    reshape_dims: tuple[int, ...]
-    transpose: tuple[int, ...]
-
-    def groups(self) -> tuple[tuple[int, ...], ...]:
-        """The explicit groups, as `replica_groups={{...}, ...}` would list them."""
-        shape = [self.reshape_dims[p] for p in self.transpose]
-        strides = [1] * len(self.reshape_dims)
-        for axis in range(len(self.reshape_dims) - 2, -1, -1):
-            strides[axis] = strides[axis + 1] * self.reshape_dims[axis + 1]
-        moved_strides = [strides[p] for p in self.transpose]
-        devices: list[int] = []
-        index = [0] * len(shape)
-        total = self.group_dims[0] * self.group_dims[1]
-        while len(devices) < total:
-            devices.append(sum(i * s for i, s in zip(index, moved_strides, strict=True)))
-            for axis in range(len(shape) - 1, -1, -1):
-                index[axis] += 1
-                if index[axis] < shape[axis]:
-                    break
-                index[axis] = 0
-        size = self.group_dims[1]
-        return tuple(tuple(devices[g * size : (g + 1) * size]) for g in range(self.group_dims[0]))
-
-    def __str__(self) -> str:
-        text = f"[{self.group_dims[0]},{self.group_dims[1]}]<=[{_ints(self.reshape_dims)}]"
-        if self.transpose != tuple(range(len(self.transpose))):
-            text += f"T({_ints(self.transpose)})"
-        return text
-
-
-def _ints(values: tuple[int, ...]) -> str:
-    return ",".join(map(str, values))
-
-
-@dataclass(frozen=True)
-class DotDimensionNumbers:
-    """Batch and contracting dimensions of both dot operands (empty when not given)."""
-
-    lhs_batch: tuple[int, ...] = ()
-    rhs_batch: tuple[int, ...] = ()
-    lhs_contracting: tuple[int, ...] = ()
-    rhs_contracting: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class GatherDimensionNumbers:
-    """The dimension attributes of a gather (empty when not given)."""
-
-    offset_dims: tuple[int, ...] = ()
-    collapsed_slice_dims: tuple[int, ...] = ()
-    start_index_map: tuple[int, ...] = ()
-    index_vector_dim: int | None = None
-    operand_batching_dims: tuple[int, ...] = ()
-    start_indices_batching_dims: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class ScatterDimensionNumbers:
-    """The dimension attributes of a scatter (empty when not given)."""
-
-    update_window_dims: tuple[int, ...] = ()
-    inserted_window_dims: tuple[int, ...] = ()
-    scatter_dims_to_operand_dims: tuple[int, ...] = ()
-    index_vector_dim: int | None = None
-    input_batching_dims: tuple[int, ...] = ()
-    scatter_indices_batching_dims: tuple[int, ...] = ()
-
-
-AttributeValue = (
-    str
-    | int
-    | bool
-    | tuple[int, ...]
-    | tuple[tuple[int, ...], ...]
-    | tuple[str, ...]
-    | tuple[SliceDim, ...]
-    | tuple[PadDim, ...]
-    | tuple[WindowDim, ...]
-    | ConvolutionDimLabels
-    | IotaReplicaGroups
+from verifidx.hlo.attribute_values import (
+    AttributeValue,
+    ConvolutionDimLabels,
+    DotDimensionNumbers,
+    GatherDimensionNumbers,
+    IotaReplicaGroups,
+    PadDim,
+    ScatterDimensionNumbers,
+    SliceDim,
+    WindowDim,
 )
-"""A parsed attribute value. Attributes the parser does not interpret keep their raw text."""
+from verifidx.hlo.shape import Shape
 
 COMPUTATION_ATTRIBUTES = (
     "calls",
@@ -179,7 +43,7 @@ COMPUTATION_ATTRIBUTES = (
 _CALLING = frozenset(COMPUTATION_ATTRIBUTES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class HloInstruction:
     """One instruction: `[ROOT] name = shape opcode(operands), attribute=value, ...`.
 
@@ -204,6 +68,46 @@ class HloInstruction:
     literal_value: int | float | bool | None = None
     _called: tuple[str, ...] | None = field(default=None, init=False, repr=False,
                                             compare=False, hash=False)
+
+    def __init__(self, name: str, opcode: str, shape: Shape, operands: tuple[str, ...] = (),
+                 attributes: Mapping[str, AttributeValue] | None = None,
+                 raw_attributes: Mapping[str, str] | None = None, is_root: bool = False,
+                 line: int = 0, column: int = 0, parameter_number: int | None = None,
+                 literal: str | None = None,
+                 literal_value: int | float | bool | None = None) -> None:
+        # written out with the names as literals (the dataclass's would be interpreted code):
+        # compiled by mypyc, each is a write of the native slot
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "opcode", opcode)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "operands", operands)
+        object.__setattr__(self, "attributes", {} if attributes is None else attributes)
+        object.__setattr__(self, "raw_attributes",
+                           {} if raw_attributes is None else raw_attributes)
+        object.__setattr__(self, "is_root", is_root)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "parameter_number", parameter_number)
+        object.__setattr__(self, "literal", literal)
+        object.__setattr__(self, "literal_value", literal_value)
+        object.__setattr__(self, "_called", None)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled through the constructor: compiled, a frozen dataclass's default unpickling
+        # would assign its fields, which it forbids
+        return (HloInstruction, (self.name, self.opcode, self.shape, self.operands,
+                                 dict(self.attributes), dict(self.raw_attributes), self.is_root,
+                                 self.line, self.column, self.parameter_number, self.literal,
+                                 self.literal_value))
+
+    def at(self, line: int, column: int) -> HloInstruction:
+        """The same instruction written at `line`, `column` (a line a later snapshot moved):
+        every other field is the same object."""
+        moved = HloInstruction(self.name, self.opcode, self.shape, self.operands,
+                               self.attributes, self.raw_attributes, self.is_root, line, column,
+                               self.parameter_number, self.literal, self.literal_value)
+        object.__setattr__(moved, "_called", self._called)
+        return moved
 
     def _ints(self, name: str) -> tuple[int, ...] | None:
         return cast("tuple[int, ...] | None", self.attributes.get(name))
@@ -334,7 +238,7 @@ class HloInstruction:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class HloComputation:
     """A named list of instructions in definition (hence topological) order.
 
@@ -357,16 +261,38 @@ class HloComputation:
     _root: HloInstruction = field(init=False, repr=False, compare=False, hash=False)
     _parameters: tuple[HloInstruction, ...] = field(init=False, repr=False, compare=False,
                                                     hash=False)
+    #: what analyses found of this computation, kept with it (`memo`)
+    _memo: dict[object, object] = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_name", {i.name: i for i in self.instructions})
-        params = [i for i in self.instructions if i.parameter_number is not None]
+    def __init__(self, name: str, instructions: tuple[HloInstruction, ...],
+                 is_entry: bool = False, signature: tuple[tuple[str, Shape], ...] = (),
+                 result_shape: Shape | None = None, attributes: Mapping[str, str] | None = None,
+                 line: int = 0) -> None:
+        object.__setattr__(self, "name", name)  # (written out: see HloInstruction)
+        object.__setattr__(self, "instructions", instructions)
+        object.__setattr__(self, "is_entry", is_entry)
+        object.__setattr__(self, "signature", signature)
+        object.__setattr__(self, "result_shape", result_shape)
+        object.__setattr__(self, "attributes", {} if attributes is None else attributes)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "_by_name", {i.name: i for i in instructions})
+        params = [i for i in instructions if i.parameter_number is not None]
         object.__setattr__(self, "_parameters", tuple(sorted(
             params, key=lambda i: cast(int, i.parameter_number))))
-        roots = [i for i in self.instructions if i.is_root]
+        roots = [i for i in instructions if i.is_root]
         if len(roots) != 1:
-            raise ValueError(f"computation {self.name!r} needs exactly one root instruction")
+            raise ValueError(f"computation {name!r} needs exactly one root instruction")
         object.__setattr__(self, "_root", roots[0])
+        object.__setattr__(self, "_memo", {})
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (HloComputation, (self.name, self.instructions, self.is_entry, self.signature,
+                                 self.result_shape, dict(self.attributes), self.line))
+
+    @property
+    def memo(self) -> dict[object, object]:
+        """Facts the analyses derive from this computation (see `HloModule.memo`)."""
+        return self._memo
 
     @property
     def root(self) -> HloInstruction:
@@ -394,7 +320,7 @@ class HloComputation:
         return len(self.instructions)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class HloModule:
     """A parsed module: its computations in text order and the raw header attributes.
 
@@ -410,13 +336,34 @@ class HloModule:
     source: str = field(default="<string>", compare=False)
 
     _entry: HloComputation = field(init=False, repr=False, compare=False, hash=False)
+    #: what analyses found of this module, kept with it (`memo`)
+    _memo: dict[object, object] = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
-        if not self.computations:
+    def __init__(self, name: str, computations: Mapping[str, HloComputation],
+                 attributes: Mapping[str, str] | None = None,
+                 sections: Mapping[str, str] | None = None, source: str = "<string>") -> None:
+        if not computations:
             raise ValueError("a module needs at least one computation")
-        marked = [c for c in self.computations.values() if c.is_entry]
+        object.__setattr__(self, "name", name)  # (written out: see HloInstruction)
+        object.__setattr__(self, "computations", computations)
+        object.__setattr__(self, "attributes", {} if attributes is None else attributes)
+        object.__setattr__(self, "sections", {} if sections is None else sections)
+        object.__setattr__(self, "source", source)
+        marked = [c for c in computations.values() if c.is_entry]
         object.__setattr__(self, "_entry",
-                           marked[0] if marked else list(self.computations.values())[-1])
+                           marked[0] if marked else list(computations.values())[-1])
+        object.__setattr__(self, "_memo", {})
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (HloModule, (self.name, dict(self.computations), dict(self.attributes),
+                            dict(self.sections), self.source))
+
+    @property
+    def memo(self) -> dict[object, object]:
+        """Facts the analyses derive from this module, by their own keys: the module is
+        immutable, so they hold as long as it lives, and go with it (compiled, the module
+        cannot be weakly referenced)."""
+        return self._memo
 
     @property
     def entry(self) -> HloComputation:

@@ -22,19 +22,16 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from verifidx.core.errors import ParseError
-from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
-from verifidx.hlo.module import (
-    COMPUTATION_ATTRIBUTES,
+from verifidx.hlo.attribute_values import (
     AttributeValue,
     ConvolutionDimLabels,
-    HloComputation,
-    HloInstruction,
-    HloModule,
     IotaReplicaGroups,
     PadDim,
     SliceDim,
     WindowDim,
 )
+from verifidx.hlo.bounded_sizes import link_called_sizes, with_bounded_sizes
+from verifidx.hlo.module import COMPUTATION_ATTRIBUTES, HloComputation, HloInstruction, HloModule
 from verifidx.hlo.shape import (
     ELEMENT_TYPE_BITS,
     MAX_SIZE,
@@ -138,9 +135,7 @@ def _moved(block: _Block, where: tuple[int, int]) -> _Block:
     shift = where[0] - block.where[0]
     instructions = []
     for inst in block.computation.instructions:
-        moved = object.__new__(HloInstruction)
-        moved.__dict__.update(inst.__dict__, line=inst.line + shift)
-        instructions.append(moved)
+        instructions.append(inst.at(inst.line + shift, inst.column))
     computation = dataclasses.replace(block.computation, instructions=tuple(instructions),
                                       line=block.computation.line + shift)
     return _Block(computation, where, block.refs, block.lines)
@@ -619,9 +614,7 @@ class _Parser(_Scanner):
         if inst.line != number + 1 or inst.column != column:
             # the same instruction where the line now is (a shallow copy: every other field
             # is the same object); kept for the next call, where it may not move again
-            moved = object.__new__(HloInstruction)
-            moved.__dict__.update(inst.__dict__, line=number + 1, column=column)
-            inst = moved
+            inst = inst.at(number + 1, column)
             found = _Line(inst, found.declared, found.refs)
         self.reuse.next[line] = found
         if self.block_lines is not None:

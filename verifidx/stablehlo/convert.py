@@ -35,6 +35,13 @@ from typing import Any
 
 from verifidx.core.errors import ParseError
 from verifidx.core.expr import is_size_name
+from verifidx.hlo.attribute_values import (
+    AttributeValue,
+    ConvolutionDimLabels,
+    PadDim,
+    SliceDim,
+    WindowDim,
+)
 from verifidx.hlo.dynamic_dims import (
     SIZES_ATTRIBUTE,
     UNBOUNDED_SIZE,
@@ -42,16 +49,7 @@ from verifidx.hlo.dynamic_dims import (
     SizeVar,
     SymSize,
 )
-from verifidx.hlo.module import (
-    AttributeValue,
-    ConvolutionDimLabels,
-    HloComputation,
-    HloInstruction,
-    HloModule,
-    PadDim,
-    SliceDim,
-    WindowDim,
-)
+from verifidx.hlo.module import HloComputation, HloInstruction, HloModule
 from verifidx.hlo.shape import Shape, size_error
 from verifidx.stablehlo.bindings import mlir, position
 

@@ -38,8 +38,9 @@ from verifidx.analysis.subst.binding import Binding
 from verifidx.analysis.subst.model import Node, Substitution, evaluate
 from verifidx.analysis.subst.semantics import INTS, Graph, IllFormed, perm_value
 from verifidx.core.errors import UnsupportedError
+from verifidx.hlo.attribute_values import PadDim, SliceDim
 from verifidx.hlo.layout import TiledLayout, as_tiled_shape
-from verifidx.hlo.module import HloComputation, HloInstruction, PadDim, SliceDim
+from verifidx.hlo.module import HloComputation, HloInstruction
 from verifidx.hlo.ops.elementwise import ELEMENTWISE
 from verifidx.hlo.parser import parse_hlo
 from verifidx.hlo.shape import Shape

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from verifidx.core.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
 from verifidx.core.indexing_map import IndexingMap
 from verifidx.core.interval import Interval
-from verifidx.hlo.module import ConvolutionDimLabels, WindowDim
+from verifidx.hlo.attribute_values import ConvolutionDimLabels, WindowDim
 from verifidx.hlo.ops.common import (
     Maps,
     OpContext,

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from verifidx.core.expr import Const, Dim, Expr, Symbol, add, floordiv, mod, mul, neg
 from verifidx.core.indexing_map import IndexingMap
 from verifidx.core.interval import Interval, range_of
-from verifidx.hlo.module import HloComputation, WindowDim
+from verifidx.hlo.attribute_values import WindowDim
+from verifidx.hlo.module import HloComputation
 from verifidx.hlo.ops.common import (
     Malformed,
     Maps,
