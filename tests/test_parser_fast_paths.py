@@ -100,6 +100,7 @@ def test_an_instruction_read_by_one_match_is_the_instruction_read_in_full(text: 
         if quick:
             inst = parser.instruction(dict(defined))
         else:  # token by token, the quick attribute head switched off (it never matches)
+            p._TAILS.clear()  # (and no attribute list read before: one line stores one)
             saved = p._PLAIN_ATTRIBUTE
             p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
             try:
@@ -138,3 +139,66 @@ def test_a_quick_reading_given_up_halfway_leaves_no_operand_recorded_twice() -> 
         (parser.instruction if quick else parser.full_instruction)(dict(defined))
         readings.append(parser.declared)
     assert readings[0] == readings[1] and len(readings[0]) == 2
+
+
+FOLLOWING = st.sampled_from(["", "\n", " ", "\n  , index=1", "\n, dimensions={0}", " }",
+                             "\n}", "\n/* c */ , kind=kLoop", "\n// c\n, x=1", "\n  b = f32[2] x",
+                             "/* c", "\n\t,"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(instruction_texts(), FOLLOWING, FOLLOWING)
+def test_an_attribute_list_read_before_is_the_list_read_in_full(
+        text: str, first: str, then: str) -> None:
+    # An instruction's attributes taken from `_TAILS` (the same text to the end of the line,
+    # read after another line or text than this one) against the token-by-token reading
+    defined = {inst.name: inst for inst in parse_hlo(
+        "HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  b.1 = s32[] parameter(1)\n"
+        "  x-2 = f32[2,3]{1,0} parameter(2)\n  ROOT t = () tuple()\n}\n").entry.instructions}
+
+    def read(source: str, cached: bool) -> object:
+        parser = _Parser(source, "t")
+        parser.declared, parser.instruction_start = [], 0
+        if cached:
+            inst = parser.instruction(dict(defined))
+        else:
+            p._TAILS.clear()
+            saved = p._PLAIN_ATTRIBUTE
+            p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
+            try:
+                inst = parser.full_instruction(dict(defined))
+            finally:
+                p._PLAIN_ATTRIBUTE = saved
+        return inst, parser.pos, parser.declared, parser.computation_refs
+
+    p._TAILS.clear()
+    _outcome(lambda: read(text + first, True))  # (what it leaves in `_TAILS`)
+    assert _outcome(lambda: read(text + then, True)) == _outcome(lambda: read(text + then, False))
+
+
+def test_a_repeated_attribute_list_is_read_once() -> None:
+    p._TAILS.clear()
+    tail = ", dimensions={0}, metadata={op_name=\"a/b\" source_line=3}"
+    module = parse_hlo("HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n"
+                       f"  n = f32[2]{{0}} negate(a){tail}\n"
+                       f"  ROOT r = f32[2]{{0}} negate(n){tail}\n}}\n")
+    n, r = module.entry.instruction("n"), module.entry.instruction("r")
+    assert ("instruction", tail) in p._TAILS and r.attributes is n.attributes
+    assert r.attributes["dimensions"] == (0,) and (n.line, r.line) == (5, 6)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.one_of(ATTRIBUTES, NOISE), max_size=4).map("".join), FOLLOWING, FOLLOWING)
+def test_a_header_read_before_is_the_header_read_in_full(tail: str, first: str,
+                                                         then: str) -> None:
+    # a module header's attributes (`HloModule m, ...`), raw, after another text than this one
+    def read(source: str, cached: bool) -> object:
+        parser = _Parser(source, "t")
+        if cached:
+            return parser.line_attributes("module", False)[1], parser.pos
+        p._TAILS.clear()
+        return parser.attribute_list("module", parse=False)[1], parser.pos
+
+    p._TAILS.clear()
+    _outcome(lambda: read(tail + first, True))
+    assert _outcome(lambda: read(tail + then, True)) == _outcome(lambda: read(tail + then, False))

@@ -73,6 +73,10 @@ _PLAIN_ATTRIBUTE = re.compile(r", (" + _IDENTIFIER + r")=(?=[^ \t\r\n\f\v/])")
 _ATTRIBUTE_VALUES: dict[tuple[str, str], AttributeValue] = {}
 """Parsed attribute values by name and text: the same text is the same value (all are
 immutable; computation references are not kept here, their places are recorded)."""
+_TAILS: dict[tuple[str, str], tuple[dict[str, AttributeValue], dict[str, str]]] = {}
+"""Attribute lists of instructions and module headers read before, by owner and the text from
+their `,` to the end of the line (`line_attributes`): a model's layers and a pipeline's
+snapshots repeat them."""
 _INT = re.compile(r"-?[0-9]+")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _LAYOUT_ITEM = re.compile(r"[A-Z#]+")
@@ -394,6 +398,7 @@ class _Parser(_Scanner):
         self.block_lines: list[tuple[str, _Line]] | None = None  # (the computation's, as read)
         self.declared: list[tuple[str, Shape | None, int, int]] | None = None
         self.instruction_start = 0
+        self.attributes_end = 0  # where the last attribute list read ended (its last value)
 
     # ----- module and computations -------------------------------------------------------
 
@@ -402,7 +407,7 @@ class _Parser(_Scanner):
         attributes: dict[str, str] = {}
         if self.accept_word("HloModule"):
             name = self.name("module name after 'HloModule'")
-            attributes = self.raw_attributes("module")
+            attributes = self.line_attributes("module", False)[1]  # (a pipeline repeats it)
         computations: dict[str, HloComputation] = {}
         sections: dict[str, str] = {}
         entry: HloComputation | None = None
@@ -926,13 +931,43 @@ class _Parser(_Scanner):
         return self.attribute_list(owner, parse=False)[1]
 
     def instruction_attributes(self) -> tuple[dict[str, AttributeValue], dict[str, str]]:
-        return self.attribute_list("instruction", parse=True)
+        return self.line_attributes("instruction", True)
+
+    def line_attributes(self, owner: str, parse: bool
+                        ) -> tuple[dict[str, AttributeValue], dict[str, str]]:
+        """`attribute_list`, or the one read before from the same text to the end of the line
+        (`_TAILS`: the same dictionaries, never written to) where the next line does not go
+        on with a `,`. Kept only where the line alone decides the reading: its last value ends
+        on the line with only blanks after it (a comment that runs on is not), and it names no
+        computation (those places are recorded)."""
+        text, start = self.text, self.pos
+        stop = text.find("\n", start, self.end)
+        if stop < 0:
+            stop = self.end
+        key = (owner, text[start:stop])
+        found = _TAILS.get(key)
+        if found is not None:
+            self.pos = stop
+            if not self.at(","):  # (the full reading would look on there as well)
+                return found
+            self.pos = start
+        refs = len(self.computation_refs)
+        parsed, raw = self.attribute_list(owner, parse=parse)
+        tail = key[1]
+        if raw and tail.startswith(",") and len(self.computation_refs) == refs and \
+                self.attributes_end <= stop and \
+                not text[self.attributes_end:stop].strip(" \t\r\f\v"):
+            if len(_TAILS) > 50_000:
+                _TAILS.clear()
+            _TAILS[key] = parsed, raw
+        return parsed, raw
 
     def attribute_list(
         self, owner: str, *, parse: bool
     ) -> tuple[dict[str, AttributeValue], dict[str, str]]:
         parsed: dict[str, AttributeValue] = {}
         raw: dict[str, str] = {}
+        last_end = self.pos
         while True:
             plain = _PLAIN_ATTRIBUTE.match(self.text, self.pos, self.end)
             if plain is not None and plain.group(1) not in raw:  # `, name=` as XLA prints it
@@ -973,7 +1008,8 @@ class _Parser(_Scanner):
                         _ATTRIBUTE_VALUES[name, text] = parsed[name]
                 finally:
                     self.end = len(self.text)
-            self.pos = value_end
+            self.pos = last_end = value_end
+        self.attributes_end = last_end
         return parsed, raw
 
     def int_list(self) -> tuple[int, ...]:
