@@ -106,7 +106,11 @@ def test_compiled_conditions_never_belong_to_a_dead_rule() -> None:
 def test_no_cache_in_the_package_is_keyed_by_id() -> None:
     import verifidx.simplifier.rule_engine as simp
 
+    rule = parse_rule("rule keyed: max(x, y) => x if lo(x) >= hi(y)")
+    simp.compiled_condition(rule), simp.condition_check(rule), simp._rule_calls(rule)
+    assert rule in simp._CONDITIONS and rule in simp._CHECKS and rule in simp._CALLS
     assert all(not isinstance(k, int) for k in simp._CONDITIONS)
+    assert all(not isinstance(k, int) for k in simp._CHECKS)
     assert all(not isinstance(k, int) for k in simp._CALLS)
 
 # -- 3. divisors are constants -------------------------------------------------------------------

@@ -201,10 +201,8 @@ class RuleEngine:
             table.setdefault(type(root), []).append(r)
             if isinstance(root, Mul):  # `e * c0` also matches a sum with a common factor
                 table.setdefault(Add, []).append(r)
-            compiled_condition(r)  # once, when the rule base is loaded
-            condition_check(r)
-            guard_for(r)
-            _rule_calls(r)
+            # (each rule's condition, check and guard are compiled on its first match, once:
+            # a run tries a few of the rules, and loading the base stays cheap)
         #: `expr_rules` without the rules that need a remainder within one bucket
         #: (`_needs_one_bucket`), for the types that have some.
         self.without_buckets: dict[type, list[Rule]] = {
