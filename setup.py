@@ -43,6 +43,7 @@ COMPILED = [
     "verifidx/clients/sympy_bridge.py",
     # pass-by-pass validation reads each snapshot of a dump and hash-conses each module
     # (the data model of a module first: every walk over one reads its instructions' fields)
+    "verifidx/hlo/shape.py",
     "verifidx/hlo/module.py",
     "verifidx/hlo/parser.py",
     "verifidx/clients/pass_region.py",

@@ -1183,3 +1183,7 @@ def test_a_module_pickles_and_copies_as_it_was_read() -> None:
     assert moved.attributes is r.attributes and moved.shape is r.shape
     assert moved.called_computations == r.called_computations
     assert dataclasses.replace(moved, line=r.line, column=r.column) == r
+    shape = parse_shape("(f32[2,<=3]{1,0:T(2,128)}, s32[])")
+    copied = pickle.loads(pickle.dumps(shape))
+    assert copied == shape and hash(copied) == hash(shape) and str(copied) == str(shape)
+    assert copied.leaves() == shape.leaves() and copied.is_dynamic

@@ -202,3 +202,11 @@ def test_a_header_read_before_is_the_header_read_in_full(tail: str, first: str,
     p._TAILS.clear()
     _outcome(lambda: read(tail + first, True))
     assert _outcome(lambda: read(tail + then, True)) == _outcome(lambda: read(tail + then, False))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(ALPHABET, max_size=6), st.sampled_from(["", "}", "(", "->", "/*", "[", "ab"]),
+       st.integers(-3, 8), st.integers(0, 8))
+def test_the_token_look_is_startswith(text: str, token: str, pos: int, end: int) -> None:
+    end = min(end, len(text))
+    assert p._starts(text, token, pos, end) == text.startswith(token, pos, end)

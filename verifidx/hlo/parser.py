@@ -134,6 +134,16 @@ class _Line:  # (one made for every line that moved: a plain class, native when 
         self.refs = refs  # computation name, offset
 
 
+def _starts(text: str, token: str, pos: int, end: int) -> bool:
+    """`text.startswith(token, pos, end)`, which compiled is a Python method call (the parser
+    asks it before nearly every token)."""
+    if pos < 0 or pos + len(token) > end:
+        return pos < 0 and text.startswith(token, pos, end)
+    if len(token) == 1:
+        return text[pos] == token
+    return text[pos:pos + len(token)] == token
+
+
 def _moved(block: _Block, where: tuple[int, int]) -> _Block:
     """`block` begun `where` instead: each instruction a shallow copy on its new line."""
     shift = where[0] - block.where[0]
@@ -248,7 +258,7 @@ class _Scanner:
 
     def at(self, token: str) -> bool:
         self.skip()
-        return self.text.startswith(token, self.pos, self.end)
+        return _starts(self.text, token, self.pos, self.end)
 
     def accept(self, token: str) -> bool:
         if self.at(token):
@@ -534,7 +544,7 @@ class _Parser(_Scanner):
         text = self.text
         while True:
             self.skip()
-            if text.startswith("}", self.pos, self.end):
+            if _starts(text, "}", self.pos, self.end):
                 self.pos += 1
                 break
             if self.pos >= self.end:
@@ -761,7 +771,7 @@ class _Parser(_Scanner):
         if found is None or found.group() not in ELEMENT_TYPE_BITS:
             return False
         after = _SPACE.match(self.text, found.end(), self.end).end()  # type: ignore[union-attr]
-        return self.text.startswith("[", after, self.end)
+        return _starts(self.text, "[", after, self.end)
 
     # ----- shapes and layouts ------------------------------------------------------------
 

@@ -100,6 +100,12 @@ class Layout:
     other_items: tuple[str, ...] = ()
     text: str = field(default="", compare=False)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled through the constructor: compiled, a frozen dataclass's default unpickling
+        # would assign its fields, which it forbids
+        return (Layout, (self.minor_to_major, self.tiles, self.element_size_in_bits,
+                         self.memory_space, self.other_items, self.text))
+
     def __str__(self) -> str:
         items: list[str] = []
         if self.tiles:
@@ -117,7 +123,7 @@ def _tile_dim(size: int) -> str:
     return "*" if size == WILDCARD_TILE_DIM else str(size)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Shape:
     """An array shape (`f32[10,20]{1,0}`) or a tuple shape (`(f32[10], s32[])`).
 
@@ -135,22 +141,37 @@ class Shape:
                                              compare=False, hash=False)
     _hash: int | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
+    def __init__(self, element_type: str, dims: tuple[int, ...] = (),
+                 dynamic: tuple[bool, ...] = (), layout: Layout | None = None,
+                 tuple_shapes: tuple[Shape, ...] = ()) -> None:
+        if not dynamic and dims:
+            dynamic = (False,) * len(dims)
+        if len(dynamic) != len(dims):
+            raise ValueError("Shape needs one dynamic flag per dimension")
+        # written out with the names as literals (the dataclass's would be interpreted code):
+        # compiled by mypyc, each is a write of the native slot
+        object.__setattr__(self, "element_type", element_type)
+        object.__setattr__(self, "dims", dims)
+        object.__setattr__(self, "dynamic", dynamic)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "tuple_shapes", tuple_shapes)
+        object.__setattr__(self, "_leaves", None)
+        object.__setattr__(self, "_hash", None)
+
     def __hash__(self) -> int:
         # kept: a module's shapes are hashed once per instruction per walk that keys on them
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash((self.element_type, self.dims, self.dynamic,
-                                                    self.layout, self.tuple_shapes)))
-        return self._hash  # type: ignore[return-value]
+        found = self._hash
+        if found is None:
+            found = hash((self.element_type, self.dims, self.dynamic, self.layout,
+                          self.tuple_shapes))
+            object.__setattr__(self, "_hash", found)
+        return found
 
-    def __getstate__(self) -> dict[str, object]:
-        # a string's hash differs between processes: another process finds its own
-        return {**self.__dict__, "_hash": None}
-
-    def __post_init__(self) -> None:
-        if not self.dynamic and self.dims:
-            object.__setattr__(self, "dynamic", (False,) * len(self.dims))
-        if len(self.dynamic) != len(self.dims):
-            raise ValueError("Shape needs one dynamic flag per dimension")
+    def __reduce__(self) -> tuple[object, ...]:
+        # through the constructor (see Layout); the hash is not carried over: a string's hash
+        # differs between processes, another process finds its own
+        return (Shape, (self.element_type, self.dims, self.dynamic, self.layout,
+                        self.tuple_shapes))
 
     @staticmethod
     def tuple_of(*elements: Shape) -> Shape:
