@@ -83,33 +83,37 @@ def instruction_texts(draw: st.DrawFn) -> str:
     return text
 
 
+def _read_instruction(text: str, quick: bool) -> object:
+    """The instruction `text` begins with, read as the parser reads it (`quick`) or token by
+    token, the quick attribute head switched off (it never matches) and no attribute list read
+    before (one line stores one); what it read, where it stopped, what it recorded."""
+    defined = {inst.name: inst for inst in parse_hlo(
+        "HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  b.1 = s32[] parameter(1)\n"
+        "  x-2 = f32[2,3]{1,0} parameter(2)\n  ROOT t = () tuple()\n}\n").entry.instructions}
+    parser = _Parser(text, "t")
+    parser.declared, parser.instruction_start = [], 0
+    if quick:
+        inst = parser.instruction(defined)
+    else:
+        p._TAILS.clear()
+        saved = p._PLAIN_ATTRIBUTE
+        p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
+        try:
+            inst = parser.full_instruction(defined)
+        finally:
+            p._PLAIN_ATTRIBUTE = saved
+    return inst, parser.pos, parser.declared, parser.computation_refs
+
+
 @settings(max_examples=1500, deadline=None)
 @given(instruction_texts())
 def test_an_instruction_read_by_one_match_is_the_instruction_read_in_full(text: str) -> None:
     # Whatever the text, the quick reading of a plain head (`plain_instruction`) and of plain
     # `, name=` attributes gives what the token-by-token reading gives, or leaves it the text.
-    defined = {inst.name: inst for inst in parse_hlo(
-        "HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  b.1 = s32[] parameter(1)\n"
-        "  x-2 = f32[2,3]{1,0} parameter(2)\n  ROOT t = () tuple()\n}\n").entry.instructions}
     for shape in ("f32[2]{0}", "f32[2]", "s32[]", "f32[2,3]{1,0}"):
         _Parser(shape, "t").shape()  # (the quick reading takes only shapes read before)
-
-    def read(quick: bool) -> object:
-        parser = _Parser(text, "t")
-        parser.declared, parser.instruction_start = [], 0
-        if quick:
-            inst = parser.instruction(dict(defined))
-        else:  # token by token, the quick attribute head switched off (it never matches)
-            p._TAILS.clear()  # (and no attribute list read before: one line stores one)
-            saved = p._PLAIN_ATTRIBUTE
-            p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
-            try:
-                inst = parser.full_instruction(dict(defined))
-            finally:
-                p._PLAIN_ATTRIBUTE = saved
-        return inst, parser.pos, parser.declared, parser.computation_refs
-
-    assert _outcome(lambda: read(True)) == _outcome(lambda: read(False))
+    assert _outcome(lambda: _read_instruction(text, True)) == \
+        _outcome(lambda: _read_instruction(text, False))
 
 
 def test_the_plain_forms_xla_prints_take_the_quick_reading() -> None:
@@ -152,28 +156,10 @@ def test_an_attribute_list_read_before_is_the_list_read_in_full(
         text: str, first: str, then: str) -> None:
     # An instruction's attributes taken from `_TAILS` (the same text to the end of the line,
     # read after another line or text than this one) against the token-by-token reading
-    defined = {inst.name: inst for inst in parse_hlo(
-        "HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  b.1 = s32[] parameter(1)\n"
-        "  x-2 = f32[2,3]{1,0} parameter(2)\n  ROOT t = () tuple()\n}\n").entry.instructions}
-
-    def read(source: str, cached: bool) -> object:
-        parser = _Parser(source, "t")
-        parser.declared, parser.instruction_start = [], 0
-        if cached:
-            inst = parser.instruction(dict(defined))
-        else:
-            p._TAILS.clear()
-            saved = p._PLAIN_ATTRIBUTE
-            p._PLAIN_ATTRIBUTE = re.compile(r"(?!)()")
-            try:
-                inst = parser.full_instruction(dict(defined))
-            finally:
-                p._PLAIN_ATTRIBUTE = saved
-        return inst, parser.pos, parser.declared, parser.computation_refs
-
     p._TAILS.clear()
-    _outcome(lambda: read(text + first, True))  # (what it leaves in `_TAILS`)
-    assert _outcome(lambda: read(text + then, True)) == _outcome(lambda: read(text + then, False))
+    _outcome(lambda: _read_instruction(text + first, True))  # (what it leaves in `_TAILS`)
+    assert _outcome(lambda: _read_instruction(text + then, True)) == \
+        _outcome(lambda: _read_instruction(text + then, False))
 
 
 def test_a_repeated_attribute_list_is_read_once() -> None:
