@@ -569,13 +569,13 @@ def computation_indexing(module: HloModule | None, computation: HloComputation |
         if module is None:
             raise ValueError("a computation name needs its module")
         computation = module.computation(computation)
-    # kept with the module (or the computation alone), so it goes when they do; ids are those
-    # of objects the entry holds, never reused while it is there
+    # kept with the module (or the computation alone), so it goes when they do; the ids are
+    # those of objects the entry holds, so none is reused while it is there
     memo = module.memo if module is not None else computation.memo
     key = (computation_indexing, id(computation), direction, id(_simplifier), reads_exactly(),
            _prove_dedup)
     hit = cast("tuple[HloComputation, Simplifier, ComputationIndexing] | None", memo.get(key))
-    if hit is not None and hit[0] is computation and hit[1] is _simplifier:
+    if hit is not None:
         return hit[2]
     progress = (id(module), *key[1:])
     if progress in _IN_PROGRESS:
